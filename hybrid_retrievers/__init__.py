@@ -1,0 +1,40 @@
+"""hybrid-retrievers: BM25, dense, fusion, parent-document, HyDE and reranking retrievers.
+
+The core is framework-free (numpy and scipy); LangChain and LlamaIndex adapters live
+in ``langchain_hybrid_retrievers`` and ``llama_index_hybrid_retrievers``.
+"""
+
+from __future__ import annotations
+
+from importlib import metadata as _metadata
+
+from .bm25 import BM25Index
+from .explanation import Explanation, TermContribution
+from .ids import content_id
+from .persistence import IndexFormatError
+from .scoring import BM25Method
+from .tokenization import Analyzer
+from .types import Doc, Embedder, Hit, MetadataFilter, PairScorer, Searcher, TextGenerator
+
+try:
+    __version__ = _metadata.version("hybrid-retrievers")
+except _metadata.PackageNotFoundError:  # running from a source checkout
+    __version__ = "0.1.0"
+
+__all__ = [
+    "Analyzer",
+    "BM25Index",
+    "BM25Method",
+    "Doc",
+    "Embedder",
+    "Explanation",
+    "Hit",
+    "IndexFormatError",
+    "MetadataFilter",
+    "PairScorer",
+    "Searcher",
+    "TermContribution",
+    "TextGenerator",
+    "content_id",
+    "__version__",
+]

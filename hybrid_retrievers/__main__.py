@@ -1,0 +1,5 @@
+"""Run the command line: ``python -m hybrid_retrievers``."""
+
+from hybrid_retrievers.cli import main
+
+raise SystemExit(main())

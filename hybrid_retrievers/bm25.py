@@ -1,0 +1,766 @@
+"""BM25Index: a sparse inverted index whose query cost follows the query's postings.
+
+Raw term frequencies and document lengths are the source of truth. Per-posting
+scores are a cache derived from them (and from N, avgdl and idf), rebuilt lazily
+after ``add`` or ``delete``, so an edited index scores exactly like one rebuilt from
+scratch. A query touches only the postings of its own terms: it accumulates scores
+into a per-thread scratch buffer, selects the top k among the matched documents
+and resets what it touched, so no step is proportional to the corpus size.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from ._validation import check_k, check_queries, check_query
+from .explanation import Explanation, TermContribution
+from .ids import content_id
+from .persistence import IndexFormatError, IndexReader, IndexWriter, atomic_index_dir
+from .scoring import DEFAULT_DELTA, BM25Method, get_variant
+from .selection import top_k
+from .tokenization import Analyzer
+from .types import Doc, Hit, MetadataFilter
+
+__all__ = ["BM25Index"]
+
+FORMAT_VERSION = 1
+_MISSING = object()
+
+
+class BM25Index:
+    """A BM25 index over documents, with incremental updates, explanations and persistence.
+
+    Example:
+        >>> index = BM25Index.from_texts(
+        ...     ["the cat sat on the mat", "dogs chase cats", "a bird sang"],
+        ...     ids=["a", "b", "c"],
+        ... )
+        >>> [hit.id for hit in index.search("cats", k=2)]
+        ['b', 'a']
+    """
+
+    def __init__(
+        self,
+        *,
+        analyzer: Analyzer | None = None,
+        k1: float = 1.5,
+        b: float = 0.75,
+        method: str | BM25Method = "lucene",
+        delta: float | None = None,
+    ) -> None:
+        """Create an empty index; most users call `from_texts` or `from_docs` instead."""
+        self._method = BM25Method.parse(method)
+        self._variant = get_variant(self._method)
+        self._k1 = _check_float("k1", k1, low=0.0)
+        self._b = _check_float("b", b, low=0.0, high=1.0)
+        if delta is None:
+            delta = DEFAULT_DELTA.get(self._method, 0.0)
+        self._delta = _check_float("delta", delta, low=0.0)
+        if analyzer is None:
+            analyzer = Analyzer()
+        if not isinstance(analyzer, Analyzer):
+            raise TypeError(
+                f"analyzer must be a hybrid_retrievers.Analyzer, got {type(analyzer).__name__}"
+            )
+        self._analyzer = analyzer
+        self._docs: list[Doc] = []
+        self._positions: dict[str, int] = {}
+        self._vocab: dict[str, int] = {}
+        # Term-major postings: term t's documents are _post_docs[_indptr[t]:_indptr[t+1]],
+        # ascending, with raw term frequencies in _post_tf.
+        self._indptr: NDArray[np.int64] = np.zeros(1, dtype=np.int64)
+        self._post_docs: NDArray[np.int32] = np.zeros(0, dtype=np.int32)
+        self._post_tf: NDArray[np.unsignedinteger] = np.zeros(0, dtype=np.uint8)
+        self._doc_len: NDArray[np.int32] = np.zeros(0, dtype=np.int32)
+        self._lock = threading.RLock()
+        self._scratch = threading.local()
+        self._invalidate()
+
+    # ------------------------------------------------------------------ building
+
+    @classmethod
+    def from_texts(
+        cls,
+        texts: Iterable[str],
+        ids: Iterable[str] | None = None,
+        metadatas: Iterable[Mapping[str, Any] | None] | None = None,
+        *,
+        analyzer: Analyzer | None = None,
+        k1: float = 1.5,
+        b: float = 0.75,
+        method: str | BM25Method = "lucene",
+        delta: float | None = None,
+        show_progress: bool = False,
+    ) -> BM25Index:
+        """Index ``texts``; missing ids become deterministic content ids.
+
+        Raises:
+            ValueError: for an empty corpus, duplicate ids, or mismatched lengths.
+        """
+        docs = _make_docs(texts, ids, metadatas)
+        return cls.from_docs(
+            docs, analyzer=analyzer, k1=k1, b=b, method=method, delta=delta,
+            show_progress=show_progress,
+        )
+
+    @classmethod
+    def from_docs(
+        cls,
+        docs: Iterable[Doc],
+        *,
+        analyzer: Analyzer | None = None,
+        k1: float = 1.5,
+        b: float = 0.75,
+        method: str | BM25Method = "lucene",
+        delta: float | None = None,
+        show_progress: bool = False,
+    ) -> BM25Index:
+        """Index `Doc` objects, keeping their ids and metadata."""
+        docs = _check_docs(docs)
+        if not docs:
+            raise ValueError("cannot build a BM25 index from an empty corpus; pass at least one text")
+        index = cls(analyzer=analyzer, k1=k1, b=b, method=method, delta=delta)
+        index._append(docs, show_progress=show_progress)
+        return index
+
+    def add(
+        self,
+        texts: Iterable[str],
+        ids: Iterable[str] | None = None,
+        metadatas: Iterable[Mapping[str, Any] | None] | None = None,
+        *,
+        show_progress: bool = False,
+    ) -> list[str]:
+        """Add texts and return their ids; an id already in the index is an error."""
+        docs = _make_docs(texts, ids, metadatas, taken=self._positions)
+        return self.add_docs(docs, show_progress=show_progress)
+
+    def add_docs(self, docs: Iterable[Doc], *, show_progress: bool = False) -> list[str]:
+        """Add documents and return their ids; N, avgdl and idf are updated for all."""
+        docs = _check_docs(docs)
+        with self._lock:
+            clash = [d.id for d in docs if d.id in self._positions]
+            if clash:
+                raise ValueError(
+                    f"{len(clash)} id(s) already in the index: {clash[:5]}; "
+                    "delete them first to replace those documents"
+                )
+            self._append(docs, show_progress=show_progress)
+        return [d.id for d in docs]
+
+    def delete(self, ids: Iterable[str]) -> None:
+        """Remove documents by id; if any id is unknown nothing is removed."""
+        if isinstance(ids, str):
+            ids = [ids]
+        ids = list(ids)
+        with self._lock:
+            unknown = [i for i in ids if i not in self._positions]
+            if unknown:
+                raise KeyError(f"{len(unknown)} id(s) not in the index: {unknown[:5]}")
+            if not ids:
+                return
+            alive = np.ones(len(self._docs), dtype=bool)
+            alive[[self._positions[i] for i in ids]] = False
+            self._compact(alive)
+
+    def _append(self, docs: list[Doc], *, show_progress: bool) -> None:
+        from scipy import sparse
+
+        token_lists = self._analyzer.tokenize_many(
+            [d.text for d in docs], show_progress=show_progress
+        )
+        offset = len(self._docs)
+        vocab = self._vocab
+        lengths = np.fromiter((len(t) for t in token_lists), dtype=np.int32, count=len(docs))
+        new_terms = np.fromiter(
+            (vocab[t] if t in vocab else vocab.setdefault(t, len(vocab))
+             for tokens in token_lists for t in tokens),
+            dtype=np.int32,
+            count=int(lengths.sum()),
+        )
+        new_docs = np.repeat(np.arange(offset, offset + len(docs), dtype=np.int32), lengths)
+        old_terms = np.repeat(
+            np.arange(len(self._indptr) - 1, dtype=np.int32), np.diff(self._indptr)
+        )
+        # Term-major CSR; converting from COO counts repeated (term, doc) pairs into
+        # term frequencies and keeps each term's documents ascending.
+        matrix = sparse.csr_array(
+            (
+                np.concatenate([self._post_tf.astype(np.int32), np.ones(new_terms.size, np.int32)]),
+                (np.concatenate([old_terms, new_terms]),
+                 np.concatenate([self._post_docs, new_docs])),
+            ),
+            shape=(len(vocab), offset + len(docs)),
+        )
+        matrix.sum_duplicates()
+        self._set_postings(np.diff(matrix.indptr), matrix.indices, matrix.data)
+        self._doc_len = np.concatenate([self._doc_len, lengths])
+        self._docs.extend(docs)
+        for j, d in enumerate(docs):
+            self._positions[d.id] = offset + j
+        self._invalidate()
+
+    def _compact(self, alive: NDArray[np.bool_]) -> None:
+        new_pos = np.cumsum(alive) - 1
+        terms = np.repeat(np.arange(len(self._indptr) - 1), np.diff(self._indptr))
+        keep = alive[self._post_docs]
+        terms = terms[keep]
+        df = np.bincount(terms, minlength=len(self._vocab))
+        # Drop terms no remaining document has, so the vocabulary (and Robertson's
+        # mean idf) is what a rebuild on the remaining documents would have.
+        live_terms = df > 0
+        term_map = np.cumsum(live_terms) - 1
+        self._vocab = {
+            t: int(term_map[i]) for t, i in self._vocab.items() if live_terms[i]
+        }
+        self._set_postings(
+            df[live_terms], new_pos[self._post_docs[keep]], self._post_tf[keep]
+        )
+        self._doc_len = self._doc_len[alive]
+        self._docs = [d for d, a in zip(self._docs, alive.tolist()) if a]
+        self._positions = {d.id: i for i, d in enumerate(self._docs)}
+        self._invalidate()
+
+    def _set_postings(
+        self, df: NDArray[np.integer], docs: NDArray[np.integer], tf: NDArray[np.integer]
+    ) -> None:
+        self._indptr = np.zeros(len(df) + 1, dtype=np.int64)
+        np.cumsum(df, out=self._indptr[1:])
+        self._post_docs = docs.astype(np.int32)
+        self._post_tf = tf.astype(_smallest_uint(int(tf.max()) if tf.size else 0))
+
+    def _invalidate(self) -> None:
+        self._cache: _ScoreCache | None = None
+        self._filter_masks: dict[str, NDArray[np.bool_]] = {}
+
+    # ------------------------------------------------------------------ scoring cache
+
+    @property
+    def _avgdl(self) -> float:
+        return float(self._doc_len.mean()) if self._doc_len.size else 0.0
+
+    def _scores(self) -> _ScoreCache:
+        """Per-posting scores and per-term statistics, rebuilt on demand after edits."""
+        cache = self._cache
+        if cache is not None:
+            return cache
+        with self._lock:
+            if self._cache is None:
+                self._cache = _ScoreCache.build(self)
+            return self._cache
+
+    def _query_terms(self, query: str) -> tuple[list[str], list[int]]:
+        counts = Counter(self._analyzer.tokenize(query))
+        return list(counts), list(counts.values())
+
+    def _buffers(self) -> tuple[NDArray[np.float32], NDArray[np.bool_]]:
+        n = len(self._docs)
+        acc = getattr(self._scratch, "acc", None)
+        if acc is None or acc.shape[0] != n:
+            self._scratch.acc = acc = np.zeros(n, dtype=np.float32)
+            self._scratch.seen = np.zeros(n, dtype=bool)
+        return acc, self._scratch.seen
+
+    def _match(
+        self,
+        terms: list[str],
+        counts: list[int],
+        k: int | None = None,
+        allowed: NDArray[np.bool_] | None = None,
+    ) -> tuple[NDArray[np.int32], NDArray[np.float32]]:
+        """Documents matching at least one term, with their full BM25 scores.
+
+        With ``k`` given, documents that provably cannot reach the top ``k`` (among
+        ``allowed`` ones) may be left out: once the k-th best partial score exceeds
+        the sum of the remaining terms' maximum contributions, no unseen document
+        can catch up, so the remaining (long, low-idf) posting lists only update
+        the candidates already found (MaxScore; Turtle & Flood 1995).
+        """
+        cache = self._scores()
+        post_score = cache.post_score
+        ids = [(self._vocab[t], c) for t, c in zip(terms, counts) if t in self._vocab]
+        constant = np.float32(sum(cache.absent[t] * c for t, c in ids))
+        if not ids:
+            return np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.float32)
+        indptr, post_docs = self._indptr, self._post_docs
+        if len(ids) == 1:
+            t, c = ids[0]
+            lo, hi = indptr[t], indptr[t + 1]
+            return post_docs[lo:hi], post_score[lo:hi] * np.float32(c) + constant
+        # Highest-impact (rarest) terms first, so the k-th score rises early.
+        ids.sort(key=lambda tc: -cache.upper[tc[0]] * tc[1])
+        bounds = [float(cache.upper[t]) * c for t, c in ids]
+        lengths = [int(indptr[t + 1] - indptr[t]) for t, _ in ids]
+        prune = k is not None and cache.nonnegative
+        acc, seen = self._buffers()
+        found: list[NDArray[np.int32]] = []
+        n_found = 0
+        try:
+            for i, (t, c) in enumerate(ids):
+                lo, hi = indptr[t], indptr[t + 1]
+                docs = post_docs[lo:hi]
+                fresh = docs[~seen[docs]]
+                seen[fresh] = True
+                found.append(fresh)
+                n_found += fresh.size
+                # Within one term a document appears once, so fancy-index += is exact.
+                acc[docs] += post_score[lo:hi] * np.float32(c) if c != 1 else post_score[lo:hi]
+                rest = i + 1
+                if (
+                    prune
+                    and rest < len(ids)
+                    and n_found >= k  # type: ignore[operator]
+                    and sum(lengths[rest:]) > 2 * n_found
+                    and self._can_skip_new(found, acc, allowed, k, sum(bounds[rest:]))  # type: ignore[arg-type]
+                ):
+                    cand = np.concatenate(found)
+                    found = [cand]
+                    for t2, c2 in ids[rest:]:
+                        lo2, hi2 = indptr[t2], indptr[t2 + 1]
+                        docs2 = post_docs[lo2:hi2]
+                        j = np.minimum(np.searchsorted(docs2, cand), docs2.size - 1)
+                        present = docs2[j] == cand
+                        acc[cand[present]] += post_score[lo2 + j[present]] * np.float32(c2)
+                    break
+            cand = np.concatenate(found)
+            scores = acc[cand] + constant
+        finally:
+            for f in found:
+                acc[f] = 0.0
+                seen[f] = False
+        return cand, scores
+
+    @staticmethod
+    def _can_skip_new(
+        found: list[NDArray[np.int32]],
+        acc: NDArray[np.float32],
+        allowed: NDArray[np.bool_] | None,
+        k: int,
+        remaining_bound: float,
+    ) -> bool:
+        cand = np.concatenate(found)
+        if allowed is not None:
+            cand = cand[allowed[cand]]
+        if cand.size < k:
+            return False
+        partial = acc[cand]
+        kth = float(np.partition(partial, partial.size - k)[partial.size - k])
+        # Strict, with a float32 rounding margin: an unseen document scores at most
+        # remaining_bound, which must fall below the current k-th best.
+        return kth > remaining_bound * (1 + 1e-5) + 1e-6
+
+    # ------------------------------------------------------------------ searching
+
+    def search(
+        self,
+        query: str,
+        k: int = 10,
+        *,
+        filter: MetadataFilter | None = None,
+        explain: bool = False,
+    ) -> list[Hit]:
+        """The top ``k`` documents for ``query``; only documents matching a term return.
+
+        Args:
+            query: free text, analysed like the documents.
+            k: how many hits at most (fewer when fewer documents match).
+            filter: metadata equality mapping or predicate over `Doc`, applied
+                before top-k so ``k`` filtered hits come back when they exist.
+            explain: attach each hit's per-term `Explanation` (as a dict under
+                ``hit.explanation["bm25"]``).
+        """
+        check_query(query)
+        k = check_k(k)
+        return self._search_terms(query, *self._query_terms(query), k, filter, explain)
+
+    def search_many(
+        self,
+        queries: Sequence[str],
+        k: int = 10,
+        *,
+        filter: MetadataFilter | None = None,
+        explain: bool = False,
+    ) -> list[list[Hit]]:
+        """`search` for each query, in order."""
+        queries = check_queries(queries)
+        k = check_k(k)
+        token_lists = self._analyzer.tokenize_many(queries)
+        out = []
+        for query, tokens in zip(queries, token_lists):
+            counts = Counter(tokens)
+            out.append(
+                self._search_terms(query, list(counts), list(counts.values()), k, filter, explain)
+            )
+        return out
+
+    def _search_terms(
+        self,
+        query: str,
+        terms: list[str],
+        counts: list[int],
+        k: int,
+        filter: MetadataFilter | None,
+        explain: bool,
+    ) -> list[Hit]:
+        allowed = None
+        if filter is not None and not callable(filter):
+            allowed = self._filter_mask(filter)
+        cand, scores = self._match(terms, counts, k, allowed)
+        if filter is not None and cand.size:
+            keep = allowed[cand] if allowed is not None else self._filter_callable(filter, cand)
+            cand, scores = cand[keep], scores[keep]
+        if not cand.size:
+            return []
+        best = top_k(scores, k, tiebreak=cand)
+        hits = []
+        for rank, i in enumerate(best.tolist(), 1):
+            pos = int(cand[i])
+            expl: Mapping[str, Any] = {}
+            if explain:
+                expl = {"bm25": self._explain_position(query, terms, counts, pos).as_dict()}
+            hits.append(Hit(self._docs[pos], float(scores[i]), rank, expl))
+        return hits
+
+    def _filter_callable(
+        self, filter: Callable[[Doc], bool], cand: NDArray[np.int32]
+    ) -> NDArray[np.bool_]:
+        docs = self._docs
+        return np.fromiter((bool(filter(docs[p])) for p in cand.tolist()), bool, cand.size)
+
+    def _filter_mask(self, filter: Any) -> NDArray[np.bool_]:
+        """The corpus-wide mask of a metadata-equality filter, cached until the next edit."""
+        if not isinstance(filter, Mapping):
+            raise TypeError(
+                "filter must be a mapping of metadata equalities or a callable(Doc) -> bool, "
+                f"got {type(filter).__name__}"
+            )
+        key = json.dumps(sorted((str(k), repr(v)) for k, v in filter.items()))
+        mask = self._filter_masks.get(key)
+        if mask is None:
+            items = list(filter.items())
+            mask = np.fromiter(
+                (all(d.metadata.get(f, _MISSING) == v for f, v in items) for d in self._docs),
+                bool,
+                len(self._docs),
+            )
+            if len(self._filter_masks) >= 64:
+                self._filter_masks.clear()
+            self._filter_masks[key] = mask
+        return mask
+
+    # ------------------------------------------------------------------ explaining
+
+    def explain(self, query: str, doc_id: str) -> Explanation:
+        """Per query term: idf, tf, document length and contribution; they sum to the score."""
+        check_query(query)
+        pos = self._positions.get(doc_id) if isinstance(doc_id, str) else None
+        if pos is None:
+            raise KeyError(f"document {doc_id!r} is not in the index")
+        return self._explain_position(query, *self._query_terms(query), pos)
+
+    def _explain_position(
+        self, query: str, terms: list[str], counts: list[int], pos: int
+    ) -> Explanation:
+        idf = self._scores().idf
+        v = self._variant
+        dl = int(self._doc_len[pos])
+        avgdl = self._avgdl
+        rows = []
+        for term, c in zip(terms, counts):
+            t = self._vocab.get(term)
+            if t is None:
+                rows.append(TermContribution(term, c, 0, 0.0, 0, dl, avgdl, 0.0))
+                continue
+            lo, hi = int(self._indptr[t]), int(self._indptr[t + 1])
+            docs = self._post_docs[lo:hi]
+            j = int(np.searchsorted(docs, pos))
+            tf = int(self._post_tf[lo + j]) if j < docs.size and docs[j] == pos else 0
+            if tf == 0 and not v.scores_absent_terms:
+                weight = 0.0
+            else:
+                weight = float(
+                    v.tfw(np.array([float(tf)]), np.array([float(dl)]), avgdl,
+                          self._k1, self._b, self._delta)[0]
+                )
+            rows.append(
+                TermContribution(term, c, hi - lo, float(idf[t]), tf, dl, avgdl,
+                                 c * float(idf[t]) * weight)
+            )
+        return Explanation(
+            query=query, doc_id=self._docs[pos].id, method=self._method.value,
+            k1=self._k1, b=self._b, delta=self._delta,
+            score=sum(r.contribution for r in rows), terms=tuple(rows),
+        )
+
+    # ------------------------------------------------------------------ access
+
+    def __len__(self) -> int:
+        return len(self._docs)
+
+    def __contains__(self, doc_id: object) -> bool:
+        return doc_id in self._positions
+
+    def __repr__(self) -> str:
+        return (
+            f"BM25Index(docs={len(self)}, terms={len(self._vocab)}, method={self._method.value!r}, "
+            f"k1={self._k1}, b={self._b}, analyzer={self._analyzer!r})"
+        )
+
+    def get(self, doc_id: str) -> Doc:
+        """The stored document with ``doc_id``."""
+        try:
+            return self._docs[self._positions[doc_id]]
+        except KeyError:
+            raise KeyError(f"document {doc_id!r} is not in the index") from None
+
+    @property
+    def ids(self) -> list[str]:
+        """Document ids in index order."""
+        return [d.id for d in self._docs]
+
+    @property
+    def docs(self) -> list[Doc]:
+        """Documents in index order (a copy of the list; the documents are immutable)."""
+        return list(self._docs)
+
+    @property
+    def analyzer(self) -> Analyzer:
+        """The analyzer used for documents and queries alike."""
+        return self._analyzer
+
+    @property
+    def k1(self) -> float:
+        return self._k1
+
+    @property
+    def b(self) -> float:
+        return self._b
+
+    @property
+    def method(self) -> str:
+        return self._method.value
+
+    @property
+    def delta(self) -> float:
+        return self._delta
+
+    @property
+    def vocabulary_size(self) -> int:
+        return len(self._vocab)
+
+    def nbytes(self) -> int:
+        """Bytes held by the index arrays (postings, lengths, score cache), not the texts."""
+        cache = self._scores()
+        arrays = [self._indptr, self._post_docs, self._post_tf, self._doc_len,
+                  cache.post_score, cache.idf, cache.absent, cache.upper]
+        return int(sum(a.nbytes for a in arrays))
+
+    # ------------------------------------------------------------------ persistence
+
+    def save(self, path: str | os.PathLike[str]) -> None:
+        """Write the index to directory ``path`` atomically (no pickle)."""
+        analyzer_config = self._analyzer.to_config()
+        with self._lock, atomic_index_dir(path) as tmp:
+            w = IndexWriter(tmp)
+            terms = [""] * len(self._vocab)
+            for t, i in self._vocab.items():
+                terms[i] = t
+            w.json("vocabulary", terms)
+            w.array("postings_indptr", self._indptr)
+            w.array("postings_docs", self._post_docs)
+            w.array("postings_tf", self._post_tf)
+            w.array("doc_lengths", self._doc_len)
+            w.docs("docs", self._docs)
+            w.manifest(
+                "bm25",
+                FORMAT_VERSION,
+                {
+                    "params": {"method": self._method.value, "k1": self._k1, "b": self._b,
+                               "delta": self._delta},
+                    "analyzer": analyzer_config,
+                    "n_docs": len(self._docs),
+                    "vocabulary_size": len(terms),
+                    "n_postings": int(self._post_docs.size),
+                },
+            )
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str], *, mmap: bool = False) -> BM25Index:
+        """Read an index saved by `save`; every file is validated before use.
+
+        Args:
+            mmap: memory-map the posting arrays instead of reading them (the
+                checksums of memory-mapped files are not verified).
+
+        Raises:
+            IndexFormatError: the directory is missing, corrupt, truncated, foreign
+                or from a newer format version.
+        """
+        r = IndexReader(path, kind="bm25", max_version=FORMAT_VERSION)
+        params = r.field("params", dict)
+        n_docs = r.field("n_docs", int)
+        vocabulary_size = r.field("vocabulary_size", int)
+        try:
+            analyzer = Analyzer.from_config(r.field("analyzer", dict))
+            index = cls(analyzer=analyzer, **{k: params[k] for k in ("method", "k1", "b", "delta")})
+        except (KeyError, TypeError, ValueError) as exc:
+            raise IndexFormatError(f"{path}: invalid parameters in manifest ({exc})") from None
+        terms = r.json("vocabulary")
+        if (
+            not isinstance(terms, list)
+            or len(terms) != vocabulary_size
+            or not all(isinstance(t, str) for t in terms)
+            or len(set(terms)) != len(terms)
+        ):
+            raise IndexFormatError(f"{path}: vocabulary.json must list {vocabulary_size} distinct terms")
+        indptr = r.array("postings_indptr", dtype_kind="i", ndim=1, length=vocabulary_size + 1)
+        n_postings = int(indptr[-1]) if indptr.size else 0
+        post_docs = r.array("postings_docs", dtype_kind="i", ndim=1, length=n_postings, mmap=mmap)
+        post_tf = r.array("postings_tf", dtype_kind="u", ndim=1, length=n_postings, mmap=mmap)
+        doc_len = r.array("doc_lengths", dtype_kind="i", ndim=1, length=n_docs)
+        docs = list(r.docs("docs"))
+        if len(docs) != n_docs:
+            raise IndexFormatError(f"{path}: docs.jsonl has {len(docs)} documents, manifest says {n_docs}")
+        if indptr[0] != 0 or np.any(np.diff(indptr) < 0):
+            raise IndexFormatError(f"{path}: postings_indptr is not a valid offset array")
+        if n_postings and (post_docs.min() < 0 or post_docs.max() >= n_docs):
+            raise IndexFormatError(f"{path}: postings refer to documents outside 0..{n_docs - 1}")
+        if doc_len.size and doc_len.min() < 0:
+            raise IndexFormatError(f"{path}: negative document lengths")
+        index._vocab = {t: i for i, t in enumerate(terms)}
+        index._indptr = indptr.astype(np.int64)
+        index._post_docs = post_docs if post_docs.dtype == np.int32 else post_docs.astype(np.int32)
+        index._post_tf = post_tf
+        index._doc_len = doc_len.astype(np.int32)
+        index._docs = docs
+        index._positions = {d.id: i for i, d in enumerate(docs)}
+        if len(index._positions) != len(docs):
+            raise IndexFormatError(f"{path}: docs.jsonl has duplicate ids")
+        index._invalidate()
+        return index
+
+
+class _ScoreCache:
+    """What a query needs, derived from term frequencies, lengths and N."""
+
+    __slots__ = ("post_score", "idf", "absent", "upper", "nonnegative")
+
+    def __init__(self, post_score, idf, absent, upper, nonnegative) -> None:  # type: ignore[no-untyped-def]
+        self.post_score: NDArray[np.float32] = post_score
+        self.idf: NDArray[np.float64] = idf
+        self.absent: NDArray[np.float64] = absent
+        self.upper: NDArray[np.float32] = upper
+        self.nonnegative: bool = nonnegative
+
+    @classmethod
+    def build(cls, index: BM25Index) -> _ScoreCache:
+        v = index._variant
+        indptr = index._indptr
+        df = np.diff(indptr).astype(np.float64)
+        idf = v.idf(df, len(index._docs))
+        if v.scores_absent_terms:
+            zero = np.zeros(1)
+            absent = idf * v.tfw(zero, zero, 1.0, index._k1, index._b, index._delta)[0]
+        else:
+            absent = np.zeros_like(idf)
+        tf = index._post_tf.astype(np.float64)
+        dl = index._doc_len[index._post_docs].astype(np.float64)
+        w = v.tfw(tf, dl, index._avgdl, index._k1, index._b, index._delta)
+        term_of = np.repeat(np.arange(len(df)), np.diff(indptr))
+        # Cache what a present term adds beyond the absent-term weight, so a query
+        # adds the absent weights once, as a constant.
+        post_score = (idf[term_of] * w - absent[term_of]).astype(np.float32)
+        if post_score.size:
+            upper = np.maximum.reduceat(post_score, indptr[:-1]).astype(np.float32)
+            nonnegative = bool(post_score.min() >= 0)
+        else:
+            upper = np.zeros(len(df), dtype=np.float32)
+            nonnegative = True
+        return cls(post_score, idf, absent, upper, nonnegative)
+
+
+def _smallest_uint(max_value: int) -> type[np.unsignedinteger]:
+    for dtype in (np.uint8, np.uint16, np.uint32):
+        if max_value <= np.iinfo(dtype).max:
+            return dtype
+    return np.uint64
+
+
+def _check_float(name: str, value: Any, *, low: float, high: float | None = None) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.floating, np.integer)):
+        raise TypeError(f"{name} must be a number, got {type(value).__name__}: {value!r}")
+    value = float(value)
+    if not np.isfinite(value) or value < low or (high is not None and value > high):
+        bound = f"between {low} and {high}" if high is not None else f">= {low}"
+        raise ValueError(f"{name} must be {bound}, got {value}")
+    return value
+
+
+def _make_docs(
+    texts: Iterable[str],
+    ids: Iterable[str] | None,
+    metadatas: Iterable[Mapping[str, Any] | None] | None,
+    taken: Mapping[str, Any] | None = None,
+) -> list[Doc]:
+    """Documents from parallel lists; missing ids become content ids.
+
+    Identical texts get the same content id, so the second and later copies (in
+    input order, or of a text already in ``taken``) get ``#2``, ``#3``... suffixes:
+    still deterministic, and no document is lost as a duplicate.
+    """
+    if isinstance(texts, str):
+        raise TypeError("texts must be a list of str, not a single str; wrap it in a list")
+    texts = list(texts)
+    for i, t in enumerate(texts):
+        if not isinstance(t, str):
+            raise TypeError(f"texts[{i}] must be a str, got {type(t).__name__}: {t!r:.80}")
+    metas = [None] * len(texts) if metadatas is None else list(metadatas)
+    if len(metas) != len(texts):
+        raise ValueError(f"got {len(texts)} texts but {len(metas)} metadatas; pass one per text")
+    for i, m in enumerate(metas):
+        if m is not None and not isinstance(m, Mapping):
+            raise TypeError(f"metadatas[{i}] must be a mapping or None, got {type(m).__name__}")
+    if ids is None:
+        id_list = []
+        used = set(taken or ())
+        for t, m in zip(texts, metas):
+            base = candidate = content_id(t, m)
+            n = 1
+            while candidate in used:
+                n += 1
+                candidate = f"{base}#{n}"
+            used.add(candidate)
+            id_list.append(candidate)
+    else:
+        if isinstance(ids, str):
+            raise TypeError("ids must be a list of str, not a single str")
+        id_list = list(ids)
+        if len(id_list) != len(texts):
+            raise ValueError(f"got {len(texts)} texts but {len(id_list)} ids; pass one id per text")
+    return [Doc(i, t, dict(m) if m else {}) for i, t, m in zip(id_list, texts, metas)]
+
+
+def _check_docs(docs: Iterable[Doc]) -> list[Doc]:
+    docs = list(docs)
+    seen: set[str] = set()
+    dupes: list[str] = []
+    for i, d in enumerate(docs):
+        if not isinstance(d, Doc):
+            raise TypeError(f"docs[{i}] must be a hybrid_retrievers.Doc, got {type(d).__name__}")
+        if d.id in seen:
+            dupes.append(d.id)
+        seen.add(d.id)
+    if dupes:
+        raise ValueError(
+            f"duplicate document ids: {sorted(set(dupes))[:5]}; ids must be unique "
+            "(omit ids to get content ids)"
+        )
+    return docs

@@ -1,0 +1,34 @@
+"""Evaluation: trec_eval-compatible ranking metrics and the BEIR-format loader.
+
+Example:
+    >>> from hybrid_retrievers.evaluation import evaluate_run
+    >>> evaluate_run({"q1": {"d1": 1.0, "d2": 0.5}}, {"q1": {"d2": 2}}, ["ndcg@10", "mrr@10"])
+    {'ndcg@10': 0.6309297535714575, 'mrr@10': 0.5}
+"""
+
+from __future__ import annotations
+
+from hybrid_retrievers.evaluation.beir import BeirDataset, load_beir
+from hybrid_retrievers.evaluation.metrics import (
+    DEFAULT_METRICS,
+    MetricSpec,
+    Qrels,
+    Run,
+    evaluate_run,
+    hits_to_run,
+    parse_metric,
+    per_query_metrics,
+)
+
+__all__ = [
+    "BeirDataset",
+    "DEFAULT_METRICS",
+    "MetricSpec",
+    "Qrels",
+    "Run",
+    "evaluate_run",
+    "hits_to_run",
+    "load_beir",
+    "parse_metric",
+    "per_query_metrics",
+]

@@ -1,0 +1,23 @@
+"""Shared fixtures: small real-text corpora that need nothing outside the repository."""
+
+from __future__ import annotations
+
+import pytest
+
+PASSAGES = [
+    "BM25 is a bag-of-words ranking function used by search engines to rank documents.",
+    "Dense retrieval encodes queries and passages into vectors with a bi-encoder.",
+    "Reciprocal rank fusion combines rankings from several retrievers into one list.",
+    "A cross-encoder reranker reads the query and the passage together and scores relevance.",
+    "The Okapi BM25 weighting scheme was developed at City University London in the 1990s.",
+    "Stemming maps inflected words such as ranking, ranked and ranks to a common stem.",
+    "Hypothetical document embeddings ask a language model to write an answer before searching.",
+    "Parent document retrieval indexes small chunks but returns the larger section around them.",
+    "Inverted indexes map each term to the list of documents that contain it.",
+    "Part IPC-420 ships with the 3.5 mm connector described in the assembly manual.",
+]
+
+
+@pytest.fixture(scope="session")
+def passages() -> list[str]:
+    return list(PASSAGES)

@@ -1,0 +1,53 @@
+"""MaxScore pruning never changes results: pruned top-k equals exhaustive top-k."""
+
+from __future__ import annotations
+
+import pytest
+
+from hybrid_retrievers import BM25Index
+from hybrid_retrievers.datasets import load_dataset
+from hybrid_retrievers.selection import top_k
+
+
+@pytest.fixture(scope="module")
+def cranfield_index():
+    ds = load_dataset("cranfield")
+    docs = list(ds.corpus.values())
+    docs = [d.__class__(d.id, d.text, {"half": int(d.id) % 2}) for d in docs]
+    return BM25Index.from_docs(docs), list(ds.queries.values())
+
+
+def _exhaustive(index: BM25Index, query: str, k: int, half: int | None = None):
+    counts: dict[str, int] = {}
+    for t in index.analyzer.tokenize(query):
+        counts[t] = counts.get(t, 0) + 1
+    cand, scores = index._match(list(counts), list(counts.values()))  # no k: no pruning
+    if half is not None:
+        keep = [index.docs[p].metadata["half"] == half for p in cand.tolist()]
+        cand, scores = cand[keep], scores[keep]
+    best = top_k(scores, k, tiebreak=cand)
+    return [(index.ids[cand[i]], float(scores[i])) for i in best]
+
+
+@pytest.mark.parametrize("k", [1, 3, 10])
+def test_pruned_equals_exhaustive(cranfield_index, monkeypatch, k: int) -> None:
+    index, queries = cranfield_index
+    pruned = 0
+    original = BM25Index._can_skip_new
+
+    def counting(*args, **kwargs):
+        nonlocal pruned
+        result = original(*args, **kwargs)
+        pruned += result
+        return result
+
+    monkeypatch.setattr(BM25Index, "_can_skip_new", staticmethod(counting))
+    for q in queries:
+        got = [(h.id, h.score) for h in index.search(q, k=k)]
+        want = _exhaustive(index, q, k)
+        assert [i for i, _ in got] == [i for i, _ in want], q
+        assert [s for _, s in got] == pytest.approx([s for _, s in want], rel=1e-6)
+        got_f = [(h.id, h.score) for h in index.search(q, k=k, filter={"half": 1})]
+        want_f = _exhaustive(index, q, k, half=1)
+        assert [i for i, _ in got_f] == [i for i, _ in want_f], q
+    assert pruned > len(queries) // 4, "pruning should kick in for many queries"
