@@ -710,7 +710,7 @@ def _make_docs(
     metadatas: Iterable[Mapping[str, Any] | None] | None,
     taken: Mapping[str, Any] | None = None,
 ) -> list[Doc]:
-    """Documents from parallel lists; missing ids become content ids.
+    """Documents from parallel lists; missing (or None) ids become content ids.
 
     Identical texts get the same content id, so the second and later copies (in
     input order, or of a text already in ``taken``) get ``#2``, ``#3``... suffixes:
@@ -729,22 +729,25 @@ def _make_docs(
         if m is not None and not isinstance(m, Mapping):
             raise TypeError(f"metadatas[{i}] must be a mapping or None, got {type(m).__name__}")
     if ids is None:
-        id_list = []
-        used = set(taken or ())
-        for t, m in zip(texts, metas):
-            base = candidate = content_id(t, m)
-            n = 1
-            while candidate in used:
-                n += 1
-                candidate = f"{base}#{n}"
-            used.add(candidate)
-            id_list.append(candidate)
+        given: list[str | None] = [None] * len(texts)
     else:
         if isinstance(ids, str):
             raise TypeError("ids must be a list of str, not a single str")
-        id_list = list(ids)
-        if len(id_list) != len(texts):
-            raise ValueError(f"got {len(texts)} texts but {len(id_list)} ids; pass one id per text")
+        given = list(ids)
+        if len(given) != len(texts):
+            raise ValueError(f"got {len(texts)} texts but {len(given)} ids; pass one id per text")
+    # A None id means "content id for this one"; given ids are never rewritten.
+    used = set(taken or ()) | {i for i in given if i is not None}
+    id_list = []
+    for i, t, m in zip(given, texts, metas):
+        if i is None:
+            base = i = content_id(t, m)
+            n = 1
+            while i in used:
+                n += 1
+                i = f"{base}#{n}"
+            used.add(i)
+        id_list.append(i)
     return [Doc(i, t, dict(m) if m else {}) for i, t, m in zip(id_list, texts, metas)]
 
 

@@ -205,3 +205,10 @@ def test_analyzer_is_used_for_queries() -> None:
 def test_nbytes_counts_arrays(index: BM25Index) -> None:
     assert index.nbytes() > 0
     assert isinstance(np.float32(index.search("bm25", k=1)[0].score), np.float32)
+
+
+def test_none_ids_get_content_ids_next_to_given_ones() -> None:
+    index = BM25Index.from_texts(["same", "same", "other"], ids=["a", None, None])
+    assert index.ids[0] == "a" and len(set(index.ids)) == 3
+    with pytest.raises(TypeError, match="Doc.id must be a str"):
+        BM25Index.from_texts(["x"], ids=[3])

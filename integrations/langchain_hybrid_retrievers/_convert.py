@@ -1,0 +1,67 @@
+"""Conversions between core `Doc` / `Hit` and LangChain `Document`.
+
+Kept apart from the retriever so the mapping of ids, metadata and scores is written
+down once. Every function returns new objects: the caller's documents and the
+index's stored metadata are never edited.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from langchain_core.documents import Document
+
+from hybrid_retrievers.types import Hit
+
+__all__ = ["RANK_KEY", "documents_to_columns", "hit_to_document"]
+
+RANK_KEY = "rank"
+"""Metadata key under which a returned `Document` carries its 1-based rank."""
+
+
+def _check_document(document: Any, position: int) -> Document:
+    if not isinstance(document, Document):
+        raise TypeError(
+            f"documents[{position}] must be a langchain_core.documents.Document, got "
+            f"{type(document).__name__}: {document!r:.80}; use from_texts() for raw strings"
+        )
+    return document
+
+
+def documents_to_columns(
+    documents: Iterable[Document],
+) -> tuple[list[str], list[str | None], list[dict[str, Any]]]:
+    """Split documents into the core's parallel ``(texts, ids, metadatas)`` lists.
+
+    ``Document.id`` is kept; a document without one gets the core's deterministic
+    content id (with its ``#n`` rule for repeated texts).
+    Metadata dicts are copied, so later edits to the caller's documents do not leak in.
+
+    Raises:
+        TypeError: if ``documents`` is a single document or holds a non-`Document`.
+    """
+    if isinstance(documents, (str, Document)):
+        raise TypeError(
+            "documents must be a list of Document, got a single "
+            f"{type(documents).__name__}; wrap it in a list"
+        )
+    docs = [_check_document(d, i) for i, d in enumerate(documents)]
+    texts = [d.page_content for d in docs]
+    metadatas = [dict(d.metadata) for d in docs]
+    # A None id asks the core for a content id (with its rule for repeated texts).
+    return texts, [d.id for d in docs], metadatas
+
+
+def hit_to_document(hit: Hit, score_key: str) -> Document:
+    """Convert a core `Hit` into a new `Document` carrying its score and rank.
+
+    The returned metadata is a fresh dict: the stored metadata, then ``score_key``
+    set to the BM25 score (a Python float) and ``"rank"`` set to the 1-based rank.
+    Those two keys overwrite same-named keys of the stored metadata in the returned
+    copy only.
+    """
+    metadata: dict[str, Any] = dict(hit.doc.metadata)
+    metadata[score_key] = float(hit.score)
+    metadata[RANK_KEY] = int(hit.rank)
+    return Document(id=hit.doc.id, page_content=hit.doc.text, metadata=metadata)

@@ -1,0 +1,18 @@
+"""LlamaIndex integration for hybrid-retrievers.
+
+Example:
+    >>> from llama_index.core.schema import TextNode
+    >>> from llama_index_hybrid_retrievers import BM25Retriever
+    >>> retriever = BM25Retriever.from_defaults(nodes=[TextNode(text="BM25 ranking")])
+    >>> retriever.retrieve("ranking")[0].score > 0
+    True
+"""
+
+from __future__ import annotations
+
+
+from .retrievers import BM25Retriever
+
+__all__ = ["BM25Retriever", "__version__"]
+
+from hybrid_retrievers import __version__

@@ -1,0 +1,92 @@
+"""Conversions between core `Doc` / `Hit` and LlamaIndex nodes.
+
+The text that is indexed is ``node.get_content(metadata_mode=MetadataMode.NONE)``:
+the node's own text, without metadata mixed in, so a keyword in a metadata value does
+not change BM25 scores and the stored text is exactly what a rebuilt node shows.
+The metadata is kept separately (copied) for filters and for the returned nodes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+from llama_index.core.schema import BaseNode, MetadataMode, NodeWithScore, TextNode
+from llama_index.core.vector_stores.types import MetadataFilters
+from llama_index.core.vector_stores.utils import build_metadata_filter_fn
+
+from hybrid_retrievers.types import Doc, Hit, MetadataFilter
+
+__all__ = [
+    "doc_to_text_node",
+    "hit_to_node_with_score",
+    "node_to_doc",
+    "nodes_to_docs",
+    "to_core_filter",
+]
+
+def node_to_doc(node: BaseNode) -> Doc:
+    """Convert a LlamaIndex node into a core `Doc` (id = ``node.node_id``).
+
+    Raises:
+        TypeError: if ``node`` is not a `BaseNode`.
+    """
+    if not isinstance(node, BaseNode):
+        raise TypeError(
+            "nodes must contain llama_index BaseNode objects (e.g. TextNode, Document), "
+            f"got {type(node).__name__}: {node!r:.80}"
+        )
+    return Doc(
+        id=node.node_id,
+        text=node.get_content(metadata_mode=MetadataMode.NONE),
+        metadata=dict(node.metadata),
+    )
+
+def nodes_to_docs(nodes: Iterable[BaseNode]) -> list[Doc]:
+    """Convert many nodes (see `node_to_doc`)."""
+    if isinstance(nodes, BaseNode):
+        raise TypeError("nodes must be a list of nodes, got a single node; wrap it in a list")
+    return [node_to_doc(n) for n in nodes]
+
+def doc_to_text_node(doc: Doc) -> TextNode:
+    """Rebuild a `TextNode` (id, text, a copy of the metadata) from a stored `Doc`."""
+    return TextNode(id_=doc.id, text=doc.text, metadata=dict(doc.metadata))
+
+def hit_to_node_with_score(hit: Hit, originals: Mapping[str, BaseNode]) -> NodeWithScore:
+    """Wrap a hit in a new `NodeWithScore`.
+
+    The node is the caller's original node object when ``originals`` has it (it is
+    not modified), otherwise a `TextNode` rebuilt from the stored document.
+    """
+    node = originals.get(hit.doc.id)
+    if node is None:
+        node = doc_to_text_node(hit.doc)
+    return NodeWithScore(node=node, score=float(hit.score))
+
+def to_core_filter(
+    filter: MetadataFilter | MetadataFilters | None,
+) -> MetadataFilter | None:
+    """Map a LlamaIndex `MetadataFilters` onto the core's predicate form.
+
+    Mappings and callables (receiving a `hybrid_retrievers.Doc`) pass through
+    unchanged; `MetadataFilters` are evaluated by LlamaIndex's own
+    ``build_metadata_filter_fn`` so every operator means what LlamaIndex says.
+
+    Raises:
+        TypeError: for any other kind of filter.
+    """
+    if filter is None or isinstance(filter, Mapping) or (
+        callable(filter) and not isinstance(filter, MetadataFilters)
+    ):
+        return filter
+    if isinstance(filter, MetadataFilters):
+        filters = filter
+
+        def predicate(doc: Doc) -> bool:
+            return build_metadata_filter_fn(lambda _id: doc.metadata, filters)(doc.id)
+
+        return predicate
+    raise TypeError(
+        "filter must be a mapping, a callable(Doc) -> bool or a llama_index "
+        f"MetadataFilters, got {type(filter).__name__}: {filter!r:.80}"
+    )
+
