@@ -167,9 +167,17 @@ def test_spanish_text() -> None:
     es = Analyzer("es")
     assert es.language == "spanish"
     # la, está, en, los are Snowball Spanish stopwords; folding happens before stemming.
-    assert es.tokenize("La información está en los índices") == ["informacion", "indic"]
+    # Stems differ between Snowball releases (PyStemmer 2 and 3), so ask the stemmer.
+    import Stemmer
+
+    spanish = Stemmer.Stemmer("spanish")
+    assert es.tokenize("La información está en los índices") == spanish.stemWords(
+        ["informacion", "indices"]
+    )
     unfolded = Analyzer("spanish", accent_folding=False)
-    assert unfolded.tokenize("La información está en los índices") == ["inform", "indic"]
+    assert unfolded.tokenize("La información está en los índices") == spanish.stemWords(
+        ["información", "índices"]
+    )
     # Accent-less queries meet accented documents under folding.
     assert es.tokenize("informacion indices") == es.tokenize("información índices")
 
