@@ -33,6 +33,9 @@ __all__ = ["BM25Index"]
 
 FORMAT_VERSION = 1
 _MISSING = object()
+_BATCHED_POSTINGS = 65_536
+"""Queries touching fewer postings than this are scored in one batched pass: per-term
+numpy calls and pruning checks would cost more than they save."""
 
 
 class BM25Index:
@@ -295,11 +298,15 @@ class BM25Index:
             t, c = ids[0]
             lo, hi = indptr[t], indptr[t + 1]
             return post_docs[lo:hi], post_score[lo:hi] * np.float32(c) + constant
-        # Highest-impact (rarest) terms first, so the k-th score rises early.
-        ids.sort(key=lambda tc: -cache.upper[tc[0]] * tc[1])
-        bounds = [float(cache.upper[t]) * c for t, c in ids]
         lengths = [int(indptr[t + 1] - indptr[t]) for t, _ in ids]
-        prune = k is not None and cache.nonnegative
+        if k is None or not cache.nonnegative or sum(lengths) <= _BATCHED_POSTINGS:
+            # No pruning possible or worth it.
+            return self._match_batched(ids, constant)
+        # Highest-impact (rarest) terms first, so the k-th score rises early.
+        order = sorted(range(len(ids)), key=lambda i: -cache.upper[ids[i][0]] * ids[i][1])
+        ids = [ids[i] for i in order]
+        lengths = [lengths[i] for i in order]
+        bounds = [float(cache.upper[t]) * c for t, c in ids]
         acc, seen = self._buffers()
         found: list[NDArray[np.int32]] = []
         n_found = 0
@@ -315,10 +322,9 @@ class BM25Index:
                 acc[docs] += post_score[lo:hi] * np.float32(c) if c != 1 else post_score[lo:hi]
                 rest = i + 1
                 if (
-                    prune
-                    and rest < len(ids)
-                    and n_found >= k  # type: ignore[operator]
-                    and sum(lengths[rest:]) > 2 * n_found
+                    rest < len(ids)
+                    and n_found >= k
+                    and sum(lengths[rest:]) > max(2 * n_found, _BATCHED_POSTINGS)
                     and self._can_skip_new(found, acc, allowed, k, sum(bounds[rest:]))  # type: ignore[arg-type]
                 ):
                     cand = np.concatenate(found)
@@ -337,6 +343,35 @@ class BM25Index:
                 acc[f] = 0.0
                 seen[f] = False
         return cand, scores
+
+    def _match_batched(
+        self, ids: list[tuple[int, int]], constant: np.float32
+    ) -> tuple[NDArray[np.int32], NDArray[np.float32]]:
+        """All terms' postings at once: a constant number of numpy calls per query."""
+        cache = self._scores()
+        indptr, post_docs, post_score = self._indptr, self._post_docs, cache.post_score
+        spans = [(int(indptr[t]), int(indptr[t + 1]), c) for t, c in ids]
+        docs = np.concatenate([post_docs[lo:hi] for lo, hi, _ in spans])
+        weights = np.concatenate(
+            [post_score[lo:hi] if c == 1 else post_score[lo:hi] * np.float32(c) for lo, hi, c in spans]
+        )
+        acc, _ = self._buffers()
+        mark = self._marks()
+        np.add.at(acc, docs, weights)
+        # Keep one occurrence per document: the last write to mark[d] wins.
+        slots = np.arange(docs.size, dtype=np.int64)
+        mark[docs] = slots
+        cand = docs[mark[docs] == slots]
+        scores = acc[cand] + constant
+        acc[cand] = 0.0
+        return cand, scores
+
+    def _marks(self) -> NDArray[np.int64]:
+        n = len(self._docs)
+        mark = getattr(self._scratch, "mark", None)
+        if mark is None or mark.shape[0] != n:
+            self._scratch.mark = mark = np.empty(n, dtype=np.int64)
+        return mark
 
     @staticmethod
     def _can_skip_new(

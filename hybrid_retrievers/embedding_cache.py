@@ -1,0 +1,396 @@
+"""Never encode a text twice: an embedding cache keyed by (model identity, text hash).
+
+Encoding is the slow part of dense retrieval (MiniLM-L6 does ~90 short documents/s on two
+cores), so re-indexing an unchanged corpus, or adding documents whose text was seen
+before, should not call the model again. `EmbeddingCache` keeps one float32 matrix per
+model identity and maps the blake2b hash of each text to its row; it lives in memory and
+can be saved as ``.npy`` + JSON (never pickle).
+
+Model identity rule: an embedder's identity is its ``model_id`` attribute (a non-empty
+str naming the model *and* every option that changes document vectors, such as a
+document prompt or normalisation). An embedder without one cannot share a cache by
+accident: pass ``model_id=`` explicitly, or no caching happens (`embed_texts` raises
+when a cache is given without an identity).
+
+`embed_texts` is the one path from texts to a validated matrix: it drops duplicate texts,
+sorts the rest by length (so batches pad less), calls the embedder in chunks (with an
+optional progress bar), checks shape and finiteness and restores the input order.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import threading
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from ._optional import require
+from .persistence import IndexFormatError, IndexReader, IndexWriter, atomic_index_dir
+
+__all__ = ["EmbeddingCache", "embed_texts", "embedder_identity", "text_key"]
+
+FORMAT_VERSION = 1
+DEFAULT_CHUNK = 1024
+
+
+def text_key(text: str) -> str:
+    """The cache key of ``text``: 32 hex digits of blake2b over its UTF-8 bytes.
+
+    Example:
+        >>> text_key("hello") == text_key("hello") != text_key("hello ")
+        True
+    """
+    return hashlib.blake2b(text.encode("utf-8"), digest_size=16).hexdigest()
+
+
+def embedder_identity(embedder: Any, model_id: str | None = None) -> str | None:
+    """The identity under which ``embedder``'s vectors are cached and saved.
+
+    ``model_id`` wins when given; otherwise the embedder's own ``model_id`` attribute,
+    when it is a non-empty str; otherwise ``None`` (unknown: not cacheable).
+    """
+    if model_id is not None:
+        if not isinstance(model_id, str) or not model_id.strip():
+            raise TypeError(f"model_id must be a non-empty str, got {model_id!r}")
+        return model_id
+    value = getattr(embedder, "model_id", None)
+    if isinstance(value, str) and value.strip():
+        return value
+    return None
+
+
+class _Store:
+    """The vectors of one model: a growable float32 matrix and key -> row."""
+
+    __slots__ = ("rows", "matrix", "size")
+
+    def __init__(self, dimension: int) -> None:
+        self.rows: dict[str, int] = {}
+        self.matrix = np.zeros((0, dimension), dtype=np.float32)
+        self.size = 0
+
+    @property
+    def dimension(self) -> int:
+        return int(self.matrix.shape[1])
+
+    def put(self, keys: Sequence[str], vectors: NDArray[np.float32]) -> None:
+        fresh = [j for j, key in enumerate(keys) if key not in self.rows]
+        if not fresh:
+            return
+        need = self.size + len(fresh)
+        if need > self.matrix.shape[0]:
+            grown = np.zeros((max(need, 2 * self.matrix.shape[0], 64), self.dimension), np.float32)
+            grown[: self.size] = self.matrix[: self.size]
+            self.matrix = grown
+        self.matrix[self.size : need] = vectors[fresh]
+        for offset, j in enumerate(fresh):
+            self.rows[keys[j]] = self.size + offset
+        self.size = need
+
+
+class EmbeddingCache:
+    """Document vectors by (model identity, text hash), in memory, optionally saved.
+
+    Thread-safe. Unbounded: it holds every vector it was given until `clear`.
+
+    Example:
+        >>> from hybrid_retrievers.models import HashingEmbedder
+        >>> cache, emb = EmbeddingCache(), HashingEmbedder(dimension=32)
+        >>> _ = cache.embed(emb, ["a cat", "a dog"])
+        >>> _ = cache.embed(emb, ["a dog", "a cat"])  # both cached: no model call
+        >>> emb.calls, cache.hits, cache.misses
+        (1, 2, 2)
+    """
+
+    def __init__(self) -> None:
+        self._stores: dict[str, _Store] = {}
+        self._lock = threading.RLock()
+        self.hits = 0
+        self.misses = 0
+
+    # ------------------------------------------------------------------ lookups
+
+    def get_many(
+        self, model_id: str, texts: Sequence[str]
+    ) -> tuple[NDArray[np.float32] | None, NDArray[np.bool_]]:
+        """Cached vectors of ``texts`` (rows of misses are zero) and a found-mask.
+
+        Returns ``(None, all-False)`` when nothing is cached for ``model_id``. Does not
+        change the hit/miss counters.
+        """
+        keys = [text_key(t) for t in texts]
+        with self._lock:
+            store = self._stores.get(model_id)
+            if store is None:
+                return None, np.zeros(len(keys), dtype=bool)
+            rows = np.fromiter((store.rows.get(k, -1) for k in keys), np.intp, len(keys))
+            found = rows >= 0
+            out = np.zeros((len(keys), store.dimension), dtype=np.float32)
+            out[found] = store.matrix[rows[found]]
+        return out, found
+
+    def put_many(self, model_id: str, texts: Sequence[str], vectors: NDArray[Any]) -> None:
+        """Remember ``vectors[i]`` as the embedding of ``texts[i]`` under ``model_id``."""
+        if not isinstance(model_id, str) or not model_id:
+            raise TypeError(f"model_id must be a non-empty str, got {model_id!r}")
+        vectors = _check_matrix(vectors, len(texts), "vectors")
+        keys = [text_key(t) for t in texts]
+        with self._lock:
+            store = self._stores.get(model_id)
+            if store is None:
+                store = self._stores[model_id] = _Store(vectors.shape[1])
+            if store.dimension != vectors.shape[1]:
+                raise ValueError(
+                    f"model {model_id!r} has {store.dimension}-d vectors in this cache, got "
+                    f"{vectors.shape[1]}-d ones; give each embedding space its own model_id"
+                )
+            store.put(keys, vectors)
+
+    def embed(
+        self,
+        embedder: Any,
+        texts: Sequence[str],
+        *,
+        model_id: str | None = None,
+        batch_size: int = DEFAULT_CHUNK,
+        show_progress: bool = False,
+    ) -> NDArray[np.float32]:
+        """Embed ``texts`` as documents, calling ``embedder`` only for uncached texts."""
+        return embed_texts(
+            embedder, texts, cache=self, model_id=model_id, batch_size=batch_size,
+            show_progress=show_progress,
+        )
+
+    # ------------------------------------------------------------------ bookkeeping
+
+    def __len__(self) -> int:
+        with self._lock:
+            return sum(s.size for s in self._stores.values())
+
+    @property
+    def model_ids(self) -> list[str]:
+        """The model identities with cached vectors, sorted."""
+        with self._lock:
+            return sorted(self._stores)
+
+    def size(self, model_id: str) -> int:
+        """How many texts are cached for ``model_id``."""
+        with self._lock:
+            store = self._stores.get(model_id)
+            return store.size if store else 0
+
+    def clear(self, model_id: str | None = None) -> None:
+        """Forget every vector, or only those of ``model_id``."""
+        with self._lock:
+            if model_id is None:
+                self._stores.clear()
+            else:
+                self._stores.pop(model_id, None)
+
+    def __repr__(self) -> str:
+        return f"EmbeddingCache(models={len(self._stores)}, vectors={len(self)})"
+
+    # ------------------------------------------------------------------ persistence
+
+    def save(self, path: str | os.PathLike[str]) -> None:
+        """Write the cache to directory ``path`` atomically (``.npy`` + JSON, no pickle)."""
+        with self._lock, atomic_index_dir(path) as tmp:
+            w = IndexWriter(tmp)
+            models = []
+            for i, model_id in enumerate(sorted(self._stores)):
+                store = self._stores[model_id]
+                keys = [""] * store.size
+                for key, row in store.rows.items():
+                    keys[row] = key
+                w.array(f"vectors_{i}", store.matrix[: store.size])
+                w.json(f"keys_{i}", keys)
+                models.append({"model_id": model_id, "dimension": store.dimension,
+                               "size": store.size, "file": i})
+            w.manifest("embedding-cache", FORMAT_VERSION, {"models": models})
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str]) -> EmbeddingCache:
+        """Read a cache written by `save`; every file is validated first.
+
+        Raises:
+            IndexFormatError: missing, corrupt or foreign directory.
+        """
+        r = IndexReader(path, kind="embedding-cache", max_version=FORMAT_VERSION)
+        cache = cls()
+        for entry in r.field("models", list):
+            try:
+                model_id, dim, size, i = (entry["model_id"], entry["dimension"], entry["size"],
+                                          entry["file"])
+            except (KeyError, TypeError):
+                raise IndexFormatError(f"{path}: bad model entry {entry!r}") from None
+            if not (isinstance(model_id, str) and isinstance(i, int) and isinstance(size, int)):
+                raise IndexFormatError(f"{path}: bad model entry {entry!r}")
+            matrix = r.array(f"vectors_{i}", dtype_kind="f", ndim=2, length=size)
+            keys = r.json(f"keys_{i}")
+            if (
+                matrix.shape[1] != dim
+                or not isinstance(keys, list)
+                or len(keys) != size
+                or len(set(keys)) != size
+                or not all(isinstance(k, str) and len(k) == 32 for k in keys)
+            ):
+                raise IndexFormatError(f"{path}: vectors_{i}/keys_{i} do not match the manifest")
+            if not np.isfinite(matrix).all():
+                raise IndexFormatError(f"{path}: vectors_{i}.npy holds NaN or infinite values")
+            store = _Store(int(dim))
+            store.matrix = np.ascontiguousarray(matrix, dtype=np.float32)
+            store.rows = {k: j for j, k in enumerate(keys)}
+            store.size = size
+            cache._stores[model_id] = store
+        return cache
+
+
+# ---------------------------------------------------------------------- encoding
+
+
+def embed_texts(
+    embedder: Any,
+    texts: Sequence[str],
+    *,
+    cache: EmbeddingCache | None = None,
+    model_id: str | None = None,
+    batch_size: int = DEFAULT_CHUNK,
+    show_progress: bool = False,
+    dimension: int | None = None,
+) -> NDArray[np.float32]:
+    """Embed ``texts`` as documents into a validated C-contiguous float32 matrix.
+
+    Each distinct text is encoded once (cached texts not at all); texts go to
+    ``embedder.embed_documents`` longest first in chunks of ``batch_size`` (so the
+    model pads less and a progress bar can advance), and the rows come back in input
+    order.
+
+    Args:
+        embedder: anything with ``embed_documents(texts) -> (n, d)``.
+        texts: the texts, in order.
+        cache: reuse and record vectors here; needs a model identity (see module doc).
+        model_id: overrides the embedder's ``model_id`` for the cache.
+        batch_size: texts per ``embed_documents`` call.
+        show_progress: show a tqdm bar (the ``progress`` extra) over the texts.
+        dimension: the required vector length, when known.
+
+    Raises:
+        TypeError: texts not a list of str; ``embedder`` without ``embed_documents``.
+        ValueError: a cache without a model identity, a wrong shape, NaN or inf.
+    """
+    if isinstance(texts, str) or not isinstance(texts, Iterable):
+        raise TypeError("texts must be a list of str, not a single str; wrap it in a list")
+    texts = list(texts)
+    for i, t in enumerate(texts):
+        if not isinstance(t, str):
+            raise TypeError(f"texts[{i}] must be a str, got {type(t).__name__}: {t!r:.80}")
+    if not callable(getattr(embedder, "embed_documents", None)):
+        raise TypeError(
+            "embedder must have an embed_documents(texts) method (the Embedder protocol), "
+            f"got {type(embedder).__name__}"
+        )
+    if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) or batch_size < 1:
+        raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
+    identity = embedder_identity(embedder, model_id)
+    if cache is not None and identity is None:
+        raise ValueError(
+            f"cannot cache embeddings of {type(embedder).__name__}: it has no model_id "
+            "attribute naming its model; pass model_id='...' (the model name plus any option "
+            "that changes its vectors) or drop the cache"
+        )
+    unique: dict[str, int] = {}
+    inverse = np.fromiter((unique.setdefault(t, len(unique)) for t in texts), np.intp, len(texts))
+    distinct = list(unique)
+    vectors: NDArray[np.float32] | None = None
+    missing = list(range(len(distinct)))
+    if cache is not None and distinct:
+        vectors, found = cache.get_many(identity, distinct)  # type: ignore[arg-type]
+        missing = np.flatnonzero(~found).tolist()
+        with cache._lock:
+            cache.hits += len(distinct) - len(missing)
+            cache.misses += len(missing)
+    if missing:
+        todo = sorted(missing, key=lambda j: -len(distinct[j]))
+        fresh = _encode_chunks(embedder, [distinct[j] for j in todo], batch_size, show_progress)
+        if dimension is not None and fresh.shape[1] != dimension:
+            raise ValueError(
+                f"the embedder returned {fresh.shape[1]}-d vectors but {dimension}-d ones are "
+                "needed (the index's dimension); use the embedder the index was built with"
+            )
+        if vectors is None or vectors.shape[1] != fresh.shape[1]:
+            if vectors is not None and len(missing) < len(distinct):
+                raise ValueError(
+                    f"cached vectors for {identity!r} are {vectors.shape[1]}-d but the embedder "
+                    f"now returns {fresh.shape[1]}-d ones; its model_id must change with its model"
+                )
+            vectors = np.zeros((len(distinct), fresh.shape[1]), dtype=np.float32)
+        vectors[todo] = fresh
+        if cache is not None:
+            cache.put_many(identity, [distinct[j] for j in todo], fresh)  # type: ignore[arg-type]
+    if vectors is None:  # no texts at all
+        return np.zeros((0, dimension or 0), dtype=np.float32)
+    if dimension is not None and vectors.shape[1] != dimension:
+        raise ValueError(
+            f"cached vectors are {vectors.shape[1]}-d but {dimension}-d ones are needed"
+        )
+    if len(distinct) == len(texts):
+        return np.ascontiguousarray(vectors)
+    return np.ascontiguousarray(vectors[inverse])
+
+
+def _encode_chunks(
+    embedder: Any, texts: list[str], batch_size: int, show_progress: bool
+) -> NDArray[np.float32]:
+    bar = None
+    if show_progress:
+        tqdm = require("tqdm", extra="progress", feature="show_progress=True").tqdm
+        bar = tqdm(total=len(texts), desc="embedding", unit="text")
+    try:
+        parts = []
+        for start in range(0, len(texts), batch_size):
+            chunk = texts[start : start + batch_size]
+            out = _check_matrix(embedder.embed_documents(chunk), len(chunk), "embed_documents()",
+                                offset=start, texts=chunk)
+            if parts and out.shape[1] != parts[0].shape[1]:
+                raise ValueError(
+                    f"embed_documents() returned {out.shape[1]}-d vectors after "
+                    f"{parts[0].shape[1]}-d ones; an embedder must keep one dimension"
+                )
+            parts.append(out)
+            if bar is not None:
+                bar.update(len(chunk))
+    finally:
+        if bar is not None:
+            bar.close()
+    return parts[0] if len(parts) == 1 else np.concatenate(parts)
+
+
+def _check_matrix(
+    value: Any,
+    n: int,
+    name: str,
+    *,
+    offset: int = 0,
+    texts: Sequence[str] | None = None,
+) -> NDArray[np.float32]:
+    """``value`` as a finite (n, d) C-contiguous float32 matrix, or a clear error."""
+    try:
+        matrix = np.asarray(value, dtype=np.float32)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"{name} must be a 2-d array of floats, got {type(value).__name__} ({exc})") from None
+    if matrix.ndim != 2 or matrix.shape[0] != n or matrix.shape[1] < 1:
+        raise ValueError(
+            f"{name} must have shape ({n}, dimension), one row per text, got shape {matrix.shape}"
+        )
+    finite = np.isfinite(matrix).all(axis=1)
+    if not finite.all():
+        bad = int(np.flatnonzero(~finite)[0])
+        what = f" (text {texts[bad]!r:.60})" if texts is not None else ""
+        raise ValueError(
+            f"{name} row {offset + bad}{what} holds NaN or infinite values; vectors must be finite"
+        )
+    return np.ascontiguousarray(matrix)

@@ -1,0 +1,196 @@
+"""sentence-transformers models behind the `Embedder` protocol, loaded on first use.
+
+Nothing here imports torch or sentence-transformers at import time: the model is
+loaded (and the libraries imported) the first time it is needed, so building an
+embedder is free and a process that never encodes never pays for torch.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from .._optional import require
+
+__all__ = ["SentenceTransformerEmbedder"]
+
+
+class SentenceTransformerEmbedder:
+    """A sentence-transformers bi-encoder as an `Embedder` (documents and queries).
+
+    Args:
+        model: a model name or local path (loaded on first use), or a loaded
+            ``SentenceTransformer`` instance.
+        batch_size: texts per forward pass.
+        device: ``"cpu"``, ``"cuda"``...; ``None`` lets sentence-transformers choose.
+        normalize: L2-normalise the vectors (what cosine similarity needs).
+        query_prompt: text prepended to queries, for models trained with
+            instructions (e5: ``"query: "``; BGE: ``"Represent this sentence for
+            searching relevant passages: "``).
+        document_prompt: text prepended to documents (e5: ``"passage: "``).
+        show_progress: show sentence-transformers' progress bar while encoding.
+        model_id: the identity recorded in caches and saved indexes. Defaults to the
+            name or path given (for an instance: its recorded name, else a name valid
+            only in this process), plus every option that changes document vectors.
+        model_kwargs: extra keyword arguments for ``SentenceTransformer(...)``.
+
+    Example:
+        >>> emb = SentenceTransformerEmbedder("sentence-transformers/all-MiniLM-L6-v2")
+        >>> emb.model_id  # nothing is loaded yet
+        'sentence-transformers/all-MiniLM-L6-v2'
+    """
+
+    def __init__(
+        self,
+        model: Any,
+        *,
+        batch_size: int = 32,
+        device: str | None = None,
+        normalize: bool = True,
+        query_prompt: str | None = None,
+        document_prompt: str | None = None,
+        show_progress: bool = False,
+        model_id: str | None = None,
+        model_kwargs: Mapping[str, Any] | None = None,
+    ) -> None:
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+            raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
+        for name, value in (("query_prompt", query_prompt), ("document_prompt", document_prompt),
+                            ("device", device), ("model_id", model_id)):
+            if value is not None and not isinstance(value, str):
+                raise TypeError(f"{name} must be a str or None, got {type(value).__name__}")
+        if model_id is not None and not model_id.strip():
+            raise ValueError("model_id must not be empty")
+        self._name: str | None
+        if isinstance(model, str):
+            if not model.strip():
+                raise ValueError("model must be a model name, a local path or a SentenceTransformer")
+            self._name, self._model = model, None
+        elif hasattr(model, "encode"):
+            self._name, self._model = _instance_name(model), model
+        else:
+            raise TypeError(
+                "model must be a model name, a local path or a SentenceTransformer instance, "
+                f"got {type(model).__name__}"
+            )
+        self.batch_size = batch_size
+        self.device = device
+        self.normalize = bool(normalize)
+        self.query_prompt = query_prompt
+        self.document_prompt = document_prompt
+        self.show_progress = bool(show_progress)
+        self._model_kwargs = dict(model_kwargs or {})
+        self._explicit_id = model_id
+        self._lock = threading.Lock()
+
+    # ------------------------------------------------------------------ model
+
+    @property
+    def model(self) -> Any:
+        """The ``SentenceTransformer``, loaded now if it was not yet."""
+        model = self._model
+        if model is None:
+            with self._lock:
+                if self._model is None:
+                    st = require("sentence_transformers", extra="models",
+                                 feature="SentenceTransformerEmbedder")
+                    self._model = st.SentenceTransformer(
+                        self._name, device=self.device, **self._model_kwargs
+                    )
+                model = self._model
+        return model
+
+    def warm_up(self) -> None:
+        """Load the model now (it is otherwise loaded by the first encode)."""
+        _ = self.model
+
+    @property
+    def is_loaded(self) -> bool:
+        return self._model is not None
+
+    @property
+    def dimension(self) -> int:
+        """Vector length (loads the model)."""
+        model = self.model
+        get = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
+        dim = get()
+        if dim is None:
+            dim = int(self._encode(["dimension probe"], None).shape[1])
+        return int(dim)
+
+    @property
+    def model_id(self) -> str:
+        """Identity of the embedding space: model name plus vector-changing options."""
+        base = self._explicit_id or self._name or f"sentence-transformer@{id(self._model):x}"
+        options: dict[str, Any] = {}
+        if not self.normalize:
+            options["normalize"] = False
+        if self.document_prompt:
+            options["document_prompt"] = self.document_prompt
+        if not options:
+            return base
+        return f"{base}{json.dumps(options, sort_keys=True, ensure_ascii=False)}"
+
+    # ------------------------------------------------------------------ encoding
+
+    def _encode(self, texts: list[str], prompt: str | None) -> NDArray[np.float32]:
+        out = self.model.encode(
+            texts,
+            prompt=prompt,
+            batch_size=self.batch_size,
+            show_progress_bar=self.show_progress,
+            convert_to_numpy=True,
+            normalize_embeddings=self.normalize,
+        )
+        return np.asarray(out, dtype=np.float32)
+
+    def embed_documents(self, texts: Sequence[str]) -> NDArray[np.float32]:
+        """Document vectors, shape ``(len(texts), dimension)``; the document prompt applies."""
+        texts = _check_texts(texts)
+        if not texts:
+            return np.zeros((0, self.dimension), dtype=np.float32)
+        return self._encode(texts, self.document_prompt)
+
+    def embed_queries(self, texts: Sequence[str]) -> NDArray[np.float32]:
+        """Query vectors, shape ``(len(texts), dimension)``; the query prompt applies."""
+        texts = _check_texts(texts)
+        if not texts:
+            return np.zeros((0, self.dimension), dtype=np.float32)
+        return self._encode(texts, self.query_prompt)
+
+    def embed_query(self, text: str) -> NDArray[np.float32]:
+        """One query vector, shape ``(dimension,)``."""
+        if not isinstance(text, str):
+            raise TypeError(f"text must be a str, got {type(text).__name__}")
+        return self._encode([text], self.query_prompt)[0]
+
+    def __repr__(self) -> str:
+        return (
+            f"SentenceTransformerEmbedder({self._name!r}, batch_size={self.batch_size}, "
+            f"device={self.device!r}, normalize={self.normalize}, loaded={self.is_loaded})"
+        )
+
+
+def _instance_name(model: Any) -> str | None:
+    """A stable name recorded on a loaded model, if it has one."""
+    card = getattr(model, "model_card_data", None)
+    for value in (getattr(card, "base_model", None), getattr(card, "model_id", None),
+                  getattr(model, "name_or_path", None)):
+        if isinstance(value, str) and value.strip():
+            return value
+    return None
+
+
+def _check_texts(texts: Sequence[str]) -> list[str]:
+    if isinstance(texts, str):
+        raise TypeError("texts must be a list of str, not a single str; wrap it in a list")
+    texts = list(texts)
+    for i, t in enumerate(texts):
+        if not isinstance(t, str):
+            raise TypeError(f"texts[{i}] must be a str, got {type(t).__name__}: {t!r:.80}")
+    return texts
