@@ -1,11 +1,15 @@
 """BM25Index: a sparse inverted index whose query cost follows the query's postings.
 
-Raw term frequencies and document lengths are the source of truth. Per-posting
-scores are a cache derived from them (and from N, avgdl and idf), rebuilt lazily
-after ``add`` or ``delete``, so an edited index scores exactly like one rebuilt from
-scratch. A query touches only the postings of its own terms: it accumulates scores
-into a per-thread scratch buffer, selects the top k among the matched documents
-and resets what it touched, so no step is proportional to the corpus size.
+Raw term frequencies (one byte per posting for most corpora) and document lengths
+are the only per-posting and per-document data kept. What depends on N and avgdl
+(idf, each document's length norm, each term's maximum contribution) is a small
+cache rebuilt lazily after ``add`` or ``delete``, so an edited index scores exactly
+like one rebuilt from scratch. A query touches only the postings of its own terms:
+it weighs them, accumulates into a per-thread scratch buffer, selects the top k
+among the matched documents and resets what it touched, so no step is proportional
+to the corpus size. Not precomputing per-posting scores keeps the index at 5 bytes
+per posting (bm25s keeps 8); weighing a posting costs about as much as reading a
+cached score would.
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ from ._validation import check_k, check_queries, check_query
 from .explanation import Explanation, TermContribution
 from .ids import content_id
 from .persistence import IndexFormatError, IndexReader, IndexWriter, atomic_index_dir
-from .scoring import DEFAULT_DELTA, BM25Method, get_variant
+from .scoring import DEFAULT_DELTA, BM25Method, get_variant, length_norm
 from .selection import top_k
 from .tokenization import Analyzer
 from .types import Doc, Hit, MetadataFilter
@@ -288,20 +292,23 @@ class BM25Index:
         the candidates already found (MaxScore; Turtle & Flood 1995).
         """
         cache = self._scores()
-        post_score = cache.post_score
         ids = [(self._vocab[t], c) for t, c in zip(terms, counts) if t in self._vocab]
-        constant = np.float32(sum(cache.absent[t] * c for t, c in ids))
         if not ids:
             return np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.float32)
+        constant = np.float32(
+            0.0 if cache.absent is None else sum(float(cache.absent[t]) * c for t, c in ids)
+        )
         indptr, post_docs = self._indptr, self._post_docs
         if len(ids) == 1:
             t, c = ids[0]
-            lo, hi = indptr[t], indptr[t + 1]
-            return post_docs[lo:hi], post_score[lo:hi] * np.float32(c) + constant
+            lo, hi = int(indptr[t]), int(indptr[t + 1])
+            docs = post_docs[lo:hi]
+            weights = self._weigh(cache, self._post_tf[lo:hi], docs, float(cache.idf[t]) * c)
+            return docs, weights + constant
         lengths = [int(indptr[t + 1] - indptr[t]) for t, _ in ids]
         if k is None or not cache.nonnegative or sum(lengths) <= _BATCHED_POSTINGS:
             # No pruning possible or worth it.
-            return self._match_batched(ids, constant)
+            return self._match_batched(cache, ids, constant)
         # Highest-impact (rarest) terms first, so the k-th score rises early.
         order = sorted(range(len(ids)), key=lambda i: -cache.upper[ids[i][0]] * ids[i][1])
         ids = [ids[i] for i in order]
@@ -312,29 +319,33 @@ class BM25Index:
         n_found = 0
         try:
             for i, (t, c) in enumerate(ids):
-                lo, hi = indptr[t], indptr[t + 1]
+                lo, hi = int(indptr[t]), int(indptr[t + 1])
                 docs = post_docs[lo:hi]
                 fresh = docs[~seen[docs]]
                 seen[fresh] = True
                 found.append(fresh)
                 n_found += fresh.size
                 # Within one term a document appears once, so fancy-index += is exact.
-                acc[docs] += post_score[lo:hi] * np.float32(c) if c != 1 else post_score[lo:hi]
+                acc[docs] += self._weigh(cache, self._post_tf[lo:hi], docs, float(cache.idf[t]) * c)
                 rest = i + 1
                 if (
                     rest < len(ids)
                     and n_found >= k
                     and sum(lengths[rest:]) > max(2 * n_found, _BATCHED_POSTINGS)
-                    and self._can_skip_new(found, acc, allowed, k, sum(bounds[rest:]))  # type: ignore[arg-type]
+                    and self._can_skip_new(found, acc, allowed, k, sum(bounds[rest:]))
                 ):
                     cand = np.concatenate(found)
                     found = [cand]
                     for t2, c2 in ids[rest:]:
-                        lo2, hi2 = indptr[t2], indptr[t2 + 1]
+                        lo2, hi2 = int(indptr[t2]), int(indptr[t2 + 1])
                         docs2 = post_docs[lo2:hi2]
                         j = np.minimum(np.searchsorted(docs2, cand), docs2.size - 1)
                         present = docs2[j] == cand
-                        acc[cand[present]] += post_score[lo2 + j[present]] * np.float32(c2)
+                        hit_docs = cand[present]
+                        acc[hit_docs] += self._weigh(
+                            cache, self._post_tf[lo2 + j[present]], hit_docs,
+                            float(cache.idf[t2]) * c2,
+                        )
                     break
             cand = np.concatenate(found)
             scores = acc[cand] + constant
@@ -344,20 +355,36 @@ class BM25Index:
                 seen[f] = False
         return cand, scores
 
+    def _weigh(
+        self,
+        cache: _ScoreCache,
+        tf: NDArray[np.unsignedinteger],
+        docs: NDArray[np.int32],
+        scale: float | NDArray[np.float32],
+    ) -> NDArray[np.float32]:
+        """``scale · (tfw(tf, norm) - tfw(0))`` for postings of ``docs`` (float32)."""
+        w = self._variant.tfw(tf.astype(np.float32), cache.norm[docs], self._k1, self._delta)
+        if cache.absent_weight:
+            w -= np.float32(cache.absent_weight)
+        w *= np.float32(scale) if isinstance(scale, float) else scale
+        return w
+
     def _match_batched(
-        self, ids: list[tuple[int, int]], constant: np.float32
+        self, cache: _ScoreCache, ids: list[tuple[int, int]], constant: np.float32
     ) -> tuple[NDArray[np.int32], NDArray[np.float32]]:
         """All terms' postings at once: a constant number of numpy calls per query."""
-        cache = self._scores()
-        indptr, post_docs, post_score = self._indptr, self._post_docs, cache.post_score
-        spans = [(int(indptr[t]), int(indptr[t + 1]), c) for t, c in ids]
-        docs = np.concatenate([post_docs[lo:hi] for lo, hi, _ in spans])
-        weights = np.concatenate(
-            [post_score[lo:hi] if c == 1 else post_score[lo:hi] * np.float32(c) for lo, hi, c in spans]
+        indptr, post_docs, post_tf = self._indptr, self._post_docs, self._post_tf
+        spans = [(int(indptr[t]), int(indptr[t + 1])) for t, _ in ids]
+        docs = np.concatenate([post_docs[lo:hi] for lo, hi in spans])
+        tf = np.concatenate([post_tf[lo:hi] for lo, hi in spans])
+        scale = np.repeat(
+            np.array([float(cache.idf[t]) * c for t, c in ids], dtype=np.float32),
+            [hi - lo for lo, hi in spans],
         )
+        w = self._weigh(cache, tf, docs, scale)
         acc, _ = self._buffers()
         mark = self._marks()
-        np.add.at(acc, docs, weights)
+        np.add.at(acc, docs, w)
         # Keep one occurrence per document: the last write to mark[d] wins.
         slots = np.arange(docs.size, dtype=np.int64)
         mark[docs] = slots
@@ -504,10 +531,11 @@ class BM25Index:
     def _explain_position(
         self, query: str, terms: list[str], counts: list[int], pos: int
     ) -> Explanation:
-        idf = self._scores().idf
+        cache = self._scores()
         v = self._variant
         dl = int(self._doc_len[pos])
         avgdl = self._avgdl
+        norm = float(length_norm(np.float64(dl), avgdl, self._b))
         rows = []
         for term, c in zip(terms, counts):
             t = self._vocab.get(term)
@@ -521,14 +549,9 @@ class BM25Index:
             if tf == 0 and not v.scores_absent_terms:
                 weight = 0.0
             else:
-                weight = float(
-                    v.tfw(np.array([float(tf)]), np.array([float(dl)]), avgdl,
-                          self._k1, self._b, self._delta)[0]
-                )
-            rows.append(
-                TermContribution(term, c, hi - lo, float(idf[t]), tf, dl, avgdl,
-                                 c * float(idf[t]) * weight)
-            )
+                weight = float(v.tfw(np.float64(tf), np.float64(norm), self._k1, self._delta))
+            idf = float(cache.idf[t])
+            rows.append(TermContribution(term, c, hi - lo, idf, tf, dl, avgdl, c * idf * weight))
         return Explanation(
             query=query, doc_id=self._docs[pos].id, method=self._method.value,
             k1=self._k1, b=self._b, delta=self._delta,
@@ -592,11 +615,11 @@ class BM25Index:
         return len(self._vocab)
 
     def nbytes(self) -> int:
-        """Bytes held by the index arrays (postings, lengths, score cache), not the texts."""
+        """Bytes held by the index arrays (postings, lengths, cache), not texts or vocabulary."""
         cache = self._scores()
         arrays = [self._indptr, self._post_docs, self._post_tf, self._doc_len,
-                  cache.post_score, cache.idf, cache.absent, cache.upper]
-        return int(sum(a.nbytes for a in arrays))
+                  cache.norm, cache.idf, cache.upper, cache.absent]
+        return int(sum(a.nbytes for a in arrays if a is not None))
 
     # ------------------------------------------------------------------ persistence
 
@@ -684,42 +707,63 @@ class BM25Index:
 
 
 class _ScoreCache:
-    """What a query needs, derived from term frequencies, lengths and N."""
+    """What queries need beyond the postings; depends on N and avgdl, so edits reset it.
 
-    __slots__ = ("post_score", "idf", "absent", "upper", "nonnegative")
+    ``norm`` is each document's length norm, ``idf`` and ``upper`` (the largest
+    contribution a term can make, for pruning) are per term, and for BM25L/BM25+
+    ``absent`` is the weight a term adds to documents that lack it. Posting weights
+    are stored shifted by ``absent_weight`` (the tf weight at tf = 0), so absent
+    terms add one per-query constant instead of touching every document.
+    """
 
-    def __init__(self, post_score, idf, absent, upper, nonnegative) -> None:  # type: ignore[no-untyped-def]
-        self.post_score: NDArray[np.float32] = post_score
-        self.idf: NDArray[np.float64] = idf
-        self.absent: NDArray[np.float64] = absent
-        self.upper: NDArray[np.float32] = upper
-        self.nonnegative: bool = nonnegative
+    __slots__ = ("norm", "idf", "upper", "absent", "absent_weight", "nonnegative")
+
+    def __init__(
+        self,
+        norm: NDArray[np.float32],
+        idf: NDArray[np.float32],
+        upper: NDArray[np.float32],
+        absent: NDArray[np.float32] | None,
+        absent_weight: float,
+    ) -> None:
+        self.norm = norm
+        self.idf = idf
+        self.upper = upper
+        self.absent = absent
+        self.absent_weight = absent_weight
+        # Shifted posting weights are >= 0, so contributions are >= 0 when idf is.
+        self.nonnegative = bool(idf.min() >= 0) if idf.size else True
 
     @classmethod
     def build(cls, index: BM25Index) -> _ScoreCache:
         v = index._variant
         indptr = index._indptr
         df = np.diff(indptr).astype(np.float64)
-        idf = v.idf(df, len(index._docs))
+        idf = v.idf(df, len(index._docs)).astype(np.float32)
+        norm = length_norm(index._doc_len.astype(np.float64), index._avgdl, index._b).astype(
+            np.float32
+        )
+        absent_weight = 0.0
+        absent = None
         if v.scores_absent_terms:
-            zero = np.zeros(1)
-            absent = idf * v.tfw(zero, zero, 1.0, index._k1, index._b, index._delta)[0]
-        else:
-            absent = np.zeros_like(idf)
-        tf = index._post_tf.astype(np.float64)
-        dl = index._doc_len[index._post_docs].astype(np.float64)
-        w = v.tfw(tf, dl, index._avgdl, index._k1, index._b, index._delta)
-        term_of = np.repeat(np.arange(len(df)), np.diff(indptr))
-        # Cache what a present term adds beyond the absent-term weight, so a query
-        # adds the absent weights once, as a constant.
-        post_score = (idf[term_of] * w - absent[term_of]).astype(np.float32)
-        if post_score.size:
-            upper = np.maximum.reduceat(post_score, indptr[:-1]).astype(np.float32)
-            nonnegative = bool(post_score.min() >= 0)
-        else:
-            upper = np.zeros(len(df), dtype=np.float32)
-            nonnegative = True
-        return cls(post_score, idf, absent, upper, nonnegative)
+            absent_weight = float(v.tfw(np.float64(0.0), np.float64(1.0), index._k1, index._delta))
+            absent = (idf * np.float32(absent_weight)).astype(np.float32)
+        upper = np.zeros(len(df), dtype=np.float32)
+        if index._post_docs.size:
+            # The largest shifted tf weight of each term, computed in slabs so the
+            # transient stays small for big corpora.
+            tf = index._post_tf
+            for lo in range(0, len(df), _UPPER_SLAB_TERMS):
+                hi = min(lo + _UPPER_SLAB_TERMS, len(df))
+                a, b = int(indptr[lo]), int(indptr[hi])
+                w = v.tfw(tf[a:b].astype(np.float32), norm[index._post_docs[a:b]],
+                          index._k1, index._delta)
+                upper[lo:hi] = np.maximum.reduceat(w, indptr[lo:hi] - a)
+            upper = (upper - np.float32(absent_weight)) * idf
+        return cls(norm, idf, upper, absent, absent_weight)
+
+
+_UPPER_SLAB_TERMS = 65_536
 
 
 def _smallest_uint(max_value: int) -> type[np.unsignedinteger]:

@@ -1,9 +1,10 @@
 """BM25 variants as small pure functions: one idf and one term-frequency weight each.
 
-A BM25 score is ``Σ_t qtf(t) · idf(t) · tfw(tf(t, d), |d|)``. Variants differ in the
-idf and in the term-frequency weight ``tfw``; BM25L and BM25+ also give a non-zero
-weight to terms a document does not contain (``tfw(0, |d|) > 0``). Each function
-takes numpy arrays and returns float64 arrays so the index can cache the result.
+A BM25 score is ``Σ_t qtf(t) · idf(t) · tfw(tf(t, d), norm(d))`` with the length
+norm ``norm(d) = 1 - b + b·|d|/avgdl``. Variants differ in the idf and in the
+term-frequency weight ``tfw``; BM25L and BM25+ also give a non-zero weight to terms a
+document does not contain (``tfw(0, ·) > 0``, the same for every document). The
+functions work elementwise on numpy arrays of any float dtype.
 
 References:
     Robertson, S. & Zaragoza, H. (2009). The Probabilistic Relevance Framework:
@@ -35,6 +36,7 @@ __all__ = [
     "tfw_robertson",
     "tfw_bm25l",
     "tfw_bm25plus",
+    "length_norm",
     "DEFAULT_DELTA",
     "OKAPI_EPSILON",
 ]
@@ -75,9 +77,12 @@ DEFAULT_DELTA = {BM25Method.BM25L: 0.5, BM25Method.BM25PLUS: 1.0}
 """Default ``delta`` per variant (Lv & Zhai 2011; rank_bm25 and bm25s use the same)."""
 
 
-def _length_norm(doc_len: FloatArray, avgdl: float, b: float) -> FloatArray:
-    # avgdl is 0 only when every document is empty; no term then matches anything.
-    return 1.0 - b + b * (doc_len / avgdl if avgdl > 0 else 0.0)
+def length_norm(doc_len: FloatArray, avgdl: float, b: float) -> FloatArray:
+    """Document length normalisation ``1 - b + b·|d|/avgdl`` shared by every variant.
+
+    ``avgdl`` is 0 only when every document is empty; no term matches anything then.
+    """
+    return 1.0 - b + b * (doc_len / avgdl if avgdl > 0 else doc_len * 0.0)
 
 
 def idf_lucene(df: FloatArray, n_docs: int) -> FloatArray:
@@ -109,37 +114,29 @@ def idf_bm25plus(df: FloatArray, n_docs: int) -> FloatArray:
     return np.log((n_docs + 1.0) / df)
 
 
-def tfw_lucene(
-    tf: FloatArray, doc_len: FloatArray, avgdl: float, k1: float, b: float, delta: float
-) -> FloatArray:
-    """Lucene's tf weight ``tf / (tf + k1·(1 - b + b·|d|/avgdl))`` (no ``k1 + 1`` factor)."""
-    return tf / (tf + k1 * _length_norm(doc_len, avgdl, b))
+def tfw_lucene(tf: FloatArray, norm: FloatArray, k1: float, delta: float) -> FloatArray:
+    """Lucene's tf weight ``tf / (tf + k1·norm)`` (no ``k1 + 1`` factor)."""
+    return tf / (tf + k1 * norm)
 
 
-def tfw_robertson(
-    tf: FloatArray, doc_len: FloatArray, avgdl: float, k1: float, b: float, delta: float
-) -> FloatArray:
-    """Robertson's tf weight ``tf·(k1 + 1) / (tf + k1·(1 - b + b·|d|/avgdl))``."""
-    return tf * (k1 + 1.0) / (tf + k1 * _length_norm(doc_len, avgdl, b))
+def tfw_robertson(tf: FloatArray, norm: FloatArray, k1: float, delta: float) -> FloatArray:
+    """Robertson's tf weight ``tf·(k1 + 1) / (tf + k1·norm)``."""
+    return tf * (k1 + 1.0) / (tf + k1 * norm)
 
 
-def tfw_bm25l(
-    tf: FloatArray, doc_len: FloatArray, avgdl: float, k1: float, b: float, delta: float
-) -> FloatArray:
-    """BM25L: ``(k1 + 1)(c + δ) / (k1 + c + δ)`` with ``c = tf / (1 - b + b·|d|/avgdl)``."""
-    c = tf / _length_norm(doc_len, avgdl, b)
+def tfw_bm25l(tf: FloatArray, norm: FloatArray, k1: float, delta: float) -> FloatArray:
+    """BM25L: ``(k1 + 1)(c + δ) / (k1 + c + δ)`` with ``c = tf / norm``."""
+    c = tf / norm
     return (k1 + 1.0) * (c + delta) / (k1 + c + delta)
 
 
-def tfw_bm25plus(
-    tf: FloatArray, doc_len: FloatArray, avgdl: float, k1: float, b: float, delta: float
-) -> FloatArray:
-    """BM25+: ``δ + tf·(k1 + 1) / (tf + k1·(1 - b + b·|d|/avgdl))``."""
-    return delta + tfw_robertson(tf, doc_len, avgdl, k1, b, delta)
+def tfw_bm25plus(tf: FloatArray, norm: FloatArray, k1: float, delta: float) -> FloatArray:
+    """BM25+: ``δ + tf·(k1 + 1) / (tf + k1·norm)``."""
+    return delta + tfw_robertson(tf, norm, k1, delta)
 
 
 IdfFn = Callable[[FloatArray, int], FloatArray]
-TfwFn = Callable[[FloatArray, FloatArray, float, float, float, float], FloatArray]
+TfwFn = Callable[[FloatArray, FloatArray, float, float], FloatArray]
 
 
 @dataclass(frozen=True)
