@@ -95,7 +95,7 @@ class BM25Retriever(BaseRetriever):
         cls,
         texts: Iterable[str],
         metadatas: Iterable[Mapping[str, Any]] | None = None,
-        ids: Iterable[str] | None = None,
+        ids: Iterable[str | None] | None = None,
         *,
         k: int = 4,
         analyzer: Analyzer | None = None,
@@ -148,17 +148,10 @@ class BM25Retriever(BaseRetriever):
         Arguments are as for `from_texts`.
         """
         texts, ids, metadatas = documents_to_columns(documents)
-        index = BM25Index.from_texts(
-            texts,
-            ids=ids,
-            metadatas=metadatas,
-            analyzer=analyzer,
-            k1=k1,
-            b=b,
-            method=method,
-            delta=delta,
+        return cls.from_texts(
+            texts, metadatas, ids, k=k, analyzer=analyzer, k1=k1, b=b, method=method,
+            delta=delta, **kwargs,
         )
-        return cls(index=index, k=k, **kwargs)
 
     # ----------------------------------------------------------------- search
 
