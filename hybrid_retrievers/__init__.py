@@ -8,13 +8,16 @@ from __future__ import annotations
 
 from importlib import metadata as _metadata
 
+from .ann import HNSWConfig
 from .bm25 import BM25Index
+from .embedding_cache import EmbeddingCache
 from .explanation import Explanation, TermContribution
 from .ids import content_id
 from .persistence import IndexFormatError
 from .scoring import BM25Method
 from .tokenization import Analyzer
 from .types import Doc, Embedder, Hit, MetadataFilter, PairScorer, Searcher, TextGenerator
+from .vector import VectorIndex
 
 try:
     __version__ = _metadata.version("hybrid-retrievers")
@@ -27,7 +30,9 @@ __all__ = [
     "BM25Method",
     "Doc",
     "Embedder",
+    "EmbeddingCache",
     "Explanation",
+    "HNSWConfig",
     "Hit",
     "IndexFormatError",
     "MetadataFilter",
@@ -35,6 +40,7 @@ __all__ = [
     "Searcher",
     "TermContribution",
     "TextGenerator",
+    "VectorIndex",
     "content_id",
     "__version__",
 ]

@@ -39,8 +39,8 @@ class HNSWConfig:
             them exactly instead (fast, and HNSW recall drops under tight filters).
     """
 
-    m: int = 32
-    ef_construction: int = 200
+    m: int = 16
+    ef_construction: int = 100
     ef_search: int = 128
     exact_below: int = 20_000
 

@@ -24,9 +24,9 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from ._docs import check_docs, make_docs
 from ._validation import check_k, check_queries, check_query
 from .explanation import Explanation, TermContribution
-from .ids import content_id
 from .persistence import IndexFormatError, IndexReader, IndexWriter, atomic_index_dir
 from .scoring import DEFAULT_DELTA, BM25Method, get_variant, length_norm
 from .selection import top_k
@@ -112,7 +112,7 @@ class BM25Index:
         Raises:
             ValueError: for an empty corpus, duplicate ids, or mismatched lengths.
         """
-        docs = _make_docs(texts, ids, metadatas)
+        docs = make_docs(texts, ids, metadatas)
         return cls.from_docs(
             docs, analyzer=analyzer, k1=k1, b=b, method=method, delta=delta,
             show_progress=show_progress,
@@ -131,7 +131,7 @@ class BM25Index:
         show_progress: bool = False,
     ) -> BM25Index:
         """Index `Doc` objects, keeping their ids and metadata."""
-        docs = _check_docs(docs)
+        docs = check_docs(docs)
         if not docs:
             raise ValueError("cannot build a BM25 index from an empty corpus; pass at least one text")
         index = cls(analyzer=analyzer, k1=k1, b=b, method=method, delta=delta)
@@ -147,12 +147,12 @@ class BM25Index:
         show_progress: bool = False,
     ) -> list[str]:
         """Add texts and return their ids; an id already in the index is an error."""
-        docs = _make_docs(texts, ids, metadatas, taken=self._positions)
+        docs = make_docs(texts, ids, metadatas, taken=self._positions)
         return self.add_docs(docs, show_progress=show_progress)
 
     def add_docs(self, docs: Iterable[Doc], *, show_progress: bool = False) -> list[str]:
         """Add documents and return their ids; N, avgdl and idf are updated for all."""
-        docs = _check_docs(docs)
+        docs = check_docs(docs)
         with self._lock:
             clash = [d.id for d in docs if d.id in self._positions]
             if clash:
@@ -781,68 +781,3 @@ def _check_float(name: str, value: Any, *, low: float, high: float | None = None
         bound = f"between {low} and {high}" if high is not None else f">= {low}"
         raise ValueError(f"{name} must be {bound}, got {value}")
     return value
-
-
-def _make_docs(
-    texts: Iterable[str],
-    ids: Iterable[str] | None,
-    metadatas: Iterable[Mapping[str, Any] | None] | None,
-    taken: Mapping[str, Any] | None = None,
-) -> list[Doc]:
-    """Documents from parallel lists; missing (or None) ids become content ids.
-
-    Identical texts get the same content id, so the second and later copies (in
-    input order, or of a text already in ``taken``) get ``#2``, ``#3``... suffixes:
-    still deterministic, and no document is lost as a duplicate.
-    """
-    if isinstance(texts, str):
-        raise TypeError("texts must be a list of str, not a single str; wrap it in a list")
-    texts = list(texts)
-    for i, t in enumerate(texts):
-        if not isinstance(t, str):
-            raise TypeError(f"texts[{i}] must be a str, got {type(t).__name__}: {t!r:.80}")
-    metas = [None] * len(texts) if metadatas is None else list(metadatas)
-    if len(metas) != len(texts):
-        raise ValueError(f"got {len(texts)} texts but {len(metas)} metadatas; pass one per text")
-    for i, m in enumerate(metas):
-        if m is not None and not isinstance(m, Mapping):
-            raise TypeError(f"metadatas[{i}] must be a mapping or None, got {type(m).__name__}")
-    if ids is None:
-        given: list[str | None] = [None] * len(texts)
-    else:
-        if isinstance(ids, str):
-            raise TypeError("ids must be a list of str, not a single str")
-        given = list(ids)
-        if len(given) != len(texts):
-            raise ValueError(f"got {len(texts)} texts but {len(given)} ids; pass one id per text")
-    # A None id means "content id for this one"; given ids are never rewritten.
-    used = set(taken or ()) | {i for i in given if i is not None}
-    id_list = []
-    for i, t, m in zip(given, texts, metas):
-        if i is None:
-            base = i = content_id(t, m)
-            n = 1
-            while i in used:
-                n += 1
-                i = f"{base}#{n}"
-            used.add(i)
-        id_list.append(i)
-    return [Doc(i, t, dict(m) if m else {}) for i, t, m in zip(id_list, texts, metas)]
-
-
-def _check_docs(docs: Iterable[Doc]) -> list[Doc]:
-    docs = list(docs)
-    seen: set[str] = set()
-    dupes: list[str] = []
-    for i, d in enumerate(docs):
-        if not isinstance(d, Doc):
-            raise TypeError(f"docs[{i}] must be a hybrid_retrievers.Doc, got {type(d).__name__}")
-        if d.id in seen:
-            dupes.append(d.id)
-        seen.add(d.id)
-    if dupes:
-        raise ValueError(
-            f"duplicate document ids: {sorted(set(dupes))[:5]}; ids must be unique "
-            "(omit ids to get content ids)"
-        )
-    return docs

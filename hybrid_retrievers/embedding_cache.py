@@ -293,7 +293,8 @@ def embed_texts(
             "embedder must have an embed_documents(texts) method (the Embedder protocol), "
             f"got {type(embedder).__name__}"
         )
-    if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) or batch_size < 1:
+    if (isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer))
+            or batch_size < 1):
         raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
     identity = embedder_identity(embedder, model_id)
     if cache is not None and identity is None:
@@ -381,7 +382,9 @@ def _check_matrix(
     try:
         matrix = np.asarray(value, dtype=np.float32)
     except (TypeError, ValueError) as exc:
-        raise TypeError(f"{name} must be a 2-d array of floats, got {type(value).__name__} ({exc})") from None
+        raise TypeError(
+            f"{name} must be a 2-d array of floats, got {type(value).__name__} ({exc})"
+        ) from None
     if matrix.ndim != 2 or matrix.shape[0] != n or matrix.shape[1] < 1:
         raise ValueError(
             f"{name} must have shape ({n}, dimension), one row per text, got shape {matrix.shape}"

@@ -30,7 +30,7 @@ from numpy.typing import NDArray
 
 from ._validation import check_k, check_queries, check_query
 from .ann import FaissHNSW, HNSWConfig
-from .bm25 import _check_docs, _make_docs
+from ._docs import check_docs, make_docs
 from .embedding_cache import (
     DEFAULT_CHUNK,
     EmbeddingCache,
@@ -100,7 +100,8 @@ class VectorIndex:
             )
         if cache is not None and not isinstance(cache, EmbeddingCache):
             raise TypeError(f"cache must be an EmbeddingCache or None, got {type(cache).__name__}")
-        if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) or batch_size < 1:
+        if (isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer))
+                or batch_size < 1):
             raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
         self._metric = metric
         self._embedder = embedder
@@ -139,7 +140,7 @@ class VectorIndex:
             ValueError: empty corpus, duplicate ids, mismatched lengths, or vectors
                 with NaN/inf or of the wrong dimension.
         """
-        docs = _make_docs(texts, ids, metadatas)
+        docs = make_docs(texts, ids, metadatas)
         return cls.from_docs(
             docs, embedder=embedder, metric=metric, batch_size=batch_size,
             show_progress=show_progress, cache=cache,
@@ -159,9 +160,11 @@ class VectorIndex:
         """Encode and index `Doc` objects, keeping their ids and metadata."""
         if embedder is None:
             raise TypeError("from_docs needs an embedder; use from_vectors for precomputed vectors")
-        docs = _check_docs(docs)
+        docs = check_docs(docs)
         if not docs:
-            raise ValueError("cannot build a vector index from an empty corpus; pass at least one text")
+            raise ValueError(
+                "cannot build a vector index from an empty corpus; pass at least one text"
+            )
         index = cls(embedder=embedder, metric=metric, cache=cache, batch_size=batch_size)
         index.add_docs(docs, show_progress=show_progress)
         return index
@@ -188,13 +191,10 @@ class VectorIndex:
         """
         matrix = _check_matrix(vectors, _rows(vectors), "vectors")
         if matrix.shape[0] == 0:
-            raise ValueError("cannot build a vector index from an empty corpus; pass at least one vector")
-        if texts is None and ids is None:
             raise ValueError(
-                "from_vectors needs ids (one per vector) when no texts are given; "
-                "pass ids=[...] or texts=[...]"
+                "cannot build a vector index from an empty corpus; pass at least one vector"
             )
-        docs = _make_docs([""] * matrix.shape[0] if texts is None else texts, ids, metadatas)
+        docs = _docs_for_vectors(matrix.shape[0], ids, metadatas, texts, "from_vectors")
         index = cls(embedder=embedder, metric=metric, dimension=matrix.shape[1])
         index.add_vectors(matrix, docs=docs)
         return index
@@ -210,12 +210,12 @@ class VectorIndex:
         show_progress: bool = False,
     ) -> list[str]:
         """Encode and add texts; return their ids. An id already in the index is an error."""
-        docs = _make_docs(texts, ids, metadatas, taken=self._positions)
+        docs = make_docs(texts, ids, metadatas, taken=self._positions)
         return self.add_docs(docs, show_progress=show_progress)
 
     def add_docs(self, docs: Iterable[Doc], *, show_progress: bool = False) -> list[str]:
         """Encode and add documents; return their ids. An existing id is an error."""
-        docs = _check_docs(docs)
+        docs = check_docs(docs)
         self._check_new(docs)
         return self._insert(docs, self._encode(docs, show_progress), replace=False)
 
@@ -231,13 +231,13 @@ class VectorIndex:
         """Add precomputed vectors with their ids (or `Doc` objects); return the ids."""
         matrix = _check_matrix(vectors, _rows(vectors), "vectors")
         if docs is None:
-            if texts is None and ids is None:
-                raise ValueError("add_vectors needs ids (one per vector) when no texts are given")
-            docs = _make_docs([""] * matrix.shape[0] if texts is None else texts, ids, metadatas,
-                              taken=self._positions)
-        docs = _check_docs(docs)
+            docs = _docs_for_vectors(matrix.shape[0], ids, metadatas, texts, "add_vectors",
+                                     taken=self._positions)
+        docs = check_docs(docs)
         if len(docs) != matrix.shape[0]:
-            raise ValueError(f"got {matrix.shape[0]} vectors but {len(docs)} documents; pass one each")
+            raise ValueError(
+                f"got {matrix.shape[0]} vectors but {len(docs)} documents; pass one each"
+            )
         self._check_new(docs)
         return self._insert(docs, matrix, replace=False)
 
@@ -254,11 +254,11 @@ class VectorIndex:
         Without ids, content ids are used, so upserting an unchanged text (and metadata)
         replaces the document with itself (and, with a cache, costs no model call).
         """
-        return self.upsert_docs(_make_docs(texts, ids, metadatas), show_progress=show_progress)
+        return self.upsert_docs(make_docs(texts, ids, metadatas), show_progress=show_progress)
 
     def upsert_docs(self, docs: Iterable[Doc], *, show_progress: bool = False) -> list[str]:
         """`upsert` for `Doc` objects."""
-        docs = _check_docs(docs)
+        docs = check_docs(docs)
         return self._insert(docs, self._encode(docs, show_progress), replace=True)
 
     def upsert_vectors(
@@ -270,13 +270,9 @@ class VectorIndex:
     ) -> list[str]:
         """`upsert` with precomputed vectors."""
         matrix = _check_matrix(vectors, _rows(vectors), "vectors")
-        if texts is None and ids is None:
-            raise ValueError("upsert_vectors needs ids (one per vector) when no texts are given")
-        docs = _check_docs(
-            _make_docs([""] * matrix.shape[0] if texts is None else texts, ids, metadatas)
+        docs = check_docs(
+            _docs_for_vectors(matrix.shape[0], ids, metadatas, texts, "upsert_vectors")
         )
-        if len(docs) != matrix.shape[0]:
-            raise ValueError(f"got {matrix.shape[0]} vectors but {len(docs)} documents; pass one each")
         return self._insert(docs, matrix, replace=True)
 
     def delete(self, ids: Iterable[str]) -> None:
@@ -388,7 +384,12 @@ class VectorIndex:
 
         require("faiss", extra="ann", feature="approximate vector search")
         with self._lock:
-            if self._ann_config != config:
+            old = self._ann_config
+            if self._ann is not None and old is not None and (
+                (old.m, old.ef_construction) == (config.m, config.ef_construction)
+            ):
+                self._ann.config = config  # search-time settings only: keep the graph
+            else:
                 self._ann = None
             self._ann_config = config
         return self
@@ -545,7 +546,8 @@ class VectorIndex:
                 return [[] for _ in range(m)]
             if rows.size == n:
                 rows = mask = None
-        if use_ann and (rows is None or rows.size > self._ann_config.exact_below):  # type: ignore[union-attr]
+        config = self._ann_config
+        if use_ann and config is not None and (rows is None or rows.size > config.exact_below):
             results = self._ann_topk(vectors, queries, k, mask)
         elif rows is not None and rows.size < _GATHER_FRACTION * n:
             results = [(rows[i], s) for i, s in _exact_topk(vectors[rows], queries, k)]
@@ -733,14 +735,18 @@ class VectorIndex:
             raise IndexFormatError(f"{path}: invalid model_id {saved_id!r} in manifest")
         vectors = r.array("vectors", dtype_kind="f", ndim=2, length=n_docs, mmap=mmap)
         if dim is not None and vectors.shape[1] != dim:
-            raise IndexFormatError(f"{path}: vectors.npy is {vectors.shape[1]}-d, manifest says {dim}")
+            raise IndexFormatError(
+                f"{path}: vectors.npy is {vectors.shape[1]}-d, manifest says {dim}"
+            )
         if vectors.dtype != np.float32:
             raise IndexFormatError(f"{path}: vectors.npy must be float32, got {vectors.dtype}")
         if not mmap and not np.isfinite(vectors).all():
             raise IndexFormatError(f"{path}: vectors.npy holds NaN or infinite values")
         docs = list(r.docs("docs"))
         if len(docs) != n_docs:
-            raise IndexFormatError(f"{path}: docs.jsonl has {len(docs)} documents, manifest says {n_docs}")
+            raise IndexFormatError(
+                f"{path}: docs.jsonl has {len(docs)} documents, manifest says {n_docs}"
+            )
         positions = {d.id: i for i, d in enumerate(docs)}
         if len(positions) != len(docs):
             raise IndexFormatError(f"{path}: docs.jsonl has duplicate ids")
@@ -834,12 +840,45 @@ def _exact_topk(
 
 
 def _normalize(matrix: NDArray[np.float32]) -> NDArray[np.float32]:
-    """Rows divided by their L2 norm; zero rows stay zero."""
+    """Rows divided by their L2 norm; zero rows stay zero.
+
+    Rows already of unit length (within float32 rounding, as normalising models return
+    them) are kept bit for bit, so the index stores exactly what the model produced.
+    """
     norms = np.linalg.norm(matrix, axis=1, keepdims=True)
-    out = np.empty_like(matrix)
-    np.divide(matrix, norms, out=out, where=norms > 0)
+    scale = (norms > 0) & (np.abs(norms - 1.0) > 4e-7)
+    out = np.array(matrix, dtype=np.float32, copy=True)
+    np.divide(matrix, norms, out=out, where=scale)
     out[(norms == 0).ravel()] = 0.0
     return out
+
+
+def _docs_for_vectors(
+    n: int,
+    ids: Iterable[str] | None,
+    metadatas: Iterable[Mapping[str, Any] | None] | None,
+    texts: Iterable[str] | None,
+    caller: str,
+    taken: Mapping[str, Any] | None = None,
+) -> list[Doc]:
+    """Documents for ``n`` precomputed vectors; lengths are checked against the vectors."""
+    if texts is None and ids is None:
+        raise ValueError(
+            f"{caller} needs ids (one per vector) when no texts are given; "
+            "pass ids=[...] or texts=[...]"
+        )
+    for name, values in (("ids", ids), ("texts", texts), ("metadatas", metadatas)):
+        if values is not None and not isinstance(values, str):
+            values = list(values)
+            if len(values) != n:
+                raise ValueError(f"got {n} vectors but {len(values)} {name}; pass one per vector")
+            if name == "ids":
+                ids = values
+            elif name == "texts":
+                texts = values
+            else:
+                metadatas = values
+    return make_docs([""] * n if texts is None else texts, ids, metadatas, taken=taken)
 
 
 def _rows(vectors: Any) -> int:

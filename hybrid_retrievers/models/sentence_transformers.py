@@ -69,7 +69,9 @@ class SentenceTransformerEmbedder:
         self._name: str | None
         if isinstance(model, str):
             if not model.strip():
-                raise ValueError("model must be a model name, a local path or a SentenceTransformer")
+                raise ValueError(
+                    "model must be a model name, a local path or a SentenceTransformer"
+                )
             self._name, self._model = model, None
         elif hasattr(model, "encode"):
             self._name, self._model = _instance_name(model), model
@@ -117,7 +119,8 @@ class SentenceTransformerEmbedder:
     def dimension(self) -> int:
         """Vector length (loads the model)."""
         model = self.model
-        get = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
+        get = (getattr(model, "get_embedding_dimension", None)
+               or model.get_sentence_embedding_dimension)
         dim = get()
         if dim is None:
             dim = int(self._encode(["dimension probe"], None).shape[1])

@@ -1,0 +1,80 @@
+"""Turning parallel (texts, ids, metadatas) lists into validated `Doc` objects.
+
+Every index builds documents the same way, so ids, content-id fallbacks and their
+error messages are identical for BM25, dense and any other index.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from .ids import content_id
+from .types import Doc
+
+__all__ = ["make_docs", "check_docs"]
+
+
+def make_docs(
+    texts: Iterable[str],
+    ids: Iterable[str] | None,
+    metadatas: Iterable[Mapping[str, Any] | None] | None,
+    taken: Mapping[str, Any] | None = None,
+) -> list[Doc]:
+    """Documents from parallel lists; missing (or None) ids become content ids.
+
+    Identical texts get the same content id, so the second and later copies (in
+    input order, or of a text already in ``taken``) get ``#2``, ``#3``... suffixes:
+    still deterministic, and no document is lost as a duplicate.
+    """
+    if isinstance(texts, str):
+        raise TypeError("texts must be a list of str, not a single str; wrap it in a list")
+    texts = list(texts)
+    for i, t in enumerate(texts):
+        if not isinstance(t, str):
+            raise TypeError(f"texts[{i}] must be a str, got {type(t).__name__}: {t!r:.80}")
+    metas = [None] * len(texts) if metadatas is None else list(metadatas)
+    if len(metas) != len(texts):
+        raise ValueError(f"got {len(texts)} texts but {len(metas)} metadatas; pass one per text")
+    for i, m in enumerate(metas):
+        if m is not None and not isinstance(m, Mapping):
+            raise TypeError(f"metadatas[{i}] must be a mapping or None, got {type(m).__name__}")
+    if ids is None:
+        given: list[str | None] = [None] * len(texts)
+    else:
+        if isinstance(ids, str):
+            raise TypeError("ids must be a list of str, not a single str")
+        given = list(ids)
+        if len(given) != len(texts):
+            raise ValueError(f"got {len(texts)} texts but {len(given)} ids; pass one id per text")
+    # A None id means "content id for this one"; given ids are never rewritten.
+    used = set(taken or ()) | {i for i in given if i is not None}
+    id_list = []
+    for i, t, m in zip(given, texts, metas):
+        if i is None:
+            base = i = content_id(t, m)
+            n = 1
+            while i in used:
+                n += 1
+                i = f"{base}#{n}"
+            used.add(i)
+        id_list.append(i)
+    return [Doc(i, t, dict(m) if m else {}) for i, t, m in zip(id_list, texts, metas)]
+
+
+def check_docs(docs: Iterable[Doc]) -> list[Doc]:
+    docs = list(docs)
+    seen: set[str] = set()
+    dupes: list[str] = []
+    for i, d in enumerate(docs):
+        if not isinstance(d, Doc):
+            raise TypeError(f"docs[{i}] must be a hybrid_retrievers.Doc, got {type(d).__name__}")
+        if d.id in seen:
+            dupes.append(d.id)
+        seen.add(d.id)
+    if dupes:
+        raise ValueError(
+            f"duplicate document ids: {sorted(set(dupes))[:5]}; ids must be unique "
+            "(omit ids to get content ids)"
+        )
+    return docs
