@@ -19,10 +19,20 @@ from hybrid_retrievers.evaluation.metrics import (
     parse_metric,
     per_query_metrics,
 )
+from hybrid_retrievers.evaluation.runner import (
+    TABLE_METRICS,
+    EvaluationReport,
+    QueryDiff,
+    evaluate,
+)
 
 __all__ = [
     "BeirDataset",
     "DEFAULT_METRICS",
+    "EvaluationReport",
+    "QueryDiff",
+    "TABLE_METRICS",
+    "evaluate",
     "MetricSpec",
     "Qrels",
     "Run",

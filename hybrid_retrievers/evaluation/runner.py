@@ -1,0 +1,316 @@
+"""Run retrievers over a judged dataset and compare them: quality, latency, diagnostics.
+
+`evaluate` accepts any mix of our searchers, LangChain retrievers, LlamaIndex
+retrievers and plain callables, so a notebook can put a whole stack side by side:
+
+    >>> from hybrid_retrievers import BM25Index, Analyzer
+    >>> from hybrid_retrievers.datasets import load_dataset
+    >>> ds = load_dataset("cranfield")
+    >>> docs = list(ds.corpus.values())
+    >>> report = evaluate(
+    ...     {"bm25": BM25Index.from_docs(docs),
+    ...      "bm25 (no stem)": BM25Index.from_docs(docs, analyzer=Analyzer(stemmer=None))},
+    ...     ds, k=100, max_queries=20)
+    >>> sorted(report.names)
+    ['bm25', 'bm25 (no stem)']
+
+Each retriever is called once per query with ``k``: ``search(query, k)`` for our
+searchers, ``invoke(query, k=k)`` for LangChain (falling back to ``invoke(query)`` when
+the retriever takes no ``k``), ``retrieve(query)`` for LlamaIndex, ``fn(query, k)``
+for callables returning ids, ``(id, score)`` pairs or `Hit`s.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .beir import BeirDataset
+from .metrics import evaluate_run, per_query_metrics
+
+__all__ = ["evaluate", "EvaluationReport", "QueryDiff", "TABLE_METRICS"]
+
+TABLE_METRICS = ("ndcg@10", "recall@10", "recall@100", "mrr@10")
+"""The metrics every report shows unless told otherwise."""
+
+Ranking = list[tuple[str, float]]
+
+
+@dataclass(frozen=True)
+class QueryDiff:
+    """One query where retriever ``a`` and ``b`` disagree on a metric."""
+
+    query_id: str
+    query: str
+    a: float
+    b: float
+    relevant: int
+
+
+@dataclass
+class EvaluationReport:
+    """Results of `evaluate`: mean metrics, latency, and per-query detail."""
+
+    dataset: str
+    k: int
+    metrics: tuple[str, ...]
+    means: dict[str, dict[str, float]]
+    per_query: dict[str, dict[str, dict[str, float]]]
+    latencies_ms: dict[str, list[float]]
+    runs: dict[str, dict[str, dict[str, float]]]
+    queries: dict[str, str] = field(repr=False)
+    qrels: dict[str, dict[str, int]] = field(repr=False)
+
+    @property
+    def names(self) -> list[str]:
+        """Retriever names, in the order given."""
+        return list(self.means)
+
+    def rows(self) -> list[dict[str, Any]]:
+        """One dict per retriever: name, each metric, mean and p95 latency (ms)."""
+        out = []
+        for name in self.names:
+            lat = self.latencies_ms[name]
+            out.append({"retriever": name, **self.means[name],
+                        "mean ms": statistics.fmean(lat) if lat else float("nan"),
+                        "p95 ms": _percentile(lat, 95)})
+        return out
+
+    def to_markdown(self) -> str:
+        """The side-by-side table as markdown."""
+        header = ["retriever", *self.metrics, "mean ms", "p95 ms"]
+        lines = ["| " + " | ".join(header) + " |",
+                 "|" + "|".join("---" if i == 0 else "---:" for i in range(len(header))) + "|"]
+        for row in self.rows():
+            cells = [row["retriever"]] + [f"{row[m]:.4f}" for m in self.metrics]
+            cells += [f"{row['mean ms']:.2f}", f"{row['p95 ms']:.2f}"]
+            lines.append("| " + " | ".join(cells) + " |")
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.to_markdown()
+
+    def compare(self, a: str, b: str, metric: str = "recall@10", *, limit: int = 10) -> list[QueryDiff]:
+        """Queries where ``a`` does better than ``b`` on ``metric``, largest gap first.
+
+        The debugging move for hybrid search: list the queries one retriever finds
+        and the other misses, then read both rankings for them.
+        """
+        for name in (a, b):
+            if name not in self.per_query:
+                raise KeyError(f"no retriever named {name!r}; have {self.names}")
+        if metric not in self.metrics:
+            raise ValueError(f"metric {metric!r} was not computed; have {list(self.metrics)}")
+        diffs = []
+        for qid, scores in self.per_query[a].items():
+            va, vb = scores[metric], self.per_query[b].get(qid, {}).get(metric, 0.0)
+            if va > vb:
+                relevant = sum(1 for g in self.qrels.get(qid, {}).values() if g > 0)
+                diffs.append(QueryDiff(qid, self.queries.get(qid, ""), va, vb, relevant))
+        diffs.sort(key=lambda d: (-(d.a - d.b), d.query_id))
+        return diffs[:limit]
+
+    def failing(self, name: str, metric: str = "recall@10") -> list[str]:
+        """Query ids where ``name`` scores 0 on ``metric``."""
+        return [qid for qid, s in self.per_query[name].items() if s.get(metric, 0.0) == 0.0]
+
+    def check(self, minimums: Mapping[str, float], name: str | None = None) -> list[str]:
+        """Violations of metric lower bounds (empty when all pass): the CI quality gate.
+
+        Args:
+            minimums: ``{"ndcg@10": 0.40, ...}``.
+            name: the retriever to check; every retriever when ``None``.
+        """
+        problems = []
+        for n in [name] if name is not None else self.names:
+            for metric, bound in minimums.items():
+                value = self.means[n].get(metric)
+                if value is None:
+                    raise ValueError(f"metric {metric!r} was not computed; have {list(self.metrics)}")
+                if value < bound:
+                    problems.append(f"{n}: {metric} = {value:.4f} < {bound}")
+        return problems
+
+    def plot(self, path: str | Path | None = None, *, cutoffs: Sequence[int] = (1, 3, 5, 10, 20, 50, 100)) -> Any:
+        """Metric bars per retriever and recall@k curves (matplotlib); saved when ``path`` is given."""
+        from .._optional import require
+
+        require("matplotlib", extra="plot", feature="EvaluationReport.plot")
+        import matplotlib
+
+        if path is not None:
+            matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        fig, (bars, curves) = plt.subplots(1, 2, figsize=(12, 4.5))
+        width = 0.8 / max(len(self.names), 1)
+        for i, name in enumerate(self.names):
+            xs = [j + i * width for j in range(len(self.metrics))]
+            bars.bar(xs, [self.means[name][m] for m in self.metrics], width, label=name)
+            recall = [evaluate_run(self.runs[name], self.qrels, [f"recall@{c}"])[f"recall@{c}"]
+                      for c in cutoffs if c <= self.k]
+            curves.plot([c for c in cutoffs if c <= self.k], recall, marker="o", label=name)
+        bars.set_xticks([j + width * (len(self.names) - 1) / 2 for j in range(len(self.metrics))])
+        bars.set_xticklabels(self.metrics)
+        bars.set_title(f"{self.dataset}: quality")
+        bars.legend(fontsize="small")
+        curves.set_xscale("log")
+        curves.set_xlabel("k")
+        curves.set_ylabel("recall@k")
+        curves.set_title(f"{self.dataset}: recall@k")
+        curves.legend(fontsize="small")
+        fig.tight_layout()
+        if path is not None:
+            fig.savefig(path, dpi=110)
+            plt.close(fig)
+        return fig
+
+
+def evaluate(
+    retrievers: Mapping[str, Any] | Sequence[Any],
+    dataset: BeirDataset | str | Path,
+    *,
+    k: int = 100,
+    metrics: Sequence[str] = TABLE_METRICS,
+    max_queries: int | None = None,
+    show_progress: bool = False,
+) -> EvaluationReport:
+    """Run every retriever over the dataset's judged queries and score the rankings.
+
+    Args:
+        retrievers: ``{name: retriever}``, or a list (named by class and position).
+        dataset: a `BeirDataset`, a bundled name (``"cranfield"``) or a BEIR folder.
+        k: how many results to ask each retriever for.
+        metrics: metric names (see `hybrid_retrievers.evaluation.parse_metric`).
+        max_queries: evaluate only the first N judged queries (quick checks).
+        show_progress: a tqdm bar per retriever (needs the ``progress`` extra).
+    """
+    from .._validation import check_k
+
+    k = check_k(k)
+    if isinstance(dataset, (str, Path)):
+        from ..datasets import load_dataset
+
+        dataset = load_dataset(dataset)
+    if not isinstance(dataset, BeirDataset):
+        raise TypeError(f"dataset must be a BeirDataset, name or path, got {type(dataset).__name__}")
+    named = _name(retrievers)
+    if not named:
+        raise ValueError("retrievers must not be empty; pass at least one retriever")
+    qids = [q for q in dataset.queries if dataset.qrels.get(q)]
+    if max_queries is not None:
+        qids = qids[: check_k(max_queries, name="max_queries")]
+    queries = {q: dataset.queries[q] for q in qids}
+    qrels = {q: dataset.qrels[q] for q in qids}
+    metrics = tuple(metrics)
+
+    means, per_query, latencies, runs = {}, {}, {}, {}
+    for name, retriever in named.items():
+        call = _caller(retriever, name)
+        run: dict[str, dict[str, float]] = {}
+        lat: list[float] = []
+        for qid in _progress(qids, name, show_progress):
+            t0 = time.perf_counter()
+            ranking = call(queries[qid], k)
+            lat.append((time.perf_counter() - t0) * 1000)
+            # Scores become n..1 so each retriever is judged in its own order, even
+            # when its scores tie or are missing.
+            n = len(ranking)
+            run[qid] = {}
+            for i, (doc_id, _) in enumerate(ranking):
+                run[qid].setdefault(doc_id, float(n - i))
+        runs[name] = run
+        latencies[name] = lat
+        means[name] = evaluate_run(run, qrels, metrics)
+        per_query[name] = per_query_metrics(run, qrels, metrics)
+    return EvaluationReport(dataset.name, k, metrics, means, per_query, latencies, runs,
+                            queries, qrels)
+
+
+def _name(retrievers: Mapping[str, Any] | Sequence[Any]) -> dict[str, Any]:
+    if isinstance(retrievers, Mapping):
+        return {str(k): v for k, v in retrievers.items()}
+    if isinstance(retrievers, (str, bytes)) or not isinstance(retrievers, Sequence):
+        raise TypeError("retrievers must be a mapping {name: retriever} or a list of retrievers")
+    return {f"{i}: {type(r).__name__}": r for i, r in enumerate(retrievers)}
+
+
+def _caller(retriever: Any, name: str) -> Callable[[str, int], Ranking]:
+    """A uniform ``(query, k) -> [(doc_id, score), ...]`` over any supported retriever."""
+    kinds = {c.__module__.split(".")[0] for c in type(retriever).__mro__}
+    if "langchain_core" in kinds and hasattr(retriever, "invoke"):
+        return _langchain_caller(retriever)
+    if "llama_index" in kinds and hasattr(retriever, "retrieve"):
+        def llama(query: str, k: int) -> Ranking:
+            nodes = retriever.retrieve(query)[:k]
+            return [(n.node.node_id, float(n.score or 0.0)) for n in nodes]
+        return llama
+    if hasattr(retriever, "search"):
+        def ours(query: str, k: int) -> Ranking:
+            return [(h.doc.id, h.score) for h in retriever.search(query, k=k)]
+        return ours
+    if callable(retriever):
+        def plain(query: str, k: int) -> Ranking:
+            return [_as_pair(x) for x in retriever(query, k)][:k]
+        return plain
+    raise TypeError(
+        f"retriever {name!r} ({type(retriever).__name__}) is not supported: pass a searcher with "
+        ".search(query, k), a LangChain or LlamaIndex retriever, or a callable (query, k)"
+    )
+
+
+def _langchain_caller(retriever: Any) -> Callable[[str, int], Ranking]:
+    takes_k = True
+
+    def call(query: str, k: int) -> Ranking:
+        nonlocal takes_k
+        if takes_k:
+            try:
+                docs = retriever.invoke(query, k=k)
+            except TypeError:
+                takes_k = False
+                docs = retriever.invoke(query)
+        else:
+            docs = retriever.invoke(query)
+        out = []
+        for i, d in enumerate(docs[:k]):
+            doc_id = d.id or d.metadata.get("id") or d.metadata.get("_id")
+            if doc_id is None:
+                raise ValueError(
+                    "a LangChain Document came back without an id (Document.id or "
+                    "metadata['id']); evaluation needs ids matching the dataset's"
+                )
+            out.append((str(doc_id), float(d.metadata.get("score", -i))))
+        return out
+
+    return call
+
+
+def _as_pair(item: Any) -> tuple[str, float]:
+    if isinstance(item, str):
+        return item, 0.0
+    if hasattr(item, "doc") and hasattr(item, "score"):
+        return item.doc.id, float(item.score)
+    doc_id, score = item
+    return str(doc_id), float(score)
+
+
+def _progress(items: Sequence[str], name: str, show: bool) -> Any:
+    if not show:
+        return items
+    try:
+        from tqdm.auto import tqdm
+    except ImportError:
+        return items
+    return tqdm(items, desc=name, unit="query")
+
+
+def _percentile(values: Sequence[float], pct: float) -> float:
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(pct / 100 * (len(ordered) - 1))))]
