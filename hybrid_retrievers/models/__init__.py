@@ -8,6 +8,7 @@ sentence-transformers (and torch) only when its model is first used, and
 from __future__ import annotations
 
 from .fake import HashingEmbedder
+from .local import local_minilm_path
 from .sentence_transformers import SentenceTransformerEmbedder
 
-__all__ = ["HashingEmbedder", "SentenceTransformerEmbedder"]
+__all__ = ["HashingEmbedder", "SentenceTransformerEmbedder", "local_minilm_path"]
