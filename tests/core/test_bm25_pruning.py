@@ -54,3 +54,16 @@ def test_pruned_equals_exhaustive(cranfield_index, monkeypatch, k: int) -> None:
         want_f = _exhaustive(index, q, k, half=1)
         assert [i for i, _ in got_f] == [i for i, _ in want_f], q
     assert pruned > len(queries) // 4, "pruning should kick in for many queries"
+
+
+@pytest.mark.parametrize("scan", [0, 10**9])
+def test_predicate_filters_see_every_match(cranfield_index, monkeypatch, scan: int) -> None:
+    """A predicate is only known per candidate, so no shortcut may drop a passing doc."""
+    index, queries = cranfield_index
+    monkeypatch.setattr(bm25_module, "_BATCHED_POSTINGS", 0)
+    monkeypatch.setattr(bm25_module, "_DENSE_SCAN", scan)
+    for q in queries[:80]:
+        got = [h.id for h in index.search(q, k=5, filter=lambda d: d.metadata["half"] == 1)]
+        assert got == [i for i, _ in _exhaustive(index, q, 5, half=1)], q
+        got_map = [h.id for h in index.search(q, k=5, filter={"half": 1})]
+        assert got_map == got, q
