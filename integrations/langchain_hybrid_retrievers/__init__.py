@@ -10,8 +10,10 @@ Example:
 from __future__ import annotations
 
 
+from .dense import DenseRetriever
+from .embeddings import LangChainEmbedder
 from .retrievers import BM25Retriever
 
-__all__ = ["BM25Retriever", "__version__"]
+__all__ = ["BM25Retriever", "DenseRetriever", "LangChainEmbedder", "__version__"]
 
 from hybrid_retrievers import __version__

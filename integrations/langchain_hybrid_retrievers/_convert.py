@@ -14,7 +14,7 @@ from langchain_core.documents import Document
 
 from hybrid_retrievers.types import Hit
 
-__all__ = ["RANK_KEY", "documents_to_columns", "hit_to_document"]
+__all__ = ["RANK_KEY", "check_score_key", "documents_to_columns", "hit_to_document"]
 
 RANK_KEY = "rank"
 """Metadata key under which a returned `Document` carries its 1-based rank."""
@@ -57,11 +57,30 @@ def hit_to_document(hit: Hit, score_key: str) -> Document:
     """Convert a core `Hit` into a new `Document` carrying its score and rank.
 
     The returned metadata is a fresh dict: the stored metadata, then ``score_key``
-    set to the BM25 score (a Python float) and ``"rank"`` set to the 1-based rank.
-    Those two keys overwrite same-named keys of the stored metadata in the returned
-    copy only.
+    set to the hit's score (BM25, cosine..., as a Python float) and ``"rank"`` set
+    to the 1-based rank. Those two keys overwrite same-named keys of the stored
+    metadata in the returned copy only.
     """
     metadata: dict[str, Any] = dict(hit.doc.metadata)
     metadata[score_key] = float(hit.score)
     metadata[RANK_KEY] = int(hit.rank)
     return Document(id=hit.doc.id, page_content=hit.doc.text, metadata=metadata)
+
+
+def check_score_key(value: str) -> str:
+    """Validate a retriever's ``score_key`` field: non-empty and not the rank's key.
+
+    Shared by every LangChain retriever of this package, so the rule and its message
+    are written once.
+
+    Raises:
+        ValueError: for ``""`` or ``"rank"``.
+    """
+    if not value:
+        raise ValueError("score_key must be a non-empty string, got ''; e.g. 'score'")
+    if value == RANK_KEY:
+        raise ValueError(
+            f"score_key must differ from {RANK_KEY!r} (the rank's metadata key), "
+            f"got {value!r}; use e.g. 'similarity'"
+        )
+    return value

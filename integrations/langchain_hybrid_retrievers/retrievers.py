@@ -24,7 +24,7 @@ from pydantic import ConfigDict, field_validator
 from hybrid_retrievers import Analyzer, BM25Index, Doc
 from hybrid_retrievers._validation import check_k
 
-from ._convert import RANK_KEY, documents_to_columns, hit_to_document
+from ._convert import check_score_key, documents_to_columns, hit_to_document
 
 __all__ = ["BM25Retriever"]
 
@@ -79,14 +79,7 @@ class BM25Retriever(BaseRetriever):
     @field_validator("score_key")
     @classmethod
     def _check_score_key(cls, value: str) -> str:
-        if not value:
-            raise ValueError("score_key must be a non-empty string, got ''; e.g. 'score'")
-        if value == RANK_KEY:
-            raise ValueError(
-                f"score_key must differ from {RANK_KEY!r} (the rank's metadata key), "
-                f"got {value!r}; use e.g. 'bm25_score'"
-            )
-        return value
+        return check_score_key(value)
 
     # ------------------------------------------------------------------ build
 

@@ -11,8 +11,10 @@ Example:
 from __future__ import annotations
 
 
+from .dense import DenseRetriever
+from .embeddings import LlamaIndexEmbedder
 from .retrievers import BM25Retriever
 
-__all__ = ["BM25Retriever", "__version__"]
+__all__ = ["BM25Retriever", "DenseRetriever", "LlamaIndexEmbedder", "__version__"]
 
 from hybrid_retrievers import __version__

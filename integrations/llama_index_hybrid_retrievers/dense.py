@@ -1,0 +1,344 @@
+"""LlamaIndex retriever over the core `VectorIndex` (dense, bi-encoder retrieval).
+
+Thin by design, like `BM25Retriever`: the core does similarity, filtering and top-k;
+this module converts nodes to `Doc`s, maps ``similarity_top_k`` onto the core's ``k``,
+turns a `QueryBundle` into a query vector the way LlamaIndex's own
+``VectorIndexRetriever`` does, wraps hits in new `NodeWithScore` objects and keeps
+model calls and search off the event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import os
+from collections.abc import Iterable
+from typing import Any
+
+import numpy as np
+from llama_index.core.base.base_retriever import BaseRetriever
+from llama_index.core.base.embeddings.base import BaseEmbedding
+from llama_index.core.callbacks.base import CallbackManager
+from llama_index.core.schema import BaseNode, NodeWithScore, QueryBundle
+from llama_index.core.storage.docstore.types import BaseDocumentStore
+from llama_index.core.vector_stores.types import MetadataFilters
+from numpy.typing import NDArray
+
+from hybrid_retrievers._validation import check_k, check_query
+from hybrid_retrievers.embedding_cache import DEFAULT_CHUNK, EmbeddingCache
+from hybrid_retrievers.types import Hit, MetadataFilter
+from hybrid_retrievers.vector import VectorIndex
+
+from ._convert import hit_to_node_with_score, nodes_to_docs, to_core_filter
+from .embeddings import as_embedder
+
+__all__ = ["DenseRetriever"]
+
+
+class DenseRetriever(BaseRetriever):
+    """Dense (embedding) retriever for LlamaIndex backed by `hybrid_retrievers.VectorIndex`.
+
+    ``embed_model`` may be any LlamaIndex `BaseEmbedding` (wrapped in
+    `LlamaIndexEmbedder`) or a core `Embedder` such as
+    `hybrid_retrievers.models.SentenceTransformerEmbedder`.
+
+    Indexed text is the node's own text (``MetadataMode.NONE``), as for
+    `BM25Retriever`, so metadata never changes a vector. (LlamaIndex's
+    ``VectorStoreIndex`` embeds ``MetadataMode.EMBED`` text, which prepends metadata
+    not listed in ``excluded_embed_metadata_keys``; the two agree for nodes whose
+    metadata is excluded from embedding or empty.)
+
+    The query vector comes from the `QueryBundle`, as in LlamaIndex's
+    ``VectorIndexRetriever``:
+
+    1. ``bundle.embedding`` when set: searched as given, the model is not called;
+    2. else ``bundle.custom_embedding_strs`` when set: each string is embedded as a
+       query and the vectors are averaged (LlamaIndex's ``mean_agg``), so query
+       transforms such as ``HyDEQueryTransform`` work unchanged;
+    3. else ``bundle.query_str`` is embedded.
+
+    The caller's bundle is never modified. Returned nodes: each result is a new
+    `NodeWithScore` carrying the similarity (cosine for ``metric="cosine"``, inner
+    product for ``"dot"``); its node is the caller's original node object (not
+    modified) when the retriever was built from nodes in this process, otherwise (after
+    `from_persist_dir`) a `TextNode` rebuilt from the stored id, text and metadata.
+
+    Async: ``aretrieve`` awaits the embedder's ``aembed_query`` / ``aembed_queries``
+    when it has them (a `LlamaIndexEmbedder` forwards to the model's
+    ``aget_query_embedding``), then searches in a worker thread; other embedders run
+    in the worker thread together with the search.
+
+    Args:
+        index: The core index that does all scoring (shared, not copied); it must
+            have an embedder.
+        similarity_top_k: Number of nodes to return (>= 1).
+        filter: Applied before top-k: a mapping (metadata equality on every key), a
+            callable receiving a `hybrid_retrievers.Doc`, or a LlamaIndex
+            `MetadataFilters`.
+        nodes: Original node objects to hand back for matching ids.
+        callback_manager: LlamaIndex callback manager.
+        verbose: Passed to LlamaIndex's `BaseRetriever`.
+
+    Example:
+        >>> from llama_index.core.schema import TextNode
+        >>> from hybrid_retrievers.models import HashingEmbedder
+        >>> from llama_index_hybrid_retrievers import DenseRetriever
+        >>> retriever = DenseRetriever.from_defaults(
+        ...     nodes=[TextNode(id_="a", text="wings generate lift"),
+        ...            TextNode(id_="b", text="cats sleep all day")],
+        ...     embed_model=HashingEmbedder(dimension=64),
+        ...     similarity_top_k=1,
+        ... )
+        >>> [n.node.node_id for n in retriever.retrieve("how do wings make lift")]
+        ['a']
+    """
+
+    def __init__(
+        self,
+        index: VectorIndex,
+        *,
+        similarity_top_k: int = 4,
+        filter: MetadataFilter | MetadataFilters | None = None,
+        nodes: Iterable[BaseNode] | None = None,
+        callback_manager: CallbackManager | None = None,
+        verbose: bool = False,
+    ) -> None:
+        if not isinstance(index, VectorIndex):
+            raise TypeError(
+                f"index must be a hybrid_retrievers.VectorIndex, got {type(index).__name__}; "
+                "build one with DenseRetriever.from_defaults(nodes=..., embed_model=...)"
+            )
+        if index.embedder is None:
+            raise ValueError(
+                "index must have an embedder to answer text queries, got a VectorIndex "
+                "without one; build it with an embedder or load it with "
+                "DenseRetriever.from_persist_dir(dir, embed_model=...)"
+            )
+        self._index = index
+        self.similarity_top_k = similarity_top_k
+        self._filter = filter
+        self._core_filter = to_core_filter(filter)
+        self._nodes: dict[str, BaseNode] = {n.node_id: n for n in nodes or ()}
+        super().__init__(callback_manager=callback_manager, verbose=verbose)
+
+    # ------------------------------------------------------------ properties
+
+    @property
+    def index(self) -> VectorIndex:
+        """The core vector index."""
+        return self._index
+
+    @property
+    def similarity_top_k(self) -> int:
+        """Number of nodes to return; validated on every assignment."""
+        return self._similarity_top_k
+
+    @similarity_top_k.setter
+    def similarity_top_k(self, value: int) -> None:
+        self._similarity_top_k = check_k(value, name="similarity_top_k")
+
+    @property
+    def filter(self) -> MetadataFilter | MetadataFilters | None:
+        """The filter as given at construction."""
+        return self._filter
+
+    # ----------------------------------------------------------------- build
+
+    @classmethod
+    def from_defaults(
+        cls,
+        nodes: Iterable[BaseNode] | None = None,
+        docstore: BaseDocumentStore | None = None,
+        *,
+        embed_model: BaseEmbedding | Any,
+        similarity_top_k: int = 4,
+        metric: str = "cosine",
+        cache: EmbeddingCache | None = None,
+        batch_size: int = DEFAULT_CHUNK,
+        filter: MetadataFilter | MetadataFilters | None = None,
+        callback_manager: CallbackManager | None = None,
+        verbose: bool = False,
+    ) -> DenseRetriever:
+        """Embed nodes (or every node of a docstore) and return a retriever.
+
+        Args:
+            nodes: The nodes to index; ids are ``node.node_id``.
+            docstore: Alternatively, a docstore whose ``docs`` are all indexed.
+            embed_model: A LlamaIndex `BaseEmbedding` or a core `Embedder` (required:
+                ``Settings.embed_model`` is not consulted, so nothing is downloaded or
+                called behind your back).
+            similarity_top_k: Number of nodes to return (>= 1).
+            metric: ``"cosine"`` (vectors normalised) or ``"dot"`` (inner product).
+            cache: An `EmbeddingCache`: texts already in it are not embedded again
+                (needs a model identity, see `LlamaIndexEmbedder`).
+            batch_size: Texts per ``embed_documents`` call.
+            filter: See the class docstring.
+            callback_manager: LlamaIndex callback manager.
+            verbose: Also shows a progress bar while embedding.
+
+        Raises:
+            ValueError: unless exactly one of ``nodes`` and ``docstore`` is given, or
+                for an empty corpus.
+        """
+        if (nodes is None) == (docstore is None):
+            raise ValueError(
+                "pass exactly one of nodes= or docstore=, got "
+                f"{'both' if nodes is not None else 'neither'}"
+            )
+        if docstore is not None:
+            if not isinstance(docstore, BaseDocumentStore):
+                raise TypeError(
+                    "docstore must be a llama_index BaseDocumentStore, got "
+                    f"{type(docstore).__name__}"
+                )
+            node_list = list(docstore.docs.values())
+        else:
+            if isinstance(nodes, BaseNode):
+                raise TypeError(
+                    "nodes must be a list of nodes, got a single node; wrap it in a list"
+                )
+            node_list = list(nodes)  # type: ignore[arg-type]
+        index = VectorIndex.from_docs(
+            nodes_to_docs(node_list),
+            embedder=as_embedder(embed_model),
+            metric=metric,
+            batch_size=batch_size,
+            show_progress=verbose,
+            cache=cache,
+        )
+        return cls(
+            index,
+            similarity_top_k=similarity_top_k,
+            filter=filter,
+            nodes=node_list,
+            callback_manager=callback_manager,
+            verbose=verbose,
+        )
+
+    # ---------------------------------------------------------------- search
+
+    def _wrap(self, hits: list[Hit]) -> list[NodeWithScore]:
+        return [hit_to_node_with_score(hit, self._nodes) for hit in hits]
+
+    def _search_vector(self, vector: Any) -> list[NodeWithScore]:
+        return self._wrap(
+            self._index.search_vector(vector, k=self._similarity_top_k, filter=self._core_filter)
+        )
+
+    def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        if query_bundle.embedding is not None:
+            return self._search_vector(query_bundle.embedding)
+        strs = _embedding_strs(query_bundle)
+        if strs is None:
+            return self._wrap(
+                self._index.search(
+                    query_bundle.query_str, k=self._similarity_top_k, filter=self._core_filter
+                )
+            )
+        return self._search_vector(_mean(self._embed_queries(strs)))
+
+    async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        embedder = self._index.embedder
+        aembed_query = _coroutine_method(embedder, "aembed_query")
+        if query_bundle.embedding is not None or aembed_query is None:
+            # Nothing to await: model (if any) and search run in one worker thread.
+            return await asyncio.to_thread(self._retrieve, query_bundle)
+        strs = _embedding_strs(query_bundle)
+        if strs is None:
+            vector = await aembed_query(check_query(query_bundle.query_str))
+        else:
+            aembed_queries = _coroutine_method(embedder, "aembed_queries")
+            if aembed_queries is not None:
+                matrix = await aembed_queries(strs)
+            else:
+                matrix = [await aembed_query(s) for s in strs]
+            vector = _mean(matrix)
+        return await asyncio.to_thread(self._search_vector, vector)
+
+    def _embed_queries(self, texts: list[str]) -> Any:
+        embedder = self._index.embedder
+        batch = getattr(embedder, "embed_queries", None)
+        if callable(batch):
+            return batch(texts)
+        return [embedder.embed_query(t) for t in texts]
+
+    # ----------------------------------------------------------- persistence
+
+    def persist(self, persist_dir: str | os.PathLike[str]) -> None:
+        """Save the index (vectors, ids, texts, metadata, metric, model identity).
+
+        The format is the core's (JSON + ``.npy``, no pickle); ``VectorIndex.load``
+        reads it too. The embedding model is not saved, only its identity and
+        dimension: pass the model to `from_persist_dir`. Query-time settings
+        (``similarity_top_k``, ``filter``) are not saved either.
+        """
+        self._index.save(persist_dir)
+
+    @classmethod
+    def from_persist_dir(
+        cls,
+        persist_dir: str | os.PathLike[str],
+        *,
+        embed_model: BaseEmbedding | Any,
+        similarity_top_k: int = 4,
+        filter: MetadataFilter | MetadataFilters | None = None,
+        callback_manager: CallbackManager | None = None,
+        verbose: bool = False,
+        mmap: bool = False,
+        cache: EmbeddingCache | None = None,
+    ) -> DenseRetriever:
+        """Load a retriever saved with `persist` (nodes come back as `TextNode`s).
+
+        Args:
+            persist_dir: The directory written by `persist` / `VectorIndex.save`.
+            embed_model: The model the index was built with; a different model
+                identity than the saved one warns.
+            mmap: Memory-map the vectors instead of reading them into memory.
+            cache: An `EmbeddingCache` for later additions to ``index``.
+            similarity_top_k, filter, callback_manager, verbose: As for the constructor.
+
+        Raises:
+            hybrid_retrievers.persistence.IndexFormatError: for a missing, corrupt
+                or foreign directory.
+            ValueError: if the model's known dimension differs from the saved vectors'.
+        """
+        index = VectorIndex.load(persist_dir, as_embedder(embed_model), mmap=mmap, cache=cache)
+        return cls(
+            index,
+            similarity_top_k=similarity_top_k,
+            filter=filter,
+            callback_manager=callback_manager,
+            verbose=verbose,
+        )
+
+
+def _embedding_strs(query_bundle: QueryBundle) -> list[str] | None:
+    """The bundle's custom embedding strings, validated; ``None`` when it has none."""
+    strs = query_bundle.custom_embedding_strs
+    if strs is None:
+        return None
+    if isinstance(strs, str):
+        raise TypeError(
+            "QueryBundle.custom_embedding_strs must be a list of str, got a single str; "
+            "wrap it in a list"
+        )
+    strs = list(strs)
+    if not strs:
+        raise ValueError(
+            "QueryBundle.custom_embedding_strs must hold at least one string, got []; "
+            "leave it None to embed query_str"
+        )
+    return [check_query(s, name=f"custom_embedding_strs[{i}]") for i, s in enumerate(strs)]
+
+
+def _mean(vectors: Any) -> NDArray[np.float32]:
+    """LlamaIndex's ``mean_agg``: the plain mean of the query vectors."""
+    matrix = np.asarray(vectors, dtype=np.float32)
+    if matrix.ndim != 2:
+        raise ValueError(f"query vectors must have shape (n, dimension), got {matrix.shape}")
+    return matrix.mean(axis=0)
+
+
+def _coroutine_method(obj: Any, name: str) -> Any:
+    method = getattr(obj, name, None)
+    return method if method is not None and inspect.iscoroutinefunction(method) else None
