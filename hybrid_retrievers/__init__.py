@@ -12,6 +12,15 @@ from .ann import HNSWConfig
 from .bm25 import BM25Index
 from .embedding_cache import EmbeddingCache
 from .explanation import Explanation, TermContribution
+from .fusion import (
+    FilteredSource,
+    FusionMode,
+    FusionSearcher,
+    fuse,
+    lexical_boost_rule,
+    reciprocal_rank_fusion,
+    score_fusion,
+)
 from .ids import content_id
 from .persistence import IndexFormatError
 from .scoring import BM25Method
@@ -32,6 +41,9 @@ __all__ = [
     "Embedder",
     "EmbeddingCache",
     "Explanation",
+    "FilteredSource",
+    "FusionMode",
+    "FusionSearcher",
     "HNSWConfig",
     "Hit",
     "IndexFormatError",
@@ -42,5 +54,9 @@ __all__ = [
     "TextGenerator",
     "VectorIndex",
     "content_id",
+    "fuse",
+    "lexical_boost_rule",
+    "reciprocal_rank_fusion",
+    "score_fusion",
     "__version__",
 ]

@@ -1,0 +1,530 @@
+"""FusionSearcher: query several searchers concurrently and fuse their rankings.
+
+Also `FilteredSource`, which turns one index plus a metadata filter into a source of
+its own, so one index queried with several filters (text chunks next to image
+descriptions, say) becomes separate lists with their own weights.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any, TypeVar
+
+from .._validation import check_k, check_queries, check_query
+from ..types import Doc, Hit, MetadataFilter
+from ._common import Dedup, check_k_rrf, check_names, check_weights, parse_enum
+from .modes import FusionMode, _fuse
+from .rank import DEFAULT_K_RRF
+
+__all__ = ["FusionSearcher", "FilteredSource", "combine_filters", "default_fetch_k",
+           "DEFAULT_MIN_FETCH_K"]
+
+T = TypeVar("T")
+_MISSING = object()
+
+DEFAULT_MIN_FETCH_K = 20
+"""With ``fetch_k=None`` each child is asked for ``max(k, DEFAULT_MIN_FETCH_K)`` hits."""
+
+Weights = Sequence[float] | Callable[[str], Sequence[float]]
+
+
+def default_fetch_k(k: int) -> int:
+    """Candidates asked of each child for a final top ``k``: ``max(k, 20)``.
+
+    Fusion can only promote a document some child returned, so a child's list should
+    reach below the final cut (a document 15th in both lists outscores, under RRF, any
+    document that only one list has). LangChain's EnsembleRetriever asks each child for
+    its own ``k``. Measured on Cranfield and CISI with BM25 + MiniLM and RRF
+    (``benchmarks/fusion_quality.py``, final top 10): Cranfield nDCG@10 rises from
+    0.413 (10 candidates) to 0.415 (20) and 0.420 (30+); CISI falls from 0.454 (10)
+    to 0.453 (20) and 0.441 (100): deeper lists let documents that are mediocre in
+    both lists crowd out ones that a single list ranks high. 20 is the best average of
+    the two, and asking a BM25 or exact dense search for 20 instead of 10 costs almost
+    nothing (both scan the same postings or vectors; only the final sort grows).
+    """
+    return max(k, DEFAULT_MIN_FETCH_K)
+
+
+# ---------------------------------------------------------------------- filters
+
+
+def _passes(filter: MetadataFilter, doc: Doc) -> bool:
+    if isinstance(filter, Mapping):
+        return all(doc.metadata.get(f, _MISSING) == v for f, v in filter.items())
+    return bool(filter(doc))
+
+
+def _check_filter(filter: Any, name: str = "filter") -> None:
+    if filter is not None and not isinstance(filter, Mapping) and not callable(filter):
+        raise TypeError(
+            f"{name} must be a mapping of metadata equalities, a callable(Doc) -> bool or "
+            f"None, got {type(filter).__name__}"
+        )
+
+
+def combine_filters(
+    first: MetadataFilter | None, second: MetadataFilter | None
+) -> MetadataFilter | None:
+    """A filter that keeps what both keep.
+
+    Two mappings without conflicting keys merge into one mapping (so an index can still
+    use its cached equality masks); anything else becomes a predicate that applies both
+    (a mapping keeps a document when every key is present in its metadata and equal).
+
+    Example:
+        >>> combine_filters({"type": "image"}, {"lang": "en"})
+        {'type': 'image', 'lang': 'en'}
+    """
+    if first is None:
+        return second
+    if second is None:
+        return first
+    if isinstance(first, Mapping) and isinstance(second, Mapping):
+        conflict = any(key in first and first[key] != value for key, value in second.items())
+        if not conflict:
+            return {**first, **second}
+
+    def both(doc: Doc) -> bool:
+        return _passes(first, doc) and _passes(second, doc)
+
+    return both
+
+
+class FilteredSource:
+    """A searcher restricted by a fixed metadata filter: one source for `FusionSearcher`.
+
+    A per-call ``filter`` is combined with the fixed one (both must hold).
+
+    Example:
+        >>> from hybrid_retrievers import BM25Index
+        >>> index = BM25Index.from_texts(
+        ...     ["a wing in a wind tunnel", "photo of a wing", "lift of a wing"],
+        ...     ids=["t1", "i1", "t2"],
+        ...     metadatas=[{"type": "text"}, {"type": "image"}, {"type": "text"}],
+        ... )
+        >>> images = FilteredSource(index, {"type": "image"}, name="images")
+        >>> [h.id for h in images.search("wing", k=5)]
+        ['i1']
+    """
+
+    def __init__(
+        self, searcher: Any, filter: MetadataFilter, *, name: str | None = None
+    ) -> None:
+        """Args:
+            searcher: any `Searcher` that accepts ``filter=`` (BM25Index, VectorIndex...).
+            filter: a metadata equality mapping or a predicate over `Doc`.
+            name: the source's name in fusion provenance (default: its index).
+        """
+        if not callable(getattr(searcher, "search", None)):
+            raise TypeError(
+                f"searcher must have a search(query, k, filter=...) method, got "
+                f"{type(searcher).__name__}"
+            )
+        if filter is None:
+            raise TypeError("filter must be a mapping or a callable(Doc) -> bool, got None; "
+                            "use the searcher itself for an unfiltered source")
+        _check_filter(filter)
+        if name is not None and (not isinstance(name, str) or not name):
+            raise TypeError(f"name must be a non-empty str or None, got {name!r}")
+        self.searcher = searcher
+        self.filter = dict(filter) if isinstance(filter, Mapping) else filter
+        self.name = name
+
+    def search(
+        self, query: str, k: int = 10, *, filter: MetadataFilter | None = None
+    ) -> list[Hit]:
+        """The searcher's hits for ``query`` under the fixed filter (and ``filter``)."""
+        _check_filter(filter)
+        return self.searcher.search(query, k, filter=combine_filters(self.filter, filter))
+
+    def search_many(
+        self, queries: Sequence[str], k: int = 10, *, filter: MetadataFilter | None = None
+    ) -> list[list[Hit]]:
+        """`search` for each query (batched when the searcher has ``search_many``)."""
+        _check_filter(filter)
+        combined = combine_filters(self.filter, filter)
+        many = getattr(self.searcher, "search_many", None)
+        if callable(many):
+            return many(queries, k, filter=combined)
+        return [self.searcher.search(q, k, filter=combined) for q in check_queries(queries)]
+
+    def __repr__(self) -> str:
+        return f"FilteredSource({self.searcher!r}, {self.filter!r}, name={self.name!r})"
+
+
+# ---------------------------------------------------------------------- the searcher
+
+
+class FusionSearcher:
+    """Fuse several searchers (BM25, dense, filtered sources...) into one `Searcher`.
+
+    Each search asks every child with a positive weight for ``fetch_k`` candidates, runs
+    the children concurrently (one in the calling thread, the rest in a thread pool owned
+    by this searcher; numpy releases the GIL inside its array kernels, so the native
+    work of different children can overlap), fuses the lists with ``mode`` and returns
+    the top ``k``. Every hit carries the provenance described in
+    `hybrid_retrievers.fusion`.
+
+    Concurrency turns the sum of the children's latencies into their maximum when each
+    child waits (a remote vector store or search engine, a model server) or runs
+    GIL-free native code on a core of its own. On a machine without spare cores,
+    in-process CPU-bound children gain nothing and a thread hand-off can cost a
+    scheduler time slice; ``max_workers=1`` runs them inline, one after the other
+    (``benchmarks/fusion_latency.py`` measures both).
+
+    Example:
+        >>> from hybrid_retrievers import BM25Index, Analyzer
+        >>> texts = ["wing lift at low speed", "lift of a flat plate", "bread dough"]
+        >>> stemmed = BM25Index.from_texts(texts, ids=["a", "b", "c"])
+        >>> plain = BM25Index.from_texts(texts, ids=["a", "b", "c"],
+        ...                              analyzer=Analyzer(stemmer=None))
+        >>> hybrid = FusionSearcher([stemmed, plain], names=["stemmed", "plain"])
+        >>> hits = hybrid.search("wing lift", k=2)
+        >>> [h.id for h in hits]
+        ['a', 'b']
+        >>> [s["source"] for s in hits[0].explanation["fusion"]["sources"]]
+        ['stemmed', 'plain']
+    """
+
+    def __init__(
+        self,
+        searchers: Sequence[Any],
+        mode: FusionMode | str = FusionMode.RRF,
+        weights: Weights | None = None,
+        k_rrf: float = DEFAULT_K_RRF,
+        fetch_k: int | None = None,
+        names: Sequence[str] | None = None,
+        max_workers: int | None = None,
+        dedup: Dedup | str = Dedup.ID,
+    ) -> None:
+        """Args:
+            searchers: the children: anything with ``search(query, k, filter=...)``,
+                including `FilteredSource` and other `FusionSearcher` objects.
+            mode: a `FusionMode` or its value (``"rrf"``, ``"relative_score"``, ...).
+            weights: one non-negative weight per child, or a callable
+                ``weights(query) -> sequence`` (see `lexical_boost_rule`); a child whose
+                weight is 0 for a query is not asked at all. Default: all 1.
+            k_rrf: the RRF constant (``mode="rrf"`` only).
+            fetch_k: candidates asked of each child; default `default_fetch_k`
+                (``max(k, 20)``).
+            names: one unique name per child, reported as ``"source"`` in the provenance
+                (default: a `FilteredSource`'s own ``name``, else the child's index).
+            max_workers: children run at the same time, at most (default: all of them;
+                1 runs them one after another in the calling thread).
+            dedup: ``"id"`` (default) or ``"content"`` (see `Dedup`).
+
+        Raises:
+            TypeError: a child without ``search``; wrong kinds of arguments.
+            ValueError: no children, a weights/names length mismatch, negative, NaN or
+                all-zero weights, ``k_rrf <= 0``, ``fetch_k`` or ``max_workers`` < 1, an
+                unknown mode or dedup.
+        """
+        if isinstance(searchers, (str, bytes, Mapping)) or not isinstance(searchers, Sequence):
+            raise TypeError(
+                "searchers must be a list of searchers, got " f"{type(searchers).__name__}"
+            )
+        children = list(searchers)
+        if not children:
+            raise ValueError("searchers must hold at least one searcher, got an empty list")
+        for i, child in enumerate(children):
+            if not callable(getattr(child, "search", None)):
+                raise TypeError(
+                    f"searchers[{i}] must have a search(query, k, filter=...) method, got "
+                    f"{type(child).__name__}"
+                )
+        n = len(children)
+        self._children = tuple(children)
+        self._mode = parse_enum(FusionMode, mode, "mode")
+        self._k_rrf = check_k_rrf(k_rrf, "k_rrf")
+        self._weights = self._check_weights_arg(weights, n)
+        self._fetch_k = None if fetch_k is None else check_k(fetch_k, "fetch_k")
+        if names is None:
+            names = [
+                c.name if isinstance(c, FilteredSource) and c.name is not None else None
+                for c in children
+            ]
+            if any(v is not None for v in names):
+                labels = tuple(i if v is None else v for i, v in enumerate(names))
+                strs = [v for v in labels if isinstance(v, str)]
+                if len(set(strs)) != len(strs):
+                    raise ValueError(f"FilteredSource names must be unique, got {strs}")
+                self._names: tuple[Any, ...] = labels
+            else:
+                self._names = tuple(range(n))
+        else:
+            self._names = check_names(names, n)
+        self._max_workers = n if max_workers is None else check_k(max_workers, "max_workers")
+        self._dedup = parse_enum(Dedup, dedup, "dedup")
+        self._pool: ThreadPoolExecutor | None = None
+        self._pool_lock = threading.Lock()
+
+    @classmethod
+    def from_filters(
+        cls,
+        searcher: Any,
+        filters: Mapping[str, MetadataFilter],
+        *,
+        weights: Mapping[str, float] | None = None,
+        **options: Any,
+    ) -> FusionSearcher:
+        """One index queried once per named filter, fused with per-source weights.
+
+        Example:
+            >>> from hybrid_retrievers import BM25Index
+            >>> index = BM25Index.from_texts(
+            ...     ["wing section drawing", "photo of a wing", "wing lift text"],
+            ...     ids=["t1", "i1", "t2"],
+            ...     metadatas=[{"type": "text"}, {"type": "image"}, {"type": "text"}],
+            ... )
+            >>> both = FusionSearcher.from_filters(
+            ...     index, {"text": {"type": "text"}, "images": {"type": "image"}},
+            ...     weights={"text": 1.0, "images": 0.5},
+            ... )
+            >>> sorted(h.id for h in both.search("wing", k=3))
+            ['i1', 't1', 't2']
+
+        Args:
+            searcher: the index (any searcher that accepts ``filter=``).
+            filters: source name -> filter, in the order the sources should be listed.
+            weights: source name -> weight (missing names get 1).
+            **options: the other `FusionSearcher` arguments (``mode``, ``fetch_k``...).
+        """
+        if not isinstance(filters, Mapping) or not filters:
+            raise TypeError(
+                "filters must be a non-empty mapping of source name -> filter, got "
+                f"{type(filters).__name__}: {filters!r:.80}"
+            )
+        if weights is not None:
+            if not isinstance(weights, Mapping):
+                raise TypeError(
+                    f"weights must be a mapping of source name -> weight, got "
+                    f"{type(weights).__name__}"
+                )
+            unknown = sorted(set(weights) - set(filters))
+            if unknown:
+                raise ValueError(
+                    f"weights names sources that filters does not define: {unknown}; "
+                    f"the sources are {list(filters)}"
+                )
+        sources = [FilteredSource(searcher, f, name=name) for name, f in filters.items()]
+        w = None if weights is None else [weights.get(name, 1.0) for name in filters]
+        return cls(sources, weights=w, names=list(filters), **options)
+
+    # ------------------------------------------------------------------ properties
+
+    @property
+    def searchers(self) -> tuple[Any, ...]:
+        """The children, in order."""
+        return self._children
+
+    @property
+    def names(self) -> tuple[Any, ...]:
+        """What each child is called in the provenance (a name, or its index)."""
+        return self._names
+
+    @property
+    def mode(self) -> FusionMode:
+        return self._mode
+
+    @property
+    def weights(self) -> Weights | None:
+        """The weights as given (a tuple, a callable, or ``None`` for all 1)."""
+        return self._weights
+
+    @property
+    def k_rrf(self) -> float:
+        return self._k_rrf
+
+    @property
+    def fetch_k(self) -> int | None:
+        return self._fetch_k
+
+    @property
+    def dedup(self) -> Dedup:
+        return self._dedup
+
+    def __repr__(self) -> str:
+        kids = ", ".join(type(c).__name__ for c in self._children)
+        return f"FusionSearcher([{kids}], mode={self._mode.value!r})"
+
+    # ------------------------------------------------------------------ searching
+
+    def search(
+        self,
+        query: str,
+        k: int = 10,
+        *,
+        filter: MetadataFilter | None = None,
+        weights: Weights | None = None,
+        fetch_k: int | None = None,
+    ) -> list[Hit]:
+        """The fused top ``k`` for ``query``.
+
+        Args:
+            query: the query, passed to every child.
+            k: how many fused hits at most.
+            filter: passed to every child (combined with a `FilteredSource`'s own).
+            weights: overrides the constructor's weights for this call.
+            fetch_k: overrides the candidates asked of each child for this call.
+        """
+        check_query(query)
+        k = check_k(k)
+        _check_filter(filter)
+        w = self._weights_for(query, weights)
+        n_fetch = self._fetch_for(k, fetch_k)
+        active = [i for i, x in enumerate(w) if x > 0]
+        calls = [self._caller(self._children[i], query, n_fetch, filter) for i in active]
+        results = self._run(calls, [self._names[i] for i in active])
+        rankings: list[Sequence[Hit]] = [[] for _ in self._children]
+        for i, hits in zip(active, results):
+            rankings[i] = _check_result(hits, self._names[i])
+        return _fuse(rankings, self._mode, w, self._k_rrf, self._names, self._dedup, k)
+
+    def search_many(
+        self,
+        queries: Sequence[str],
+        k: int = 10,
+        *,
+        filter: MetadataFilter | None = None,
+        weights: Weights | None = None,
+        fetch_k: int | None = None,
+    ) -> list[list[Hit]]:
+        """`search` for each query, in order; each child answers all queries in one call
+        (its ``search_many`` when it has one, so a dense index does one matrix product)."""
+        queries = check_queries(queries)
+        k = check_k(k)
+        _check_filter(filter)
+        if not queries:
+            return []
+        per_query = [self._weights_for(q, weights) for q in queries]
+        n_fetch = self._fetch_for(k, fetch_k)
+        active = [i for i in range(len(self._children)) if any(w[i] > 0 for w in per_query)]
+        calls = [self._many_caller(self._children[i], queries, n_fetch, filter) for i in active]
+        results = self._run(calls, [self._names[i] for i in active])
+        lists: dict[int, list[Sequence[Hit]]] = {}
+        for i, batch in zip(active, results):
+            if not isinstance(batch, Sequence) or len(batch) != len(queries):
+                raise TypeError(
+                    f"searcher {self._names[i]!r}: search_many must return one list per query "
+                    f"({len(queries)}), got {type(batch).__name__} of length "
+                    f"{len(batch) if hasattr(batch, '__len__') else '?'}"
+                )
+            lists[i] = [_check_result(hits, self._names[i]) for hits in batch]
+        out = []
+        for qi, w in enumerate(per_query):
+            rankings = [lists[i][qi] if i in lists else [] for i in range(len(self._children))]
+            out.append(_fuse(rankings, self._mode, w, self._k_rrf, self._names, self._dedup, k))
+        return out
+
+    # ------------------------------------------------------------------ threads
+
+    def close(self) -> None:
+        """Shut the thread pool down (a later search starts a new one)."""
+        with self._pool_lock:
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown(wait=True)
+
+    def __enter__(self) -> FusionSearcher:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __del__(self) -> None:  # pragma: no cover - depends on the garbage collector
+        pool = getattr(self, "_pool", None)
+        if pool is not None:
+            pool.shutdown(wait=False)
+
+    def _executor(self, workers: int) -> ThreadPoolExecutor:
+        pool = self._pool
+        if pool is None:
+            with self._pool_lock:
+                if self._pool is None:
+                    self._pool = ThreadPoolExecutor(
+                        max_workers=workers, thread_name_prefix="FusionSearcher"
+                    )
+                pool = self._pool
+        return pool
+
+    def _run(self, calls: list[Callable[[], T]], labels: Sequence[Any]) -> list[T]:
+        """Run ``calls`` concurrently: the first in this thread, the others in the pool."""
+        parallel = min(self._max_workers, len(calls))
+        if parallel <= 1:
+            return [_labelled(call, label) for call, label in zip(calls, labels)]
+        # The pool has one thread fewer than the children allowed in flight: the calling
+        # thread runs one child itself instead of waiting idle.
+        pool = self._executor(max(1, min(self._max_workers, len(self._children)) - 1))
+        futures: list[Future[T]] = [
+            pool.submit(_labelled, call, label) for call, label in zip(calls[1:], labels[1:])
+        ]
+        try:
+            first = _labelled(calls[0], labels[0])
+        except BaseException:
+            for f in futures:
+                f.cancel()
+            raise
+        return [first, *(f.result() for f in futures)]
+
+    # ------------------------------------------------------------------ helpers
+
+    @staticmethod
+    def _check_weights_arg(weights: Any, n: int) -> Weights | None:
+        if weights is None or callable(weights):
+            return weights
+        return check_weights(weights, n)
+
+    def _weights_for(self, query: str, override: Any) -> tuple[float, ...]:
+        n = len(self._children)
+        weights = self._weights if override is None else override
+        if weights is None:
+            return (1.0,) * n
+        if callable(weights):
+            return check_weights(weights(query), n, "weights(query)")
+        return check_weights(weights, n)
+
+    def _fetch_for(self, k: int, override: Any) -> int:
+        if override is not None:
+            return check_k(override, "fetch_k")
+        return self._fetch_k if self._fetch_k is not None else default_fetch_k(k)
+
+    @staticmethod
+    def _caller(child: Any, query: str, k: int, filter: Any) -> Callable[[], list[Hit]]:
+        if filter is None:
+            return lambda: child.search(query, k)
+        return lambda: child.search(query, k, filter=filter)
+
+    @staticmethod
+    def _many_caller(
+        child: Any, queries: list[str], k: int, filter: Any
+    ) -> Callable[[], list[list[Hit]]]:
+        many = getattr(child, "search_many", None)
+        kwargs = {} if filter is None else {"filter": filter}
+        if callable(many):
+            return lambda: many(queries, k, **kwargs)
+        return lambda: [child.search(q, k, **kwargs) for q in queries]
+
+
+def _labelled(call: Callable[[], T], label: Any) -> T:
+    try:
+        return call()
+    except Exception as exc:
+        if hasattr(exc, "add_note"):  # Python 3.11+
+            exc.add_note(f"raised by FusionSearcher source {label!r}")
+        raise
+
+
+def _check_result(hits: Any, label: Any) -> Sequence[Hit]:
+    if isinstance(hits, (str, bytes, Mapping)) or not isinstance(hits, Sequence):
+        raise TypeError(
+            f"searcher {label!r} must return a list of Hit, got {type(hits).__name__}"
+        )
+    for j, hit in enumerate(hits):
+        if not isinstance(hit, Hit):
+            raise TypeError(
+                f"searcher {label!r} returned {type(hit).__name__} at position {j}; "
+                "a searcher must return Hit objects"
+            )
+    return hits
