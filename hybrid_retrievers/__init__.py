@@ -21,9 +21,13 @@ from .fusion import (
     reciprocal_rank_fusion,
     score_fusion,
 )
+from .hyde import HYDE_PROMPTS, HyDE, HyDEResult, HyDESearcher
 from .ids import content_id
+from .parent import ParentChildSearcher, ParentStore
 from .persistence import IndexFormatError
+from .rerank import LLMReranker, Reranker
 from .scoring import BM25Method
+from .splitting import SentenceSplitter, split_parents
 from .tokenization import Analyzer
 from .types import Doc, Embedder, Hit, MetadataFilter, PairScorer, Searcher, TextGenerator
 from .vector import VectorIndex
@@ -37,26 +41,36 @@ __all__ = [
     "Analyzer",
     "BM25Index",
     "BM25Method",
+    "content_id",
     "Doc",
     "Embedder",
     "EmbeddingCache",
     "Explanation",
     "FilteredSource",
+    "fuse",
     "FusionMode",
     "FusionSearcher",
-    "HNSWConfig",
     "Hit",
+    "HNSWConfig",
+    "HyDE",
+    "HYDE_PROMPTS",
+    "HyDEResult",
+    "HyDESearcher",
     "IndexFormatError",
+    "lexical_boost_rule",
+    "LLMReranker",
     "MetadataFilter",
     "PairScorer",
+    "ParentChildSearcher",
+    "ParentStore",
+    "reciprocal_rank_fusion",
+    "Reranker",
+    "score_fusion",
     "Searcher",
+    "SentenceSplitter",
+    "split_parents",
     "TermContribution",
     "TextGenerator",
     "VectorIndex",
-    "content_id",
-    "fuse",
-    "lexical_boost_rule",
-    "reciprocal_rank_fusion",
-    "score_fusion",
     "__version__",
 ]

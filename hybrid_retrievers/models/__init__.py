@@ -1,14 +1,21 @@
 """Model adapters: the only place torch and sentence-transformers are named.
 
-Importing this package is cheap: `SentenceTransformerEmbedder` imports
-sentence-transformers (and torch) only when its model is first used, and
+Importing this package is cheap: `SentenceTransformerEmbedder` and `CrossEncoderScorer`
+import sentence-transformers (and torch) only when their model is first used, and
 `HashingEmbedder` needs numpy alone.
 """
 
 from __future__ import annotations
 
+from .cross_encoder import DEFAULT_CROSS_ENCODER, CrossEncoderScorer
 from .fake import HashingEmbedder
 from .local import local_minilm_path
 from .sentence_transformers import SentenceTransformerEmbedder
 
-__all__ = ["HashingEmbedder", "SentenceTransformerEmbedder", "local_minilm_path"]
+__all__ = [
+    "CrossEncoderScorer",
+    "DEFAULT_CROSS_ENCODER",
+    "HashingEmbedder",
+    "SentenceTransformerEmbedder",
+    "local_minilm_path",
+]
