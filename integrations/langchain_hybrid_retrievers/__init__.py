@@ -10,10 +10,26 @@ Example:
 from __future__ import annotations
 
 
+from .compressors import CrossEncoderReranker, LLMReranker, RerankingRetriever
 from .dense import DenseRetriever
 from .embeddings import LangChainEmbedder
+from .fusion import FusionRetriever, HybridRetriever
+from .hyde import HyDERetriever
+from .parent import ParentDocumentRetriever
 from .retrievers import BM25Retriever
 
-__all__ = ["BM25Retriever", "DenseRetriever", "LangChainEmbedder", "__version__"]
+__all__ = [
+    "BM25Retriever",
+    "CrossEncoderReranker",
+    "DenseRetriever",
+    "FusionRetriever",
+    "HybridRetriever",
+    "HyDERetriever",
+    "LLMReranker",
+    "LangChainEmbedder",
+    "ParentDocumentRetriever",
+    "RerankingRetriever",
+    "__version__",
+]
 
 from hybrid_retrievers import __version__

@@ -7,14 +7,25 @@ index's stored metadata are never edited.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
+from numbers import Real
 from typing import Any
 
 from langchain_core.documents import Document
 
-from hybrid_retrievers.types import Hit
+from hybrid_retrievers.ids import content_id
+from hybrid_retrievers.types import Doc, Hit
 
-__all__ = ["RANK_KEY", "check_score_key", "documents_to_columns", "hit_to_document"]
+__all__ = [
+    "FUSION_KEY",
+    "RANK_KEY",
+    "SCORE_KEYS",
+    "check_score_key",
+    "document_score",
+    "document_to_hit",
+    "documents_to_columns",
+    "hit_to_document",
+]
 
 RANK_KEY = "rank"
 """Metadata key under which a returned `Document` carries its 1-based rank."""
@@ -65,6 +76,63 @@ def hit_to_document(hit: Hit, score_key: str) -> Document:
     metadata[score_key] = float(hit.score)
     metadata[RANK_KEY] = int(hit.rank)
     return Document(id=hit.doc.id, page_content=hit.doc.text, metadata=metadata)
+
+
+FUSION_KEY = "fusion"
+"""Metadata key under which a fused `Document` carries its provenance (see
+`hybrid_retrievers.fusion` for the keys of the mapping)."""
+
+SCORE_KEYS = ("score", "relevance_score")
+"""Metadata keys read, in order, as a framework retriever's score (after the caller's own)."""
+
+
+def document_score(metadata: Mapping[str, Any], score_keys: Sequence[str]) -> float | None:
+    """The first real-number value among ``metadata[key]`` for ``key`` in ``score_keys``.
+
+    Booleans and non-numbers are skipped; ``None`` when no key holds a number.
+    """
+    for key in score_keys:
+        value = metadata.get(key)
+        if isinstance(value, Real) and not isinstance(value, bool):
+            return float(value)
+    return None
+
+
+def document_to_hit(
+    document: Document, position: int, score_keys: Sequence[str] = SCORE_KEYS
+) -> Hit:
+    """Convert any LangChain retriever's output `Document` into a core `Hit`.
+
+    Used to fuse the output of retrievers this package does not own (vector-store
+    retrievers, Elasticsearch...), so the rules are written down once:
+
+    * id: ``Document.id``; a document without one gets ``content_id(page_content)``
+      (text only: two retrievers returning the same id-less text with different
+      per-retriever metadata, such as their own scores, still agree on the id);
+    * score: the first number under ``score_keys`` in the metadata, else ``None``
+      (rank-based fusion does not need it; score fusion refuses such lists);
+    * rank: ``position`` (1-based, the document's place in the retriever's list);
+    * explanation: ``{"fusion": ...}`` when the metadata carries a nested fusion's
+      provenance under `FUSION_KEY`, so it is kept in the outer provenance.
+
+    Raises:
+        TypeError: if ``document`` is not a `Document`.
+    """
+    if not isinstance(document, Document):
+        raise TypeError(
+            f"retrievers must return Document objects, got {type(document).__name__}: "
+            f"{document!r:.80}"
+        )
+    metadata = document.metadata
+    doc_id = document.id if document.id is not None else content_id(document.page_content)
+    nested = metadata.get(FUSION_KEY)
+    explanation = {FUSION_KEY: nested} if isinstance(nested, Mapping) else {}
+    return Hit(
+        Doc(str(doc_id), document.page_content, metadata),
+        document_score(metadata, score_keys),  # type: ignore[arg-type]  # None: no score
+        position,
+        explanation,
+    )
 
 
 def check_score_key(value: str) -> str:

@@ -13,8 +13,23 @@ from __future__ import annotations
 
 from .dense import DenseRetriever
 from .embeddings import LlamaIndexEmbedder
+from .fusion import FusionRetriever, HybridRetriever
+from .hyde import HyDERetriever
+from .parent import ParentDocumentRetriever
+from .postprocessors import CrossEncoderRerank, LLMRerank
 from .retrievers import BM25Retriever
 
-__all__ = ["BM25Retriever", "DenseRetriever", "LlamaIndexEmbedder", "__version__"]
+__all__ = [
+    "BM25Retriever",
+    "CrossEncoderRerank",
+    "DenseRetriever",
+    "FusionRetriever",
+    "HybridRetriever",
+    "HyDERetriever",
+    "LLMRerank",
+    "LlamaIndexEmbedder",
+    "ParentDocumentRetriever",
+    "__version__",
+]
 
 from hybrid_retrievers import __version__

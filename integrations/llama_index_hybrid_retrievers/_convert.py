@@ -8,7 +8,8 @@ The metadata is kept separately (copied) for filters and for the returned nodes.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 from llama_index.core.schema import BaseNode, MetadataMode, NodeWithScore, TextNode
 from llama_index.core.vector_stores.types import MetadataFilters
@@ -17,8 +18,11 @@ from llama_index.core.vector_stores.utils import build_metadata_filter_fn
 from hybrid_retrievers.types import Doc, Hit, MetadataFilter
 
 __all__ = [
+    "FUSION_KEY",
     "doc_to_text_node",
     "hit_to_node_with_score",
+    "node_with_added_metadata",
+    "node_with_score_to_hit",
     "node_to_doc",
     "nodes_to_docs",
     "to_core_filter",
@@ -61,6 +65,62 @@ def hit_to_node_with_score(hit: Hit, originals: Mapping[str, BaseNode]) -> NodeW
     if node is None:
         node = doc_to_text_node(hit.doc)
     return NodeWithScore(node=node, score=float(hit.score))
+
+FUSION_KEY = "fusion"
+"""Metadata key of the provenance on the copied node of each fused result (see
+`hybrid_retrievers.fusion` for the keys of the mapping)."""
+
+
+def node_with_score_to_hit(node_with_score: NodeWithScore, position: int) -> Hit:
+    """Convert any LlamaIndex retriever's output `NodeWithScore` into a core `Hit`.
+
+    Used to fuse the output of retrievers this package does not own, so the rules are
+    written down once: id ``node.node_id``; text the node's own text
+    (``MetadataMode.NONE``, for content dedup); metadata left empty (the caller keeps
+    the original node); score ``NodeWithScore.score``, ``None`` when the retriever gave
+    none (rank-based fusion does not need it); rank ``position`` (1-based); explanation
+    ``{"fusion": ...}`` when the node carries a nested fusion's provenance under
+    `FUSION_KEY`, so it is kept in the outer provenance.
+
+    Raises:
+        TypeError: if ``node_with_score`` is not a `NodeWithScore`.
+    """
+    if not isinstance(node_with_score, NodeWithScore):
+        raise TypeError(
+            "retrievers must return NodeWithScore objects, got "
+            f"{type(node_with_score).__name__}: {node_with_score!r:.80}"
+        )
+    node = node_with_score.node
+    score = node_with_score.score
+    nested = node.metadata.get(FUSION_KEY)
+    return Hit(
+        Doc(id=node.node_id, text=node.get_content(metadata_mode=MetadataMode.NONE)),
+        None if score is None else float(score),  # type: ignore[arg-type]  # None: no score
+        position,
+        {FUSION_KEY: nested} if isinstance(nested, Mapping) else {},
+    )
+
+
+def node_with_added_metadata(node: BaseNode, added: Mapping[str, Any]) -> BaseNode:
+    """A copy of ``node`` (same id, text, relationships) with ``added`` metadata keys.
+
+    The added keys are also excluded from the copy's LLM and embedding text, so
+    bookkeeping such as fusion provenance never leaks into prompts or vectors. The
+    original node is not modified.
+    """
+    new_keys = list(added)
+    return node.model_copy(update={
+        "metadata": {**node.metadata, **added},
+        "excluded_llm_metadata_keys": _merge_keys(node.excluded_llm_metadata_keys, new_keys),
+        "excluded_embed_metadata_keys": _merge_keys(node.excluded_embed_metadata_keys,
+                                                    new_keys),
+    })
+
+
+def _merge_keys(existing: Sequence[str] | None, new: Sequence[str]) -> list[str]:
+    out = list(existing or [])
+    return out + [k for k in new if k not in out]
+
 
 def to_core_filter(
     filter: MetadataFilter | MetadataFilters | None,

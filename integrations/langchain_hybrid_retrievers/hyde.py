@@ -1,0 +1,271 @@
+"""LangChain HyDE retriever over the core `HyDESearcher`.
+
+Any LangChain LLM, chat model or `Runnable` writes the hypothetical passages (a plain
+callable ``prompt -> str`` works too); the core averages their embeddings with the
+query's, searches, fuses with a query-expanded lexical search when asked, and falls
+back to the raw query when the model fails. This module adapts the model, converts
+documents and wires async.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from langchain_core.callbacks import (
+    AsyncCallbackManagerForRetrieverRun,
+    CallbackManagerForRetrieverRun,
+)
+from langchain_core.documents import Document
+from langchain_core.messages import BaseMessage
+from langchain_core.retrievers import BaseRetriever
+from langchain_core.runnables import Runnable
+from pydantic import ConfigDict, field_validator
+
+from hybrid_retrievers._validation import check_k
+from hybrid_retrievers.bm25 import BM25Index
+from hybrid_retrievers.hyde import HyDE, HyDESearcher
+from hybrid_retrievers.types import Hit
+from hybrid_retrievers.vector import VectorIndex
+
+from ._convert import RANK_KEY, check_score_key, documents_to_columns
+from .embeddings import as_embedder
+from .retrievers import Filter
+
+__all__ = ["HYDE_KEY", "HyDERetriever", "LangChainGenerator", "as_generator"]
+
+HYDE_KEY = "hyde"
+"""Metadata key of a returned document: ``{"passages", "fallback", "error", "mode"}``."""
+
+
+def _text_of(output: Any) -> str:
+    if isinstance(output, str):
+        return output
+    if isinstance(output, BaseMessage):
+        content = output.content
+        if isinstance(content, str):
+            return content
+        parts = [p if isinstance(p, str) else p.get("text", "") for p in content
+                 if isinstance(p, (str, dict))]
+        return "".join(parts)
+    raise TypeError(
+        f"the LLM returned a {type(output).__name__}; expected a str or a message "
+        "(end a custom Runnable with StrOutputParser())"
+    )
+
+
+class LangChainGenerator:
+    """A LangChain LLM, chat model or `Runnable` as the core's text generator.
+
+    ``__call__`` runs ``invoke(prompt)``, ``agenerate`` awaits ``ainvoke(prompt)``;
+    messages become their text content.
+
+    Example:
+        >>> from langchain_core.language_models import FakeListLLM
+        >>> LangChainGenerator(FakeListLLM(responses=["Wings make lift."]))("Why?")
+        'Wings make lift.'
+    """
+
+    def __init__(self, runnable: Runnable) -> None:
+        if not isinstance(runnable, Runnable):
+            raise TypeError(
+                "llm must be a LangChain LLM, chat model or Runnable (or a callable "
+                f"prompt -> str), got {type(runnable).__name__}"
+            )
+        self.runnable = runnable
+
+    def __call__(self, prompt: str) -> str:
+        return _text_of(self.runnable.invoke(prompt))
+
+    async def agenerate(self, prompt: str) -> str:
+        return _text_of(await self.runnable.ainvoke(prompt))
+
+    def __repr__(self) -> str:
+        return f"LangChainGenerator({type(self.runnable).__name__})"
+
+
+def as_generator(llm: Any) -> Any:
+    """``llm`` as a core generator: Runnables are wrapped, plain callables pass through."""
+    if isinstance(llm, Runnable):
+        return LangChainGenerator(llm)
+    if callable(llm):
+        return llm
+    raise TypeError(
+        "llm must be a LangChain LLM, chat model or Runnable, or a callable prompt -> str, "
+        f"got {type(llm).__name__}"
+    )
+
+
+class HyDERetriever(BaseRetriever):
+    """HyDE retrieval (Gao et al. 2022) backed by `hybrid_retrievers.hyde.HyDESearcher`.
+
+    Each returned `Document` carries the score under ``score_key`` (cosine similarity
+    of the HyDE vector; the fused RRF score with ``expand_with_bm25=True``), the
+    1-based ``"rank"`` and ``"hyde"``: ``{"passages", "fallback", "error", "mode"}``:
+    what the model wrote for this query, and whether the raw query was used because
+    it failed (a query never fails because the LLM did).
+
+    Async: the ``n`` generations run concurrently (``ainvoke`` of the model), the
+    embedding and search in worker threads.
+
+    Example:
+        >>> from langchain_core.language_models import FakeListLLM
+        >>> from langchain_core.documents import Document
+        >>> from hybrid_retrievers.models import HashingEmbedder
+        >>> from langchain_hybrid_retrievers import HyDERetriever
+        >>> retriever = HyDERetriever.from_documents(
+        ...     [Document(id="w", page_content="an aircraft wing generates lift"),
+        ...      Document(id="b", page_content="bread rises with yeast")],
+        ...     embedding=HashingEmbedder(64),
+        ...     llm=FakeListLLM(responses=["A wing generates lift."]),
+        ...     k=1,
+        ... )
+        >>> doc = retriever.invoke("how do planes fly?")[0]
+        >>> doc.id, doc.metadata["hyde"]["passages"]
+        ('w', ['A wing generates lift.'])
+    """
+
+    model_config = ConfigDict(arbitrary_types_allowed=True, use_attribute_docstrings=True)
+
+    searcher: HyDESearcher
+    """The core HyDE searcher that does all the work; shared, not copied."""
+
+    k: int = 4
+    """Default number of documents to return (>= 1); override per call with ``k=``."""
+
+    filter: Filter | None = None
+    """Default filter applied before top-k (a mapping or a callable over `Doc`)."""
+
+    score_key: str = "score"
+    """Metadata key under which each returned `Document` carries its score."""
+
+    @field_validator("k", mode="before")
+    @classmethod
+    def _check_k(cls, value: Any) -> int:
+        return check_k(value, name="k")
+
+    @field_validator("score_key")
+    @classmethod
+    def _check_score_key(cls, value: str) -> str:
+        if value == HYDE_KEY:
+            raise ValueError(f"score_key must differ from {HYDE_KEY!r}, got {value!r}")
+        return check_score_key(value)
+
+    # ------------------------------------------------------------------ build
+
+    @classmethod
+    def from_documents(
+        cls,
+        documents: Iterable[Document],
+        *,
+        embedding: Any,
+        llm: Any,
+        n: int = 1,
+        k: int = 4,
+        include_query: bool = True,
+        prompt: Any = "web",
+        timeout: float | None = None,
+        cache: bool | int = False,
+        expand_with_bm25: bool = False,
+        **kwargs: Any,
+    ) -> HyDERetriever:
+        """Embed and index ``documents`` and return a HyDE retriever over them.
+
+        Args:
+            documents: The documents (``Document.id`` kept, content ids otherwise).
+            embedding: LangChain `Embeddings` or core `Embedder` (documents, query and
+                hypothetical passages are all embedded by it).
+            llm: LangChain LLM, chat model or `Runnable`, or a callable ``prompt -> str``.
+            n: Hypothetical passages per query (1..8).
+            k: Default number of documents per query.
+            include_query: Average the query's own embedding in (the reference method).
+            prompt: A built-in template name (``"web"``, ``"scientific"``, ``"legal"``,
+                ``"technical"``... see `hybrid_retrievers.hyde.HYDE_PROMPTS`), a
+                template with ``{query}``, or a callable.
+            timeout: Seconds to wait for the model before falling back.
+            cache: Cache passages by (prompt, query).
+            expand_with_bm25: Also query a BM25 index of the documents with the query
+                plus the passages, and fuse both lists with RRF.
+            **kwargs: Other retriever fields (``filter``, ``score_key``, ``tags``...).
+        """
+        texts, ids, metadatas = documents_to_columns(documents)
+        embedder = as_embedder(embedding)
+        index = VectorIndex.from_texts(texts, ids=ids, metadatas=metadatas, embedder=embedder)
+        expand = None
+        if expand_with_bm25:
+            expand = BM25Index.from_docs(index.docs)
+        hyde = HyDE(as_generator(llm), embedder, n=n, include_query=include_query,
+                    prompt=prompt, timeout=timeout, cache=cache)
+        return cls(searcher=HyDESearcher(hyde, index, expand=expand), k=k, **kwargs)
+
+    @classmethod
+    def from_retriever(
+        cls,
+        retriever: Any,
+        *,
+        llm: Any,
+        n: int = 1,
+        include_query: bool = True,
+        prompt: Any = "web",
+        timeout: float | None = None,
+        cache: bool | int = False,
+        **kwargs: Any,
+    ) -> HyDERetriever:
+        """HyDE over an existing `DenseRetriever` or core `VectorIndex` (its embedder is used).
+
+        ``k`` defaults to the dense retriever's ``k``. Other arguments as for
+        `from_documents`.
+        """
+        index = getattr(retriever, "index", retriever)
+        if not isinstance(index, VectorIndex):
+            raise TypeError(
+                "retriever must be a DenseRetriever or a hybrid_retrievers VectorIndex, "
+                f"got {type(retriever).__name__}"
+            )
+        if index.embedder is None:
+            raise ValueError("the vector index has no embedder; HyDE needs one to embed passages")
+        if "k" not in kwargs and isinstance(getattr(retriever, "k", None), int):
+            kwargs["k"] = retriever.k
+        hyde = HyDE(as_generator(llm), index.embedder, n=n, include_query=include_query,
+                    prompt=prompt, timeout=timeout, cache=cache)
+        return cls(searcher=HyDESearcher(hyde, index), **kwargs)
+
+    # ----------------------------------------------------------------- search
+
+    def _to_document(self, hit: Hit) -> Document:
+        info = hit.explanation["hyde"]
+        metadata: dict[str, Any] = dict(hit.doc.metadata)
+        metadata[self.score_key] = float(hit.score)
+        metadata[RANK_KEY] = int(hit.rank)
+        metadata[HYDE_KEY] = {key: info[key] for key in ("passages", "fallback", "error", "mode")}
+        return Document(id=hit.doc.id, page_content=hit.doc.text, metadata=metadata)
+
+    def _resolve(self, k: int | None, filter: Filter | None) -> tuple[int, Filter | None]:
+        return check_k(self.k if k is None else k, name="k"), (
+            self.filter if filter is None else filter
+        )
+
+    def _get_relevant_documents(
+        self,
+        query: str,
+        *,
+        run_manager: CallbackManagerForRetrieverRun,
+        k: int | None = None,
+        filter: Filter | None = None,
+    ) -> list[Document]:
+        """Generate, embed, search: up to ``k`` documents for ``query``, best first."""
+        top, where = self._resolve(k, filter)
+        return [self._to_document(h) for h in self.searcher.search(query, top, filter=where)]
+
+    async def _aget_relevant_documents(
+        self,
+        query: str,
+        *,
+        run_manager: AsyncCallbackManagerForRetrieverRun,
+        k: int | None = None,
+        filter: Filter | None = None,
+    ) -> list[Document]:
+        """Async `_get_relevant_documents`: generations concurrent, search in a thread."""
+        top, where = self._resolve(k, filter)
+        hits = await self.searcher.asearch(query, top, filter=where)
+        return [self._to_document(h) for h in hits]

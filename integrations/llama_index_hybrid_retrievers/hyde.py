@@ -1,0 +1,189 @@
+"""LlamaIndex HyDE retriever over the core `HyDESearcher`.
+
+Any LlamaIndex `LLM` (``complete`` / ``acomplete``) writes the hypothetical passages;
+a plain callable ``prompt -> str`` works too. Averaging, search, the query-expansion
+side and the fall-back to the raw query when the LLM fails are the core's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from llama_index.core.base.base_retriever import BaseRetriever
+from llama_index.core.callbacks.base import CallbackManager
+from llama_index.core.llms import LLM
+from llama_index.core.schema import BaseNode, NodeWithScore, QueryBundle
+from llama_index.core.vector_stores.types import MetadataFilters
+
+from hybrid_retrievers._validation import check_k
+from hybrid_retrievers.bm25 import BM25Index
+from hybrid_retrievers.hyde import HyDE, HyDEResult, HyDESearcher
+from hybrid_retrievers.types import MetadataFilter
+from hybrid_retrievers.vector import VectorIndex
+
+from ._convert import hit_to_node_with_score, nodes_to_docs, to_core_filter
+from .embeddings import as_embedder
+
+__all__ = ["HyDERetriever", "LlamaIndexGenerator", "as_generator"]
+
+
+class LlamaIndexGenerator:
+    """A LlamaIndex `LLM` as the core's text generator (``complete`` / ``acomplete``).
+
+    Example:
+        >>> from llama_index.core.llms import MockLLM
+        >>> LlamaIndexGenerator(MockLLM())("echo me")
+        'echo me'
+    """
+
+    def __init__(self, llm: LLM) -> None:
+        if not isinstance(llm, LLM):
+            raise TypeError(
+                f"llm must be a llama_index LLM (or a callable prompt -> str), got {type(llm).__name__}"
+            )
+        self.llm = llm
+
+    def __call__(self, prompt: str) -> str:
+        return self.llm.complete(prompt).text
+
+    async def agenerate(self, prompt: str) -> str:
+        return (await self.llm.acomplete(prompt)).text
+
+    def __repr__(self) -> str:
+        return f"LlamaIndexGenerator({type(self.llm).__name__})"
+
+
+def as_generator(llm: Any) -> Any:
+    """``llm`` as a core generator: LlamaIndex LLMs are wrapped, callables pass through."""
+    if isinstance(llm, LLM):
+        return LlamaIndexGenerator(llm)
+    if callable(llm):
+        return llm
+    raise TypeError(
+        f"llm must be a llama_index LLM or a callable prompt -> str, got {type(llm).__name__}"
+    )
+
+
+class HyDERetriever(BaseRetriever):
+    """HyDE retrieval (Gao et al. 2022) for LlamaIndex, backed by `HyDESearcher`.
+
+    Results are new `NodeWithScore` objects (the caller's original nodes, unmodified,
+    when built from nodes in this process). The generated passages of the last query
+    are not stored on the retriever (it may serve several threads); call
+    `generate` to see them, or use the core hits' ``explanation["hyde"]``.
+
+    Example:
+        >>> from llama_index.core.schema import TextNode
+        >>> from hybrid_retrievers.models import HashingEmbedder
+        >>> from llama_index_hybrid_retrievers import HyDERetriever
+        >>> retriever = HyDERetriever.from_defaults(
+        ...     nodes=[TextNode(id_="w", text="an aircraft wing generates lift"),
+        ...            TextNode(id_="b", text="bread rises with yeast")],
+        ...     embed_model=HashingEmbedder(64),
+        ...     llm=lambda prompt: "A wing generates lift.",
+        ...     similarity_top_k=1,
+        ... )
+        >>> [n.node.node_id for n in retriever.retrieve("how do planes fly?")]
+        ['w']
+    """
+
+    def __init__(
+        self,
+        searcher: HyDESearcher,
+        *,
+        similarity_top_k: int = 4,
+        filter: MetadataFilter | MetadataFilters | None = None,
+        nodes: Iterable[BaseNode] | None = None,
+        callback_manager: CallbackManager | None = None,
+        verbose: bool = False,
+    ) -> None:
+        if not isinstance(searcher, HyDESearcher):
+            raise TypeError(
+                f"searcher must be a hybrid_retrievers HyDESearcher, got {type(searcher).__name__}"
+            )
+        self._searcher = searcher
+        self.similarity_top_k = similarity_top_k
+        self._filter = filter
+        self._core_filter = to_core_filter(filter)
+        self._nodes: dict[str, BaseNode] = {n.node_id: n for n in nodes or ()}
+        super().__init__(callback_manager=callback_manager, verbose=verbose)
+
+    @property
+    def searcher(self) -> HyDESearcher:
+        """The core HyDE searcher."""
+        return self._searcher
+
+    @property
+    def similarity_top_k(self) -> int:
+        """Number of nodes to return; validated on every assignment."""
+        return self._similarity_top_k
+
+    @similarity_top_k.setter
+    def similarity_top_k(self, value: int) -> None:
+        self._similarity_top_k = check_k(value, name="similarity_top_k")
+
+    @classmethod
+    def from_defaults(
+        cls,
+        nodes: Iterable[BaseNode] | None = None,
+        *,
+        embed_model: Any,
+        llm: Any,
+        index: VectorIndex | None = None,
+        n: int = 1,
+        similarity_top_k: int = 4,
+        include_query: bool = True,
+        prompt: Any = "web",
+        timeout: float | None = None,
+        cache: bool | int = False,
+        expand_with_bm25: bool = False,
+        filter: MetadataFilter | MetadataFilters | None = None,
+        callback_manager: CallbackManager | None = None,
+        verbose: bool = False,
+    ) -> HyDERetriever:
+        """Index ``nodes`` (or use an existing ``index``, e.g. a `DenseRetriever`'s) with HyDE.
+
+        Args:
+            nodes: The nodes to embed and index (not with ``index``).
+            embed_model: LlamaIndex `BaseEmbedding` or core `Embedder`.
+            llm: LlamaIndex `LLM` or a callable ``prompt -> str``.
+            index: An existing `VectorIndex` instead of ``nodes``.
+            n: Hypothetical passages per query (1..8).
+            include_query, prompt, timeout, cache: See `hybrid_retrievers.hyde.HyDE`.
+            expand_with_bm25: Also search a BM25 index of the same documents with the
+                query plus the passages, fused with RRF.
+        """
+        if (nodes is None) == (index is None):
+            raise ValueError("pass exactly one of nodes= or index=")
+        embedder = as_embedder(embed_model)
+        node_list: list[BaseNode] = []
+        if index is None:
+            if isinstance(nodes, BaseNode):
+                raise TypeError("nodes must be a list of nodes, got a single node; wrap it in a list")
+            node_list = list(nodes)  # type: ignore[arg-type]
+            index = VectorIndex.from_docs(nodes_to_docs(node_list), embedder=embedder)
+        elif not isinstance(index, VectorIndex):
+            raise TypeError(f"index must be a hybrid_retrievers VectorIndex, got {type(index).__name__}")
+        expand = BM25Index.from_docs(index.docs) if expand_with_bm25 else None
+        hyde = HyDE(as_generator(llm), embedder, n=n, include_query=include_query,
+                    prompt=prompt, timeout=timeout, cache=cache)
+        return cls(HyDESearcher(hyde, index, expand=expand), similarity_top_k=similarity_top_k,
+                   filter=filter, nodes=node_list, callback_manager=callback_manager,
+                   verbose=verbose)
+
+    def generate(self, query: str) -> HyDEResult:
+        """The hypothetical passages for ``query`` (for debugging; never raises for the LLM)."""
+        return self._searcher.hyde.generate(query)
+
+    def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        hits = self._searcher.search(
+            query_bundle.query_str, self._similarity_top_k, filter=self._core_filter
+        )
+        return [hit_to_node_with_score(h, self._nodes) for h in hits]
+
+    async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        hits = await self._searcher.asearch(
+            query_bundle.query_str, self._similarity_top_k, filter=self._core_filter
+        )
+        return [hit_to_node_with_score(h, self._nodes) for h in hits]

@@ -1,0 +1,167 @@
+"""LlamaIndex parent-document retriever over the core `ParentChildSearcher`.
+
+Unlike LlamaIndex's ``AutoMergingRetriever`` it needs no configured docstore: parents
+live in the core's in-memory `ParentStore` (with save/load) unless another store is
+given. Splitting, grouping, the "fetch more children until k parents" loop and the
+auto-merge rule are the core's; this module converts nodes and keeps search off the
+event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from llama_index.core.base.base_retriever import BaseRetriever
+from llama_index.core.callbacks.base import CallbackManager
+from llama_index.core.schema import BaseNode, NodeWithScore, QueryBundle
+from llama_index.core.vector_stores.types import MetadataFilters
+
+from hybrid_retrievers._validation import check_k
+from hybrid_retrievers.parent import ParentChildSearcher, ParentStore, ParentStoreLike
+from hybrid_retrievers.splitting import SentenceSplitter
+from hybrid_retrievers.types import MetadataFilter
+
+from ._convert import hit_to_node_with_score, nodes_to_docs, to_core_filter
+from .embeddings import as_embedder
+
+__all__ = ["ParentDocumentRetriever"]
+
+
+class ParentDocumentRetriever(BaseRetriever):
+    """Match small child chunks, return their parent nodes (backed by `ParentChildSearcher`).
+
+    Each result is a new `NodeWithScore` whose score is the parent's best child's
+    score; its node is the caller's original parent node (not modified) when the
+    retriever was built from nodes in this process, else a `TextNode` rebuilt from the
+    store. ``similarity_top_k`` counts parents: that many come back whenever that many
+    match. With ``merge_threshold``, a parent with too small a fraction of matched
+    children is replaced by those children (``parent_id`` in their metadata). The
+    matched children of each parent (ids, ranks, scores) are in the core hits:
+    ``retriever.searcher.search(query)[i].explanation["parent"]``.
+
+    Example:
+        >>> from llama_index.core.schema import TextNode
+        >>> from llama_index_hybrid_retrievers import ParentDocumentRetriever
+        >>> retriever = ParentDocumentRetriever.from_defaults(
+        ...     nodes=[TextNode(id_="wings", text="Wings make lift. Flaps add lift."),
+        ...            TextNode(id_="bread", text="Yeast makes bread rise.")],
+        ...     similarity_top_k=1, chunk_size=20, chunk_overlap=0,
+        ... )
+        >>> [n.node.node_id for n in retriever.retrieve("flaps")]
+        ['wings']
+    """
+
+    def __init__(
+        self,
+        searcher: ParentChildSearcher,
+        *,
+        similarity_top_k: int = 4,
+        fetch_k: int | None = None,
+        merge_threshold: float | None = None,
+        filter: MetadataFilter | MetadataFilters | None = None,
+        nodes: Iterable[BaseNode] | None = None,
+        callback_manager: CallbackManager | None = None,
+        verbose: bool = False,
+    ) -> None:
+        if not isinstance(searcher, ParentChildSearcher):
+            raise TypeError(
+                "searcher must be a hybrid_retrievers ParentChildSearcher, got "
+                f"{type(searcher).__name__}; build one with ParentDocumentRetriever.from_defaults"
+            )
+        self._searcher = searcher
+        self.similarity_top_k = similarity_top_k
+        self._fetch_k = None if fetch_k is None else check_k(fetch_k, "fetch_k")
+        self._merge = merge_threshold
+        if merge_threshold is not None:
+            # Validate now, not at the first query.
+            from hybrid_retrievers.parent import _check_threshold
+
+            self._merge = _check_threshold(merge_threshold)
+        self._filter = filter
+        self._core_filter = to_core_filter(filter)
+        self._nodes: dict[str, BaseNode] = {n.node_id: n for n in nodes or ()}
+        super().__init__(callback_manager=callback_manager, verbose=verbose)
+
+    @property
+    def searcher(self) -> ParentChildSearcher:
+        """The core parent/child searcher."""
+        return self._searcher
+
+    @property
+    def similarity_top_k(self) -> int:
+        """Number of parents to return; validated on every assignment."""
+        return self._similarity_top_k
+
+    @similarity_top_k.setter
+    def similarity_top_k(self, value: int) -> None:
+        self._similarity_top_k = check_k(value, name="similarity_top_k")
+
+    @classmethod
+    def from_defaults(
+        cls,
+        nodes: Iterable[BaseNode],
+        *,
+        similarity_top_k: int = 4,
+        chunk_size: int = 400,
+        chunk_overlap: int = 50,
+        splitter: Any = None,
+        embed_model: Any = None,
+        parent_store: ParentStoreLike | None = None,
+        fetch_k: int | None = None,
+        merge_threshold: float | None = None,
+        filter: MetadataFilter | MetadataFilters | None = None,
+        callback_manager: CallbackManager | None = None,
+        verbose: bool = False,
+    ) -> ParentDocumentRetriever:
+        """Split parent nodes (or Documents) into children and index them.
+
+        Args:
+            nodes: The parents; ids are ``node.node_id``, text ``MetadataMode.NONE``.
+            similarity_top_k: Number of parents to return.
+            chunk_size, chunk_overlap: Of the default sentence-aware splitter (characters).
+            splitter: Any splitter instead: a LlamaIndex node parser with ``split_text``
+                (e.g. ``SentenceSplitter``), a LangChain text splitter, or a callable.
+            embed_model: When given (LlamaIndex `BaseEmbedding` or core `Embedder`),
+                children are indexed hybrid (BM25 + dense, RRF); default BM25.
+            parent_store: Default a new in-memory `ParentStore`.
+            fetch_k, merge_threshold, filter: See `ParentChildSearcher` / the class doc.
+        """
+        if isinstance(nodes, BaseNode):
+            raise TypeError("nodes must be a list of nodes, got a single node; wrap it in a list")
+        node_list = list(nodes)
+        searcher = ParentChildSearcher.from_docs(
+            nodes_to_docs(node_list),
+            splitter=SentenceSplitter(chunk_size, chunk_overlap) if splitter is None else splitter,
+            embedder=None if embed_model is None else as_embedder(embed_model),
+            parent_store=ParentStore() if parent_store is None else parent_store,
+            k=similarity_top_k,
+        )
+        return cls(searcher, similarity_top_k=similarity_top_k, fetch_k=fetch_k,
+                   merge_threshold=merge_threshold, filter=filter, nodes=node_list,
+                   callback_manager=callback_manager, verbose=verbose)
+
+    def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        hits = self._searcher.search(
+            query_bundle.query_str, k=self._similarity_top_k, filter=self._core_filter,
+            fetch_k=self._fetch_k, merge_threshold=self._merge,
+        )
+        return [hit_to_node_with_score(h, self._nodes) for h in hits]
+
+    async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        return await asyncio.to_thread(self._retrieve, query_bundle)
+
+    def insert_nodes(self, nodes: Sequence[BaseNode]) -> list[str]:
+        """Add parent nodes (split, children indexed); returns their ids."""
+        node_list = list(nodes)
+        ids = self._searcher.add(nodes_to_docs(node_list))
+        self._nodes.update({n.node_id: n for n in node_list})
+        return ids
+
+    def delete(self, parent_ids: Sequence[str]) -> None:
+        """Remove parents and all their children by parent id (KeyError for unknown ids)."""
+        ids = [parent_ids] if isinstance(parent_ids, str) else list(parent_ids)
+        self._searcher.delete(ids)
+        for i in ids:
+            self._nodes.pop(i, None)
