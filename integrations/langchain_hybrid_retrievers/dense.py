@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from langchain_core.callbacks import (
@@ -28,13 +28,14 @@ from hybrid_retrievers.embedding_cache import DEFAULT_CHUNK, EmbeddingCache
 from hybrid_retrievers.vector import VectorIndex
 
 from ._convert import check_score_key, documents_to_columns, hit_to_document
+from ._editing import IndexEditingMixin
 from .embeddings import as_embedder
 from .retrievers import Filter
 
 __all__ = ["DenseRetriever"]
 
 
-class DenseRetriever(BaseRetriever):
+class DenseRetriever(IndexEditingMixin, BaseRetriever):
     """Dense (embedding) retriever backed by `hybrid_retrievers.VectorIndex`.
 
     ``embedding`` may be any LangChain `Embeddings` (wrapped in
@@ -224,34 +225,6 @@ class DenseRetriever(BaseRetriever):
         top, where = self._resolve(k, filter)
         vector = await aembed(query)
         return await asyncio.to_thread(self._search_vector, vector, top, where)
-
-    # ----------------------------------------------------------------- update
-
-    def add_documents(self, documents: Iterable[Document]) -> list[str]:
-        """Embed and add documents; returns their ids (``Document.id`` or content ids).
-
-        Raises:
-            ValueError: if an id is already indexed (nothing is added then).
-        """
-        texts, ids, metadatas = documents_to_columns(documents)
-        return self.index.add(texts, ids=ids, metadatas=metadatas)
-
-    def add_texts(
-        self,
-        texts: Iterable[str],
-        metadatas: Iterable[Mapping[str, Any]] | None = None,
-        ids: Iterable[str] | None = None,
-    ) -> list[str]:
-        """Embed and add raw texts; returns the ids added."""
-        return self.index.add(texts, ids=ids, metadatas=metadatas)
-
-    def delete(self, ids: Sequence[str]) -> None:
-        """Remove documents by id.
-
-        Raises:
-            KeyError: naming unknown ids (nothing is deleted then).
-        """
-        self.index.delete(ids)
 
     # ------------------------------------------------------------ persistence
 

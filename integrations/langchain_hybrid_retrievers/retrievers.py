@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from langchain_core.callbacks import (
@@ -25,13 +25,14 @@ from hybrid_retrievers import Analyzer, BM25Index, Doc
 from hybrid_retrievers._validation import check_k
 
 from ._convert import check_score_key, documents_to_columns, hit_to_document
+from ._editing import IndexEditingMixin
 
 __all__ = ["BM25Retriever"]
 
 Filter = Mapping[str, Any] | Callable[[Doc], bool]
 
 
-class BM25Retriever(BaseRetriever):
+class BM25Retriever(IndexEditingMixin, BaseRetriever):
     """BM25 keyword retriever backed by `hybrid_retrievers.BM25Index`.
 
     Each returned `Document` is a new object with ``id`` set to the indexed id and
@@ -177,34 +178,6 @@ class BM25Retriever(BaseRetriever):
     ) -> list[Document]:
         """Async `_get_relevant_documents`: the search runs in a worker thread."""
         return await asyncio.to_thread(self._search, query, k, filter)
-
-    # ----------------------------------------------------------------- update
-
-    def add_documents(self, documents: Iterable[Document]) -> list[str]:
-        """Add documents to the index; returns their ids (``Document.id`` or content ids).
-
-        Raises:
-            ValueError: if an id is already indexed (nothing is added then).
-        """
-        texts, ids, metadatas = documents_to_columns(documents)
-        return self.index.add(texts, ids=ids, metadatas=metadatas)
-
-    def add_texts(
-        self,
-        texts: Iterable[str],
-        metadatas: Iterable[Mapping[str, Any]] | None = None,
-        ids: Iterable[str] | None = None,
-    ) -> list[str]:
-        """Add raw texts to the index; returns the ids added."""
-        return self.index.add(texts, ids=ids, metadatas=metadatas)
-
-    def delete(self, ids: Sequence[str]) -> None:
-        """Remove documents by id.
-
-        Raises:
-            KeyError: naming unknown ids (nothing is deleted then).
-        """
-        self.index.delete(ids)
 
     # ------------------------------------------------------------ persistence
 
