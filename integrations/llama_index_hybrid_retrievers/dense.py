@@ -16,7 +16,6 @@ from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
-from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.callbacks.base import CallbackManager
 from llama_index.core.schema import BaseNode, NodeWithScore, QueryBundle
@@ -24,18 +23,19 @@ from llama_index.core.storage.docstore.types import BaseDocumentStore
 from llama_index.core.vector_stores.types import MetadataFilters
 from numpy.typing import NDArray
 
-from hybrid_retrievers._validation import check_k, check_query
+from hybrid_retrievers._validation import check_query
 from hybrid_retrievers.embedding_cache import DEFAULT_CHUNK, EmbeddingCache
 from hybrid_retrievers.types import Hit, MetadataFilter
 from hybrid_retrievers.vector import VectorIndex
 
-from ._convert import hit_to_node_with_score, nodes_to_docs, to_core_filter
+from ._base import CoreSearcherRetriever
+from ._convert import hit_to_node_with_score, nodes_to_docs
 from .embeddings import as_embedder
 
 __all__ = ["DenseRetriever"]
 
 
-class DenseRetriever(BaseRetriever):
+class DenseRetriever(CoreSearcherRetriever):
     """Dense (embedding) retriever for LlamaIndex backed by `hybrid_retrievers.VectorIndex`.
 
     ``embed_model`` may be any LlamaIndex `BaseEmbedding` (wrapped in
@@ -115,11 +115,8 @@ class DenseRetriever(BaseRetriever):
                 "DenseRetriever.from_persist_dir(dir, embed_model=...)"
             )
         self._index = index
-        self.similarity_top_k = similarity_top_k
-        self._filter = filter
-        self._core_filter = to_core_filter(filter)
-        self._nodes: dict[str, BaseNode] = {n.node_id: n for n in nodes or ()}
-        super().__init__(callback_manager=callback_manager, verbose=verbose)
+        self._setup(similarity_top_k=similarity_top_k, filter=filter, nodes=nodes,
+                    callback_manager=callback_manager, verbose=verbose)
 
     # ------------------------------------------------------------ properties
 
@@ -127,20 +124,6 @@ class DenseRetriever(BaseRetriever):
     def index(self) -> VectorIndex:
         """The core vector index."""
         return self._index
-
-    @property
-    def similarity_top_k(self) -> int:
-        """Number of nodes to return; validated on every assignment."""
-        return self._similarity_top_k
-
-    @similarity_top_k.setter
-    def similarity_top_k(self, value: int) -> None:
-        self._similarity_top_k = check_k(value, name="similarity_top_k")
-
-    @property
-    def filter(self) -> MetadataFilter | MetadataFilters | None:
-        """The filter as given at construction."""
-        return self._filter
 
     # ----------------------------------------------------------------- build
 

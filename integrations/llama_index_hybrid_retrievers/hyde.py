@@ -10,19 +10,18 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.callbacks.base import CallbackManager
 from llama_index.core.llms import LLM
 from llama_index.core.schema import BaseNode, NodeWithScore, QueryBundle
 from llama_index.core.vector_stores.types import MetadataFilters
 
-from hybrid_retrievers._validation import check_k
 from hybrid_retrievers.bm25 import BM25Index
 from hybrid_retrievers.hyde import HyDE, HyDEResult, HyDESearcher
 from hybrid_retrievers.types import MetadataFilter
 from hybrid_retrievers.vector import VectorIndex
 
-from ._convert import hit_to_node_with_score, nodes_to_docs, to_core_filter
+from ._base import CoreSearcherRetriever
+from ._convert import hit_to_node_with_score, nodes_to_docs
 from .embeddings import as_embedder
 
 __all__ = ["HyDERetriever", "LlamaIndexGenerator", "as_generator"]
@@ -65,7 +64,7 @@ def as_generator(llm: Any) -> Any:
     )
 
 
-class HyDERetriever(BaseRetriever):
+class HyDERetriever(CoreSearcherRetriever):
     """HyDE retrieval (Gao et al. 2022) for LlamaIndex, backed by `HyDESearcher`.
 
     Results are new `NodeWithScore` objects (the caller's original nodes, unmodified,
@@ -103,25 +102,13 @@ class HyDERetriever(BaseRetriever):
                 f"searcher must be a hybrid_retrievers HyDESearcher, got {type(searcher).__name__}"
             )
         self._searcher = searcher
-        self.similarity_top_k = similarity_top_k
-        self._filter = filter
-        self._core_filter = to_core_filter(filter)
-        self._nodes: dict[str, BaseNode] = {n.node_id: n for n in nodes or ()}
-        super().__init__(callback_manager=callback_manager, verbose=verbose)
+        self._setup(similarity_top_k=similarity_top_k, filter=filter, nodes=nodes,
+                    callback_manager=callback_manager, verbose=verbose)
 
     @property
     def searcher(self) -> HyDESearcher:
         """The core HyDE searcher."""
         return self._searcher
-
-    @property
-    def similarity_top_k(self) -> int:
-        """Number of nodes to return; validated on every assignment."""
-        return self._similarity_top_k
-
-    @similarity_top_k.setter
-    def similarity_top_k(self, value: int) -> None:
-        self._similarity_top_k = check_k(value, name="similarity_top_k")
 
     @classmethod
     def from_defaults(

@@ -12,22 +12,21 @@ import os
 from collections.abc import Iterable
 from typing import Any
 
-from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.callbacks.base import CallbackManager
 from llama_index.core.schema import BaseNode, NodeWithScore, QueryBundle
 from llama_index.core.storage.docstore.types import BaseDocumentStore
 from llama_index.core.vector_stores.types import MetadataFilters
 
 from hybrid_retrievers import Analyzer, BM25Index
-from hybrid_retrievers._validation import check_k
 from hybrid_retrievers.types import MetadataFilter
 
-from ._convert import hit_to_node_with_score, nodes_to_docs, to_core_filter
+from ._base import CoreSearcherRetriever
+from ._convert import hit_to_node_with_score, nodes_to_docs
 
 __all__ = ["BM25Retriever"]
 
 
-class BM25Retriever(BaseRetriever):
+class BM25Retriever(CoreSearcherRetriever):
     """BM25 keyword retriever for LlamaIndex backed by `hybrid_retrievers.BM25Index`.
 
     Returned nodes: each result is a new `NodeWithScore` carrying the BM25 score.
@@ -76,11 +75,8 @@ class BM25Retriever(BaseRetriever):
                 "build one with BM25Retriever.from_defaults(nodes=...)"
             )
         self._index = index
-        self.similarity_top_k = similarity_top_k
-        self._filter = filter
-        self._core_filter = to_core_filter(filter)
-        self._nodes: dict[str, BaseNode] = {n.node_id: n for n in nodes or ()}
-        super().__init__(callback_manager=callback_manager, verbose=verbose)
+        self._setup(similarity_top_k=similarity_top_k, filter=filter, nodes=nodes,
+                    callback_manager=callback_manager, verbose=verbose)
 
     # ------------------------------------------------------------ properties
 
@@ -88,20 +84,6 @@ class BM25Retriever(BaseRetriever):
     def index(self) -> BM25Index:
         """The core BM25 index."""
         return self._index
-
-    @property
-    def similarity_top_k(self) -> int:
-        """Number of nodes to return; validated on every assignment."""
-        return self._similarity_top_k
-
-    @similarity_top_k.setter
-    def similarity_top_k(self, value: int) -> None:
-        self._similarity_top_k = check_k(value, name="similarity_top_k")
-
-    @property
-    def filter(self) -> MetadataFilter | MetadataFilters | None:
-        """The filter as given at construction."""
-        return self._filter
 
     # ----------------------------------------------------------------- build
 
