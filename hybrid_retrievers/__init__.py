@@ -25,7 +25,7 @@ from .hyde import HYDE_PROMPTS, HyDE, HyDEResult, HyDESearcher
 from .ids import content_id
 from .parent import ParentChildSearcher, ParentStore
 from .persistence import IndexFormatError
-from .rerank import LLMReranker, Reranker
+from .rerank import LLMReranker, Reranker, RerankingSearcher
 from .scoring import BM25Method
 from .splitting import SentenceSplitter, split_parents
 from .tokenization import Analyzer
@@ -65,6 +65,7 @@ __all__ = [
     "ParentStore",
     "reciprocal_rank_fusion",
     "Reranker",
+    "RerankingSearcher",
     "score_fusion",
     "Searcher",
     "SentenceSplitter",

@@ -46,6 +46,9 @@ def _parser() -> argparse.ArgumentParser:
                       help="sentence-transformers model name or path for the dense side "
                            "(default: the local all-MiniLM-L6-v2 when installed)")
     demo.add_argument("--bm25-only", action="store_true", help="skip dense and hybrid")
+    demo.add_argument("--reranker", default=None,
+                      help="cross-encoder name or path: adds hybrid + rerank (top 20 reranked; "
+                           "slow on a CPU)")
     demo.set_defaults(func=_demo)
 
     ev = sub.add_parser("eval", help="score retrievers on a BEIR dataset; --min makes it a CI gate")
@@ -158,6 +161,15 @@ def _demo(args: argparse.Namespace) -> int:
                                 "while on a CPU)" if why_not is None else "") + " ...")
     retrievers = _build_retrievers(names, docs, args.model, progress=False)
     print(f"Built {', '.join(retrievers)} in {time.perf_counter() - t0:.1f} s\n")
+
+    if args.reranker and "hybrid" in retrievers:
+        from .rerank import Reranker, RerankingSearcher
+
+        retrievers["hybrid+rerank"] = RerankingSearcher(
+            retrievers["hybrid"], Reranker.cross_encoder(args.reranker), fetch_k=20)
+    elif "hybrid" in retrievers:
+        print("Reranking skipped: no cross-encoder checkpoint ships offline; pass --reranker "
+              "cross-encoder/ms-marco-MiniLM-L-6-v2 (or a local path) to add hybrid + rerank.")
 
     report = evaluate(retrievers, ds, k=100)
     print(report.to_markdown())

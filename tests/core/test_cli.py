@@ -56,3 +56,29 @@ def test_eval_several_bm25_variants_and_plot(tmp_path: Path, capsys) -> None:
                  "--max-queries", "20", "--plot", str(out)])
     assert code == 0 and out.stat().st_size > 10_000
     assert "bm25-bm25l" in capsys.readouterr().out
+
+
+def test_demo_with_a_reranker_adds_a_row(monkeypatch, capsys) -> None:
+    """--reranker wraps the hybrid searcher; a stand-in scorer keeps the test fast."""
+    pytest.importorskip("sentence_transformers")
+    from hybrid_retrievers import cli, rerank
+    from hybrid_retrievers.models import HashingEmbedder
+
+    class Overlap:
+        model_id = "overlap"
+
+        def score(self, pairs):
+            return [len(set(q.split()) & set(p.split())) for q, p in pairs]
+
+    def fake_dense(docs, model, progress):
+        from hybrid_retrievers import VectorIndex
+
+        return VectorIndex.from_docs(docs, embedder=HashingEmbedder(64))
+
+    monkeypatch.setattr(cli, "_dense_index", fake_dense)
+    monkeypatch.setattr(cli, "_dense_available", lambda model: None)
+    monkeypatch.setattr(rerank.Reranker, "cross_encoder",
+                        classmethod(lambda c, model, **kw: c(Overlap())))
+    assert main(["demo", "--reranker", "any", "--examples", "0"]) == 0
+    out = capsys.readouterr().out
+    assert "| hybrid+rerank |" in out and "| hybrid |" in out

@@ -427,3 +427,24 @@ def test_per_call_generator_overrides() -> None:
     reranker = LLMReranker(lambda p: "[1] > [2]")
     out = reranker.rerank(QUERY, DOCS[:2], generate=lambda p: "[2] > [1]")
     assert [h.id for h in out] == ["d2", "d1"]
+
+
+def test_reranking_searcher_fetches_then_reranks() -> None:
+    from hybrid_retrievers import BM25Index, RerankingSearcher
+
+    class Length:
+        model_id = "length"
+
+        def score(self, pairs):
+            return [len(p) for _, p in pairs]
+
+    texts = ["lift", "lift of wings", "lift and drag of swept wings", "bread"]
+    index = BM25Index.from_texts(texts, ids=["a", "b", "c", "d"])
+    searcher = RerankingSearcher(index, Reranker(Length()), fetch_k=3)
+    hits = searcher.search("lift", k=2)
+    assert [h.id for h in hits] == ["c", "b"] and [h.rank for h in hits] == [1, 2]
+    assert hits[0].explanation["rerank"]["previous_rank"] == 3
+    with pytest.raises(ValueError, match="fetch_k"):
+        RerankingSearcher(index, Reranker(Length()), fetch_k=0)
+    with pytest.raises(TypeError, match="search"):
+        RerankingSearcher(object(), Reranker(Length()))
