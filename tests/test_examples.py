@@ -8,7 +8,9 @@ from pathlib import Path
 
 import pytest
 
-EXAMPLES = sorted((Path(__file__).parent.parent / "examples").glob("*.py"))
+EXAMPLES = sorted(
+    p for p in (Path(__file__).parent.parent / "examples").glob("*.py") if not p.name.startswith("_")
+)
 
 
 @pytest.mark.parametrize("script", EXAMPLES, ids=lambda p: p.name)

