@@ -1,5 +1,9 @@
 """A LangChain RAG chain (LCEL): hybrid BM25 + dense retrieval, cross-encoder rerank, an LLM.
 
+The cross-encoder here is MiniLM with an untrained 1-logit head, built locally because
+no checkpoint can be downloaded in this environment: its scores (all about 0.5) mean
+nothing. In your code pass model="cross-encoder/ms-marco-MiniLM-L-6-v2".
+
 Run: python examples/langchain_rag_hybrid_rerank.py
 A fake chat model stands in for the LLM; swap in any LangChain chat model.
 """

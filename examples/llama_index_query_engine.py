@@ -1,5 +1,9 @@
 """A LlamaIndex query engine over our hybrid retriever, with our cross-encoder postprocessor.
 
+The cross-encoder here is MiniLM with an untrained 1-logit head, built locally because
+no checkpoint can be downloaded in this environment: its scores (all about 0.5) mean
+nothing. In your code pass model="cross-encoder/ms-marco-MiniLM-L-6-v2".
+
 Run: python examples/llama_index_query_engine.py
 MockLLM stands in for the LLM; swap in any LlamaIndex LLM.
 """
