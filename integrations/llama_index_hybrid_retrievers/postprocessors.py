@@ -118,6 +118,50 @@ class _RerankPostprocessor(BaseNodePostprocessor):
         return {EventPayload.NODES: nodes, EventPayload.MODEL_NAME: model,
                 EventPayload.QUERY_STR: query, EventPayload.TOP_K: self.top_n}
 
+    def _rerank_options(self) -> dict[str, Any]:
+        """Extra keyword arguments for the core reranker's ``rerank``."""
+        return {}
+
+    def _model_label(self) -> str:
+        raise NotImplementedError
+
+    def _prepare(
+        self, nodes: list[NodeWithScore], query_bundle: QueryBundle | None
+    ) -> tuple[str, list[NodeWithScore]]:
+        return _query(query_bundle, type(self).__name__), _check_nodes(nodes)
+
+    def _postprocess_nodes(
+        self,
+        nodes: list[NodeWithScore],
+        query_bundle: QueryBundle | None = None,
+    ) -> list[NodeWithScore]:
+        query, nodes = self._prepare(nodes, query_bundle)
+        if not nodes:
+            return []
+        payload = self._event_payload(nodes, query, self._model_label())
+        with self.callback_manager.event(CBEventType.RERANKING, payload=payload) as event:
+            hits = self._reranker.rerank(query, self._to_core(nodes), top_n=self.top_n,
+                                         **self._rerank_options())
+            out = self._to_nodes(hits, nodes)
+            event.on_end(payload={EventPayload.NODES: out})
+        return out
+
+    async def _apostprocess_nodes(
+        self,
+        nodes: list[NodeWithScore],
+        query_bundle: QueryBundle | None = None,
+    ) -> list[NodeWithScore]:
+        query, nodes = self._prepare(nodes, query_bundle)
+        if not nodes:
+            return []
+        payload = self._event_payload(nodes, query, self._model_label())
+        with self.callback_manager.event(CBEventType.RERANKING, payload=payload) as event:
+            hits = await self._reranker.arerank(query, self._to_core(nodes), top_n=self.top_n,
+                                                **self._rerank_options())
+            out = self._to_nodes(hits, nodes)
+            event.on_end(payload={EventPayload.NODES: out})
+        return out
+
 
 def _merge(existing: list[str] | None, new: list[str]) -> list[str]:
     existing = list(existing or [])
@@ -198,39 +242,11 @@ class CrossEncoderRerank(_RerankPostprocessor):
         """The core `hybrid_retrievers.rerank.Reranker` doing the work."""
         return self._reranker
 
-    def _postprocess_nodes(
-        self,
-        nodes: list[NodeWithScore],
-        query_bundle: QueryBundle | None = None,
-    ) -> list[NodeWithScore]:
-        query = _query(query_bundle, "CrossEncoderRerank")
-        nodes = _check_nodes(nodes)
-        if not nodes:
-            return []
-        payload = self._event_payload(nodes, query, self._reranker.model_id)
-        with self.callback_manager.event(CBEventType.RERANKING, payload=payload) as event:
-            hits = self._reranker.rerank(query, self._to_core(nodes), top_n=self.top_n,
-                                         score_threshold=self.score_threshold)
-            out = self._to_nodes(hits, nodes)
-            event.on_end(payload={EventPayload.NODES: out})
-        return out
+    def _rerank_options(self) -> dict[str, Any]:
+        return {"score_threshold": self.score_threshold}
 
-    async def _apostprocess_nodes(
-        self,
-        nodes: list[NodeWithScore],
-        query_bundle: QueryBundle | None = None,
-    ) -> list[NodeWithScore]:
-        query = _query(query_bundle, "CrossEncoderRerank")
-        nodes = _check_nodes(nodes)
-        if not nodes:
-            return []
-        payload = self._event_payload(nodes, query, self._reranker.model_id)
-        with self.callback_manager.event(CBEventType.RERANKING, payload=payload) as event:
-            hits = await self._reranker.arerank(query, self._to_core(nodes), top_n=self.top_n,
-                                                score_threshold=self.score_threshold)
-            out = self._to_nodes(hits, nodes)
-            event.on_end(payload={EventPayload.NODES: out})
-        return out
+    def _model_label(self) -> str:
+        return self._reranker.model_id
 
 
 # ------------------------------------------------------------------------- LLM
@@ -310,34 +326,5 @@ class LLMRerank(_RerankPostprocessor):
         """The core `hybrid_retrievers.rerank.LLMReranker` doing the work."""
         return self._reranker
 
-    def _postprocess_nodes(
-        self,
-        nodes: list[NodeWithScore],
-        query_bundle: QueryBundle | None = None,
-    ) -> list[NodeWithScore]:
-        query = _query(query_bundle, "LLMRerank")
-        nodes = _check_nodes(nodes)
-        if not nodes:
-            return []
-        payload = self._event_payload(nodes, query, self._reranker.name)
-        with self.callback_manager.event(CBEventType.RERANKING, payload=payload) as event:
-            hits = self._reranker.rerank(query, self._to_core(nodes), top_n=self.top_n)
-            out = self._to_nodes(hits, nodes)
-            event.on_end(payload={EventPayload.NODES: out})
-        return out
-
-    async def _apostprocess_nodes(
-        self,
-        nodes: list[NodeWithScore],
-        query_bundle: QueryBundle | None = None,
-    ) -> list[NodeWithScore]:
-        query = _query(query_bundle, "LLMRerank")
-        nodes = _check_nodes(nodes)
-        if not nodes:
-            return []
-        payload = self._event_payload(nodes, query, self._reranker.name)
-        with self.callback_manager.event(CBEventType.RERANKING, payload=payload) as event:
-            hits = await self._reranker.arerank(query, self._to_core(nodes), top_n=self.top_n)
-            out = self._to_nodes(hits, nodes)
-            event.on_end(payload={EventPayload.NODES: out})
-        return out
+    def _model_label(self) -> str:
+        return self._reranker.name
