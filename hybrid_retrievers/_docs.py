@@ -12,7 +12,7 @@ from typing import Any
 from .ids import content_id
 from .types import Doc
 
-__all__ = ["make_docs", "check_docs"]
+__all__ = ["make_docs", "check_docs", "check_new_ids"]
 
 
 def make_docs(
@@ -78,3 +78,10 @@ def check_docs(docs: Iterable[Doc]) -> list[Doc]:
             "(omit ids to get content ids)"
         )
     return docs
+
+
+def check_new_ids(docs: list[Doc], taken: Mapping[str, Any], fix: str) -> None:
+    """Refuse documents whose id an index already holds; ``fix`` says what to do instead."""
+    clash = [d.id for d in docs if d.id in taken]
+    if clash:
+        raise ValueError(f"{len(clash)} id(s) already in the index: {clash[:5]}; {fix}")

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from ._docs import check_docs, make_docs
+from ._docs import check_docs, check_new_ids, make_docs
 from ._validation import check_k, check_queries, check_query
 from .explanation import Explanation, TermContribution
 from .persistence import IndexFormatError, IndexReader, IndexWriter, atomic_index_dir
@@ -156,12 +156,7 @@ class BM25Index:
         """Add documents and return their ids; N, avgdl and idf are updated for all."""
         docs = check_docs(docs)
         with self._lock:
-            clash = [d.id for d in docs if d.id in self._positions]
-            if clash:
-                raise ValueError(
-                    f"{len(clash)} id(s) already in the index: {clash[:5]}; "
-                    "delete them first to replace those documents"
-                )
+            check_new_ids(docs, self._positions, "delete them first to replace those documents")
             self._append(docs, show_progress=show_progress)
         return [d.id for d in docs]
 

@@ -30,7 +30,7 @@ from numpy.typing import NDArray
 
 from ._validation import check_k, check_queries, check_query
 from .ann import FaissHNSW, HNSWConfig
-from ._docs import check_docs, make_docs
+from ._docs import check_docs, check_new_ids, make_docs
 from .embedding_cache import (
     DEFAULT_CHUNK,
     EmbeddingCache,
@@ -296,12 +296,7 @@ class VectorIndex:
             self._invalidate()
 
     def _check_new(self, docs: list[Doc]) -> None:
-        clash = [d.id for d in docs if d.id in self._positions]
-        if clash:
-            raise ValueError(
-                f"{len(clash)} id(s) already in the index: {clash[:5]}; use upsert() to "
-                "replace them, or delete them first"
-            )
+        check_new_ids(docs, self._positions, "use upsert() to replace them, or delete them first")
 
     def _encode(self, docs: list[Doc], show_progress: bool) -> NDArray[np.float32]:
         if self._embedder is None:
