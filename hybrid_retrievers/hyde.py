@@ -46,6 +46,13 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from ._timeout import (
+    DEFAULT_LLM_TIMEOUT,
+    LLMTimeoutError,
+    acall_with_timeout,
+    check_timeout,
+    start_daemon_call,
+)
 from ._validation import check_k, check_query
 from .types import Hit, MetadataFilter
 
@@ -175,8 +182,11 @@ class HyDE:
         n: generations per query, 1..8 (the paper uses 8).
         include_query: also average in the query's own embedding (the reference method).
         prompt: a name from `HYDE_PROMPTS`, a template with ``{query}``, or a callable.
-        timeout: seconds to wait for the generations (all of them together); on
-            timeout the ones not finished count as failed. ``None``: wait.
+        timeout: seconds to wait for the generations (all of them together; default
+            30); on timeout the ones not finished count as failed, and with none left
+            the raw query is used. Generations run in daemon threads, so a hung LLM
+            neither blocks the query nor keeps the process alive at exit. ``None``
+            waits without limit (not recommended with a remote LLM).
         cache: keep generated passages by (prompt, query) in memory (``True``: up to
             1024 entries; an int: that many). Failures are not cached.
 
@@ -196,7 +206,7 @@ class HyDE:
         n: int = 1,
         include_query: bool = True,
         prompt: str | Callable[[str], str] = "web",
-        timeout: float | None = None,
+        timeout: float | None = DEFAULT_LLM_TIMEOUT,
         cache: bool | int = False,
     ) -> None:
         if not callable(generate) and not callable(getattr(generate, "agenerate", None)):
@@ -215,9 +225,7 @@ class HyDE:
             raise ValueError(f"n must be between 1 and 8, got {n}; the paper uses 8")
         if not isinstance(include_query, bool):
             raise TypeError(f"include_query must be a bool, got {type(include_query).__name__}")
-        if timeout is not None:
-            if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0:
-                raise ValueError(f"timeout must be a positive number of seconds or None, got {timeout!r}")
+        timeout = check_timeout(timeout)
         if isinstance(cache, bool):
             size = 1024 if cache else 0
         elif isinstance(cache, int) and cache >= 0:
@@ -229,7 +237,7 @@ class HyDE:
         self._n = n
         self._include_query = include_query
         self._prompt = _check_prompt(prompt)
-        self._timeout = None if timeout is None else float(timeout)
+        self._timeout = timeout
         self._cache_size = size
         self._cache: OrderedDict[tuple[str, str], tuple[str, ...]] = OrderedDict()
         self._cache_lock = threading.Lock()
@@ -249,6 +257,11 @@ class HyDE:
     def n(self) -> int:
         """Generations per query."""
         return self._n
+
+    @property
+    def timeout(self) -> float | None:
+        """Seconds to wait for the generations (``None``: no limit)."""
+        return self._timeout
 
     @property
     def include_query(self) -> bool:
@@ -324,8 +337,9 @@ class HyDE:
     def generate(self, query: str) -> HyDEResult:
         """Generate the passages for ``query`` (never raises for a generator failure).
 
-        With ``n > 1`` or a ``timeout`` the generations run in worker threads, at the
-        same time.
+        With ``n > 1`` or a ``timeout`` the generations run in daemon threads, at the
+        same time; a generation still running at the timeout is abandoned (it finishes
+        in the background, and its answer is discarded).
         """
         check_query(query)
         prompt = self._prompt_for(query)
@@ -341,21 +355,17 @@ class HyDE:
             except Exception as exc:
                 outcomes = [exc]
             return self._finish(query, prompt, outcomes)
-        pool = concurrent.futures.ThreadPoolExecutor(self._n, thread_name_prefix="hyde")
-        try:
-            futures = [pool.submit(call, prompt) for _ in range(self._n)]
-            done, _ = concurrent.futures.wait(futures, timeout=self._timeout)
-            outcomes = []
-            for f in futures:
-                if f in done:
-                    exc = f.exception()
-                    outcomes.append(exc if exc is not None else f.result())
-                else:
-                    f.cancel()
-                    outcomes.append(TimeoutError(f"no answer within {self._timeout} s"))
-        finally:
-            # Do not wait for a generation that timed out: it finishes in the background.
-            pool.shutdown(wait=False, cancel_futures=True)
+        # Daemon threads, not a ThreadPoolExecutor: the interpreter joins pool workers at
+        # exit, so one hung generation would keep the process alive.
+        futures = [start_daemon_call(call, prompt) for _ in range(self._n)]
+        done, _ = concurrent.futures.wait(futures, timeout=self._timeout)
+        outcomes = []
+        for f in futures:
+            if f in done:
+                exc = f.exception()
+                outcomes.append(exc if exc is not None else f.result())
+            else:
+                outcomes.append(LLMTimeoutError(f"no answer within {self._timeout:g} s"))
         return self._finish(query, prompt, outcomes)
 
     def _sync_call(self) -> Callable[[str], Any]:
@@ -375,7 +385,8 @@ class HyDE:
         """Async `generate`: the ``n`` generations run concurrently.
 
         An async generator (``async def`` or an ``agenerate`` method) is awaited;
-        a plain callable runs in worker threads.
+        a plain callable runs in daemon threads (not the loop's default executor, which
+        ``asyncio.run`` would wait for at shutdown if a generation hung).
         """
         check_query(query)
         prompt = self._prompt_for(query)
@@ -386,20 +397,15 @@ class HyDE:
             return cached
         gen = self._generate
         agen = getattr(gen, "agenerate", None)
+        factory: Callable[[], Any] | None = None
         if inspect.iscoroutinefunction(gen):
-            factory: Callable[[], Any] = lambda: gen(prompt)  # noqa: E731
+            factory = lambda: gen(prompt)  # noqa: E731
         elif callable(agen):
             factory = lambda: agen(prompt)  # noqa: E731
-        else:
-            factory = lambda: asyncio.to_thread(gen, prompt)  # noqa: E731
 
         async def one() -> Any:
             try:
-                if self._timeout is None:
-                    return await factory()
-                return await asyncio.wait_for(factory(), self._timeout)
-            except asyncio.TimeoutError:
-                return TimeoutError(f"no answer within {self._timeout} s")
+                return await acall_with_timeout(factory, gen, prompt, timeout=self._timeout)
             except Exception as exc:
                 return exc
 

@@ -222,7 +222,13 @@ class CrossEncoderScorer:
             convert_to_numpy=True,
             **self._raw_kwargs,
         )
-        return np.asarray(raw, dtype=np.float32)
+        try:
+            return np.asarray(raw, dtype=np.float32)
+        except (TypeError, ValueError) as exc:  # e.g. strings from a CrossEncoder look-alike
+            raise TypeError(
+                f"{type(model).__name__}.predict must return numeric logits (one row per "
+                f"pair), got {type(raw).__name__}: {raw!r:.60} ({exc})"
+            ) from None
 
     def __repr__(self) -> str:
         return (

@@ -46,6 +46,7 @@ from langchain_core.runnables import Runnable
 from pydantic import ConfigDict, PrivateAttr, field_validator
 
 from hybrid_retrievers import Doc, Hit
+from hybrid_retrievers._timeout import DEFAULT_LLM_TIMEOUT
 from hybrid_retrievers._validation import check_k
 from hybrid_retrievers.models.cross_encoder import DEFAULT_CROSS_ENCODER
 from hybrid_retrievers.rerank import (
@@ -80,9 +81,15 @@ def _check_documents(documents: Any) -> list[Document]:
 
 
 def _to_core(documents: list[Document]) -> list[Doc]:
-    # Positions as ids: LangChain documents may lack ids or repeat them, and every input
-    # must map back to exactly its own Document.
-    return [Doc(str(i), d.page_content) for i, d in enumerate(documents)]
+    # Positions as ids: LangChain documents may lack ids, and every input must map back to
+    # exactly its own Document. A repeated Document.id gets its first occurrence's
+    # position, so the core keeps only that one, as it does for repeated Doc ids.
+    first: dict[str, int] = {}
+    out = []
+    for i, d in enumerate(documents):
+        position = i if d.id is None else first.setdefault(d.id, i)
+        out.append(Doc(str(position), d.page_content))
+    return out
 
 
 def _to_documents(hits: list[Hit], documents: list[Document], score_key: str) -> list[Document]:
@@ -326,6 +333,10 @@ class LLMReranker(_RerankCompressor):
     max_passage_chars: int | None = 1000
     """Longer documents are cut to this many characters in the prompt (``None``: whole)."""
 
+    timeout: float | None = DEFAULT_LLM_TIMEOUT
+    """Seconds to wait for each LLM answer before keeping the input order (``None``: no
+    limit); a hung LLM never blocks the query nor keeps the process alive at exit."""
+
     _reranker: CoreLLMReranker = PrivateAttr()
 
     def model_post_init(self, context: Any, /) -> None:
@@ -338,6 +349,7 @@ class LLMReranker(_RerankCompressor):
         self._reranker = CoreLLMReranker(
             self._generate(None), top_n=self.top_n, window=self.window, step=self.step,
             prompt=self.prompt, max_passage_chars=self.max_passage_chars, name=_llm_name(llm),
+            timeout=self.timeout,
         )
 
     @property

@@ -22,6 +22,7 @@ from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import Runnable
 from pydantic import ConfigDict, field_validator
 
+from hybrid_retrievers._timeout import DEFAULT_LLM_TIMEOUT
 from hybrid_retrievers._validation import check_k
 from hybrid_retrievers.bm25 import BM25Index
 from hybrid_retrievers.hyde import HyDE, HyDESearcher
@@ -164,7 +165,7 @@ class HyDERetriever(BaseRetriever):
         k: int = 4,
         include_query: bool = True,
         prompt: Any = "web",
-        timeout: float | None = None,
+        timeout: float | None = DEFAULT_LLM_TIMEOUT,
         cache: bool | int = False,
         expand_with_bm25: bool = False,
         **kwargs: Any,
@@ -182,7 +183,8 @@ class HyDERetriever(BaseRetriever):
             prompt: A built-in template name (``"web"``, ``"scientific"``, ``"legal"``,
                 ``"technical"``... see `hybrid_retrievers.hyde.HYDE_PROMPTS`), a
                 template with ``{query}``, or a callable.
-            timeout: Seconds to wait for the model before falling back.
+            timeout: Seconds to wait for the model before falling back (default 30;
+                ``None``: no limit).
             cache: Cache passages by (prompt, query).
             expand_with_bm25: Also query a BM25 index of the documents with the query
                 plus the passages, and fuse both lists with RRF.
@@ -207,7 +209,7 @@ class HyDERetriever(BaseRetriever):
         n: int = 1,
         include_query: bool = True,
         prompt: Any = "web",
-        timeout: float | None = None,
+        timeout: float | None = DEFAULT_LLM_TIMEOUT,
         cache: bool | int = False,
         **kwargs: Any,
     ) -> HyDERetriever:

@@ -15,6 +15,7 @@ from llama_index.core.llms import LLM
 from llama_index.core.schema import BaseNode, NodeWithScore, QueryBundle
 from llama_index.core.vector_stores.types import MetadataFilters
 
+from hybrid_retrievers._timeout import DEFAULT_LLM_TIMEOUT
 from hybrid_retrievers.bm25 import BM25Index
 from hybrid_retrievers.hyde import HyDE, HyDEResult, HyDESearcher
 from hybrid_retrievers.types import MetadataFilter
@@ -122,7 +123,7 @@ class HyDERetriever(CoreSearcherRetriever):
         similarity_top_k: int = 4,
         include_query: bool = True,
         prompt: Any = "web",
-        timeout: float | None = None,
+        timeout: float | None = DEFAULT_LLM_TIMEOUT,
         cache: bool | int = False,
         expand_with_bm25: bool = False,
         filter: MetadataFilter | MetadataFilters | None = None,

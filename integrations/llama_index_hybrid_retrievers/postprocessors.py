@@ -36,6 +36,7 @@ from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.schema import MetadataMode, NodeWithScore, QueryBundle
 
 from hybrid_retrievers import Doc, Hit
+from hybrid_retrievers._timeout import DEFAULT_LLM_TIMEOUT
 from hybrid_retrievers._validation import check_k
 from hybrid_retrievers.models.cross_encoder import DEFAULT_CROSS_ENCODER
 from hybrid_retrievers.rerank import DEFAULT_LLM_RERANK_PROMPT, RERANK_KEY
@@ -87,8 +88,12 @@ class _RerankPostprocessor(BaseNodePostprocessor):
         return check_k(value, name="top_n")
 
     def _to_core(self, nodes: list[NodeWithScore]) -> list[Doc]:
-        # Positions as ids, so every result maps back to exactly its own input node.
-        return [Doc(str(i), n.node.get_content(metadata_mode=self.metadata_mode))
+        # Positions as ids, so every result maps back to exactly its own input node. A
+        # repeated node_id gets its first occurrence's position, so the core keeps only
+        # that one (as it does for repeated Doc ids, and as the LangChain adapters do).
+        first: dict[str, int] = {}
+        return [Doc(str(first.setdefault(n.node.node_id, i)),
+                    n.node.get_content(metadata_mode=self.metadata_mode))
                 for i, n in enumerate(nodes)]
 
     @staticmethod
@@ -290,6 +295,9 @@ class LLMRerank(_RerankPostprocessor):
                         description="Template with {query}, {passages} and optionally {n}.")
     max_passage_chars: int | None = Field(
         default=1000, description="Longer node texts are cut in the prompt (None: whole).")
+    timeout: float | None = Field(
+        default=DEFAULT_LLM_TIMEOUT, description="Seconds to wait for each LLM answer "
+        "before keeping the input order (None: no limit).")
 
     _reranker: CoreLLMReranker = PrivateAttr()
 
@@ -314,7 +322,7 @@ class LLMRerank(_RerankPostprocessor):
         self._reranker = CoreLLMReranker(
             generate, agenerate=agenerate, top_n=self.top_n, window=self.window,
             step=self.step, prompt=self.prompt, max_passage_chars=self.max_passage_chars,
-            name=_llm_name(llm),
+            name=_llm_name(llm), timeout=self.timeout,
         )
 
     @classmethod

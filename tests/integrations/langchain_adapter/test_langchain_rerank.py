@@ -122,8 +122,14 @@ def test_documents_without_ids_and_with_repeated_ids() -> None:
     docs = [Document(page_content="wing lift"), Document(page_content="wing lift"),
             Document(id="x", page_content="lift"), Document(id="x", page_content="bread")]
     out = CrossEncoderReranker(model=OverlapScorer(), top_n=4).compress_documents(docs, "wing lift")
-    assert [d.page_content for d in out] == ["wing lift", "wing lift", "lift", "bread"]
-    assert [d.metadata["previous_rank"] for d in out] == [1, 2, 3, 4]
+    # Documents without ids are all kept; a repeated id counts once (its first occurrence),
+    # as in the core reranker.
+    assert [d.page_content for d in out] == ["wing lift", "wing lift", "lift"]
+    assert [d.metadata["previous_rank"] for d in out] == [1, 2, 3]
+    llm_out = LLMReranker(llm=lambda prompt: "[4] > [3] > [2] > [1]",
+                          top_n=4).compress_documents(docs, "wing lift")
+    assert [d.page_content for d in llm_out] == ["lift", "wing lift", "wing lift"]
+    assert [d.metadata["previous_rank"] for d in llm_out] == [3, 2, 1]
 
 
 async def test_acompress_documents_runs_the_model_in_a_worker_thread() -> None:
