@@ -6,13 +6,13 @@ error messages are identical for BM25, dense and any other index.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Set
 from typing import Any
 
 from .ids import content_id
 from .types import Doc
 
-__all__ = ["make_docs", "check_docs", "check_new_ids"]
+__all__ = ["make_docs", "check_docs", "check_new_ids", "check_texts_argument"]
 
 
 def make_docs(
@@ -27,12 +27,7 @@ def make_docs(
     input order, or of a text already in ``taken``) get ``#2``, ``#3``... suffixes:
     still deterministic, and no document is lost as a duplicate.
     """
-    if isinstance(texts, str):
-        raise TypeError("texts must be a list of str, not a single str; wrap it in a list")
-    texts = list(texts)
-    for i, t in enumerate(texts):
-        if not isinstance(t, str):
-            raise TypeError(f"texts[{i}] must be a str, got {type(t).__name__}: {t!r:.80}")
+    texts = check_texts_argument(texts, paired=ids is not None or metadatas is not None)
     metas = [None] * len(texts) if metadatas is None else list(metadatas)
     if len(metas) != len(texts):
         raise ValueError(f"got {len(texts)} texts but {len(metas)} metadatas; pass one per text")
@@ -42,9 +37,7 @@ def make_docs(
     if ids is None:
         given: list[str | None] = [None] * len(texts)
     else:
-        if isinstance(ids, str):
-            raise TypeError("ids must be a list of str, not a single str")
-        given = list(ids)
+        given = _ids_column(ids)
         if len(given) != len(texts):
             raise ValueError(f"got {len(texts)} texts but {len(given)} ids; pass one id per text")
     # A None id means "content id for this one"; given ids are never rewritten.
@@ -60,6 +53,53 @@ def make_docs(
             used.add(i)
         id_list.append(i)
     return [Doc(i, t, dict(m) if m else {}) for i, t, m in zip(id_list, texts, metas)]
+
+
+def check_texts_argument(texts: Any, *, paired: bool = False, name: str = "texts") -> list[str]:
+    """``texts`` as a list of str, or a TypeError naming ``name`` and the fix.
+
+    Refused: None and non-iterables; a single str or bytes; a mapping (iterating a dict
+    yields its keys, which would be indexed as the texts); a set when ids or metadatas are
+    given (``paired``): a set has no order to pair them by. Any other iterable is read once.
+    """
+    if isinstance(texts, str):
+        raise TypeError(f"{name} must be a list of str, not a single str; wrap it in a list")
+    if isinstance(texts, Mapping):
+        raise TypeError(
+            f"{name} must be a list of str, got a {type(texts).__name__} (its keys would be "
+            f"indexed as the texts); for an id -> text dict pass {name}=list(d.values()), "
+            "ids=list(d.keys())"
+        )
+    if texts is None or isinstance(texts, (bytes, bytearray)) or not isinstance(texts, Iterable):
+        raise TypeError(
+            f"{name} must be a list of str, got {type(texts).__name__}: {texts!r:.80}"
+        )
+    if paired and isinstance(texts, Set):
+        raise TypeError(
+            f"{name} is a {type(texts).__name__}, which has no order, so ids/metadatas "
+            f"cannot be paired with it; pass a list (e.g. sorted({name}))"
+        )
+    out = list(texts)
+    for i, t in enumerate(out):
+        if not isinstance(t, str):
+            raise TypeError(f"{name}[{i}] must be a str, got {type(t).__name__}: {t!r:.80}")
+    return out
+
+
+def _ids_column(ids: Any) -> list[str | None]:
+    """Given ids as a list of str-or-None (None: content id), or a TypeError naming ``ids``."""
+    if isinstance(ids, (str, bytes, Mapping)) or not isinstance(ids, Iterable):
+        raise TypeError(
+            f"ids must be a list of str (None for a content id), got "
+            f"{type(ids).__name__}: {ids!r:.80}"
+            + ("; wrap a single id in a list" if isinstance(ids, str) else "")
+        )
+    given = list(ids)
+    for i, item in enumerate(given):
+        if item is not None and not isinstance(item, str):
+            raise TypeError(f"ids[{i}] must be a str or None, got {type(item).__name__}: "
+                            f"{item!r:.80}")
+    return given
 
 
 def check_docs(docs: Iterable[Doc]) -> list[Doc]:

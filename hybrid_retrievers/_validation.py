@@ -85,7 +85,8 @@ def check_filter_values(filter: Any, name: str = "filter") -> None:
     if not isinstance(filter, Mapping):
         return
     for key, value in filter.items():
-        if hasattr(value, "__array__") or hasattr(value, "__array_interface__"):
+        # numpy scalars and 0-d arrays compare to one bool; anything with dimensions does not.
+        if hasattr(value, "__array__") and getattr(value, "ndim", 1) != 0:
             raise TypeError(
                 f"{name}[{key!r}] is a {type(value).__module__}.{type(value).__name__}; "
                 "filter values are compared with ==, which is element-wise for arrays. Pass a "

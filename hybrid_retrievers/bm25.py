@@ -26,6 +26,7 @@ from numpy.typing import NDArray
 
 from ._docs import check_docs, check_new_ids, make_docs
 from ._validation import check_k, check_queries, check_query
+from ._validation import check_filter_values, check_id_list
 from .explanation import Explanation, TermContribution
 from .persistence import IndexFormatError, IndexReader, IndexWriter, atomic_index_dir
 from .scoring import DEFAULT_DELTA, BM25Method, get_variant, length_norm
@@ -162,9 +163,7 @@ class BM25Index:
 
     def delete(self, ids: Iterable[str]) -> None:
         """Remove documents by id; if any id is unknown nothing is removed."""
-        if isinstance(ids, str):
-            ids = [ids]
-        ids = list(ids)
+        ids = check_id_list(ids)
         with self._lock:
             unknown = [i for i in ids if i not in self._positions]
             if unknown:
@@ -541,6 +540,7 @@ class BM25Index:
                 "filter must be a mapping of metadata equalities or a callable(Doc) -> bool, "
                 f"got {type(filter).__name__}"
             )
+        check_filter_values(filter)
         key = json.dumps(sorted((str(k), repr(v)) for k, v in filter.items()))
         mask = self._filter_masks.get(key)
         if mask is None:

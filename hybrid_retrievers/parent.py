@@ -51,6 +51,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from ._docs import check_docs, make_docs
 from ._validation import check_k, check_query
+from ._validation import check_id_list
 from .persistence import IndexFormatError, IndexReader, IndexWriter, atomic_index_dir
 from .splitting import PARENT_ID_KEY, SentenceSplitter, split_parents
 from .types import Doc, Hit, MetadataFilter
@@ -143,8 +144,7 @@ class ParentStore:
 
     def delete(self, ids: Iterable[str]) -> None:
         """Remove parents; unknown ids are ignored."""
-        if isinstance(ids, str):
-            ids = [ids]
+        ids = check_id_list(ids)
         with self._lock:
             for i in ids:
                 self._docs.pop(i, None)
@@ -458,9 +458,7 @@ class ParentChildSearcher:
             KeyError: an id that is neither a stored parent nor a parent of indexed
                 children (nothing is removed then).
         """
-        if isinstance(parent_ids, str):
-            parent_ids = [parent_ids]
-        ids = list(dict.fromkeys(parent_ids))
+        ids = list(dict.fromkeys(check_id_list(parent_ids, "parent_ids")))
         with self._lock:
             unknown = [i for i in ids if i not in self._children and i not in self._store]
             if unknown:

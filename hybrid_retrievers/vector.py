@@ -29,8 +29,10 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ._validation import check_k, check_queries, check_query
+from ._validation import check_filter_values, check_id_list
 from .ann import FaissHNSW, HNSWConfig
 from ._docs import check_docs, check_new_ids, make_docs
+from ._docs import check_texts_argument
 from .embedding_cache import (
     DEFAULT_CHUNK,
     EmbeddingCache,
@@ -277,9 +279,7 @@ class VectorIndex:
 
     def delete(self, ids: Iterable[str]) -> None:
         """Remove documents by id; if any id is unknown nothing is removed (KeyError)."""
-        if isinstance(ids, str):
-            ids = [ids]
-        ids = list(ids)
+        ids = check_id_list(ids)
         with self._lock:
             unknown = [i for i in ids if i not in self._positions]
             if unknown:
@@ -582,6 +582,7 @@ class VectorIndex:
                 "filter must be a mapping of metadata equalities or a callable(Doc) -> bool, "
                 f"got {type(filter).__name__}"
             )
+        check_filter_values(filter)
         key = json.dumps(sorted((str(k), repr(v)) for k, v in filter.items()))
         masks = self._filter_masks
         mask = masks.get(key)
@@ -857,6 +858,8 @@ def _docs_for_vectors(
     taken: Mapping[str, Any] | None = None,
 ) -> list[Doc]:
     """Documents for ``n`` precomputed vectors; lengths are checked against the vectors."""
+    if texts is not None:
+        texts = check_texts_argument(texts, paired=True)
     if texts is None and ids is None:
         raise ValueError(
             f"{caller} needs ids (one per vector) when no texts are given; "
@@ -877,7 +880,14 @@ def _docs_for_vectors(
 
 
 def _rows(vectors: Any) -> int:
-    shape = np.shape(vectors)
+    try:
+        shape = np.shape(vectors)
+    except ValueError:  # ragged nested lists: numpy's "inhomogeneous shape"
+        lengths = sorted({len(v) for v in vectors if hasattr(v, "__len__")})
+        raise ValueError(
+            f"vectors must have shape (n, dimension) with rows of equal length, got rows of "
+            f"lengths {lengths[:5]}; every vector must have the same dimension"
+        ) from None
     if len(shape) != 2:
         raise ValueError(f"vectors must have shape (n, dimension), got shape {shape}")
     return int(shape[0])

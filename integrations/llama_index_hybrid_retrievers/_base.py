@@ -14,11 +14,12 @@ from hybrid_retrievers._validation import check_k
 from hybrid_retrievers.types import MetadataFilter
 
 from ._convert import to_core_filter
+from ._query import QueryChecked
 
 __all__ = ["CoreSearcherRetriever"]
 
 
-class CoreSearcherRetriever(BaseRetriever):
+class CoreSearcherRetriever(QueryChecked, BaseRetriever):
     """Base of the BM25, dense and HyDE retrievers.
 
     Holds ``similarity_top_k`` (validated on every assignment), the filter as given

@@ -39,6 +39,7 @@ from hybrid_retrievers.fusion._common import check_k_rrf, check_names, check_wei
 from hybrid_retrievers.types import Hit, MetadataFilter
 
 from ._convert import FUSION_KEY, node_with_added_metadata, node_with_score_to_hit
+from ._query import QueryChecked
 from .dense import DenseRetriever
 from .retrievers import BM25Retriever
 
@@ -47,7 +48,7 @@ __all__ = ["FUSION_KEY", "FusionRetriever", "HybridRetriever"]
 Weights = Sequence[float] | Callable[[str], Sequence[float]]
 
 
-class FusionRetriever(BaseRetriever):
+class FusionRetriever(QueryChecked, BaseRetriever):
     """Fuse the rankings of several LlamaIndex retrievers into one (RRF by default).
 
     Each query goes to every child whose weight is positive, at the same time: in

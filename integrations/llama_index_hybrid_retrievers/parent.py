@@ -24,12 +24,13 @@ from hybrid_retrievers.splitting import SentenceSplitter
 from hybrid_retrievers.types import MetadataFilter
 
 from ._convert import hit_to_node_with_score, nodes_to_docs, to_core_filter
+from ._query import QueryChecked
 from .embeddings import as_embedder
 
 __all__ = ["ParentDocumentRetriever"]
 
 
-class ParentDocumentRetriever(BaseRetriever):
+class ParentDocumentRetriever(QueryChecked, BaseRetriever):
     """Match small child chunks, return their parent nodes (backed by `ParentChildSearcher`).
 
     Each result is a new `NodeWithScore` whose score is the parent's best child's

@@ -210,5 +210,5 @@ def test_nbytes_counts_arrays(index: BM25Index) -> None:
 def test_none_ids_get_content_ids_next_to_given_ones() -> None:
     index = BM25Index.from_texts(["same", "same", "other"], ids=["a", None, None])
     assert index.ids[0] == "a" and len(set(index.ids)) == 3
-    with pytest.raises(TypeError, match="Doc.id must be a str"):
+    with pytest.raises(TypeError, match=r"ids\[0\] must be a str"):
         BM25Index.from_texts(["x"], ids=[3])
