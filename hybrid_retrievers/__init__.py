@@ -28,7 +28,7 @@ from .persistence import IndexFormatError
 from .rerank import LLMReranker, Reranker, RerankingSearcher
 from .scoring import BM25Method
 from .splitting import SentenceSplitter, split_parents
-from .tokenization import Analyzer
+from .tokenization import Analyzer, register_tokenizer
 from .types import Doc, Embedder, Hit, MetadataFilter, PairScorer, Searcher, TextGenerator
 from .vector import VectorIndex
 
@@ -64,6 +64,7 @@ __all__ = [
     "ParentChildSearcher",
     "ParentStore",
     "reciprocal_rank_fusion",
+    "register_tokenizer",
     "Reranker",
     "RerankingSearcher",
     "score_fusion",

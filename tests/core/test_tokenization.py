@@ -277,7 +277,8 @@ def test_config_round_trip(kwargs) -> None:
     a = Analyzer(**kwargs)
     cfg = a.to_config()
     assert json.loads(json.dumps(cfg)) == cfg
-    assert set(cfg) == {"version", "language", "stopwords", "stemmer", "accent_folding"}
+    assert set(cfg) == {"version", "language", "stopwords", "stemmer", "accent_folding",
+                        "tokenizer"}
     b = Analyzer.from_config(json.loads(json.dumps(cfg)))
     assert b == a and b.to_config() == cfg
     text = "Zeta está alpha IPC-420 running información"
@@ -287,11 +288,12 @@ def test_config_round_trip(kwargs) -> None:
 def test_config_values() -> None:
     cfg = Analyzer("en", stopwords=["b", "a"], stemmer=None).to_config()
     assert cfg == {
-        "version": 1,
+        "version": 2,
         "language": "english",
         "stopwords": ["a", "b"],
         "stemmer": None,
         "accent_folding": True,
+        "tokenizer": "standard",
     }
     # The resolved list is saved (not "default"), so a reloaded index analyses queries
     # exactly as before even if a later release edits the bundled list.
