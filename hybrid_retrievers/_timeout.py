@@ -118,7 +118,10 @@ async def acall_with_timeout(
 
     Exactly one of ``make_awaitable`` and ``fn`` is used (the awaitable when given). A
     sync call never runs in the event loop's default executor, so ``asyncio.run`` does
-    not wait for a hung one at shutdown.
+    not wait for a hung one at shutdown. A timed-out awaitable is cancelled and not
+    waited for; one that ignores cancellation keeps running on its loop (and
+    ``asyncio.run`` waits for it at shutdown: only the caller's own async code can fix
+    that, e.g. by not hiding a blocking call behind ``async``).
 
     Raises:
         LLMTimeoutError: when no answer came within ``timeout`` seconds.
@@ -131,7 +134,23 @@ async def acall_with_timeout(
         awaitable = asyncio.wrap_future(start_daemon_call(fn, *args))
     if timeout is None:
         return await awaitable
+    # asyncio.wait, not wait_for: wait_for waits until the cancelled call has finished,
+    # which is forever for a call that ignores cancellation (e.g. a sync LLM behind
+    # LangChain's default ainvoke, running in the loop's executor).
+    task = asyncio.ensure_future(awaitable)
     try:
-        return await asyncio.wait_for(awaitable, timeout)
-    except asyncio.TimeoutError:
-        raise _timeout_error(timeout) from None
+        done, _ = await asyncio.wait({task}, timeout=timeout)
+    except BaseException:  # the caller was cancelled: do not leave the call running
+        task.cancel()
+        raise
+    if not done:
+        task.cancel()
+        task.add_done_callback(_retrieve_outcome)
+        raise _timeout_error(timeout)
+    return task.result()
+
+
+def _retrieve_outcome(task: asyncio.Future[Any]) -> None:
+    """Mark an abandoned call's outcome as seen (no "exception was never retrieved")."""
+    if not task.cancelled():
+        task.exception()
