@@ -135,6 +135,20 @@ async def test_arerank_times_out_a_hung_async_generator() -> None:
     assert "no answer within" in hits[0].explanation["rerank"]["detail"]
 
 
+async def test_arerank_returns_at_the_timeout_when_cancellation_is_ignored() -> None:
+    async def stubborn(prompt: str) -> str:
+        try:
+            await asyncio.sleep(60)
+        except asyncio.CancelledError:
+            await asyncio.sleep(2.0)  # finishes cancelling late (wait_for would wait)
+        return "[1]"
+
+    start = time.monotonic()
+    hits = await LLMReranker(lambda p: "[1]", agenerate=stubborn, timeout=0.2).arerank("q", DOCS)
+    assert time.monotonic() - start < 1.5
+    assert hits[0].explanation["rerank"]["status"] == "fallback"
+
+
 def test_hyde_falls_back_within_the_timeout(hung: Hung) -> None:
     hyde = HyDE(hung, HashingEmbedder(8), n=2, timeout=0.2)
     start = time.monotonic()
