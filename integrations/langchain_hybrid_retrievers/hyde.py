@@ -18,7 +18,6 @@ from langchain_core.callbacks import (
 )
 from langchain_core.documents import Document
 from langchain_core.messages import BaseMessage
-from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import Runnable
 from pydantic import ConfigDict, field_validator
 
@@ -28,7 +27,8 @@ from hybrid_retrievers.hyde import HyDE, HyDESearcher
 from hybrid_retrievers.types import Hit
 from hybrid_retrievers.vector import VectorIndex
 
-from ._convert import RANK_KEY, check_score_key, documents_to_columns
+from ._base import StrictRetriever
+from ._convert import RANK_KEY, check_score_key, copy_metadata, documents_to_columns
 from .embeddings import as_embedder
 from .retrievers import Filter
 
@@ -96,7 +96,7 @@ def as_generator(llm: Any) -> Any:
     )
 
 
-class HyDERetriever(BaseRetriever):
+class HyDERetriever(StrictRetriever):
     """HyDE retrieval (Gao et al. 2022) backed by `hybrid_retrievers.hyde.HyDESearcher`.
 
     Each returned `Document` carries the score under ``score_key`` (cosine similarity
@@ -234,7 +234,7 @@ class HyDERetriever(BaseRetriever):
 
     def _to_document(self, hit: Hit) -> Document:
         info = hit.explanation["hyde"]
-        metadata: dict[str, Any] = dict(hit.doc.metadata)
+        metadata = copy_metadata(hit.doc.metadata)
         metadata[self.score_key] = float(hit.score)
         metadata[RANK_KEY] = int(hit.rank)
         metadata[HYDE_KEY] = {key: info[key] for key in ("passages", "fallback", "error", "mode")}

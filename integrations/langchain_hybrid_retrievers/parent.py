@@ -29,7 +29,8 @@ from hybrid_retrievers.parent import ParentChildSearcher, ParentStore, default_c
 from hybrid_retrievers.splitting import SentenceSplitter, split_parents
 from hybrid_retrievers.types import Hit
 
-from ._convert import RANK_KEY, check_score_key, documents_to_columns
+from ._base import StrictRetriever
+from ._convert import RANK_KEY, check_score_key, copy_metadata, documents_to_columns
 from .embeddings import as_embedder
 from .retrievers import Filter
 
@@ -60,7 +61,7 @@ class DocumentStoreParents:
             if value is None:
                 out.append(None)
             elif isinstance(value, Document):
-                out.append(Doc(i, value.page_content, dict(value.metadata)))
+                out.append(Doc(i, value.page_content, copy_metadata(value.metadata)))
             else:
                 raise TypeError(
                     f"the docstore holds a {type(value).__name__} under {i!r}; a parent "
@@ -70,7 +71,7 @@ class DocumentStoreParents:
 
     def put_many(self, docs: Sequence[Doc]) -> None:
         self.store.mset(
-            [(d.id, Document(id=d.id, page_content=d.text, metadata=dict(d.metadata)))
+            [(d.id, Document(id=d.id, page_content=d.text, metadata=copy_metadata(d.metadata)))
              for d in docs]
         )
 
@@ -96,7 +97,7 @@ def _as_child_searcher(child: Any) -> Any:
     return child
 
 
-class ParentDocumentRetriever(BaseRetriever):
+class ParentDocumentRetriever(StrictRetriever):
     """Match small chunks, return their parent documents (backed by `ParentChildSearcher`).
 
     Each returned `Document` is a parent (``id`` = parent id) whose metadata is the
@@ -218,7 +219,7 @@ class ParentDocumentRetriever(BaseRetriever):
 
     def _to_document(self, hit: Hit) -> Document:
         info = hit.explanation["parent"]
-        metadata: dict[str, Any] = dict(hit.doc.metadata)
+        metadata = copy_metadata(hit.doc.metadata)
         metadata[self.score_key] = float(hit.score)
         metadata[RANK_KEY] = int(hit.rank)
         if info["merged"]:
