@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextvars
 import inspect
 import logging
 import threading
@@ -343,7 +344,10 @@ class HyDE:
             return self._finish(query, prompt, outcomes)
         pool = concurrent.futures.ThreadPoolExecutor(self._n, thread_name_prefix="hyde")
         try:
-            futures = [pool.submit(call, prompt) for _ in range(self._n)]
+            # Each worker runs in a copy of the caller's context, so context-carried
+            # state (a framework's tracing / run config) reaches the generator.
+            futures = [pool.submit(contextvars.copy_context().run, call, prompt)
+                       for _ in range(self._n)]
             done, _ = concurrent.futures.wait(futures, timeout=self._timeout)
             outcomes = []
             for f in futures:

@@ -40,7 +40,7 @@ from langchain_core.callbacks import (
 )
 from langchain_core.documents import BaseDocumentCompressor, Document
 from langchain_core.messages import BaseMessage
-from langchain_core.retrievers import BaseRetriever
+from langchain_core.retrievers import RetrieverLike
 from langchain_core.runnables import Runnable
 from pydantic import ConfigDict, PrivateAttr, field_validator, model_validator
 
@@ -429,8 +429,9 @@ class RerankingRetriever(StrictRetriever):
 
     model_config = ConfigDict(arbitrary_types_allowed=True, use_attribute_docstrings=True)
 
-    base_retriever: BaseRetriever
-    """The retriever that finds the candidates."""
+    base_retriever: RetrieverLike
+    """The retriever that finds the candidates (any retriever or runnable from a query to
+    a list of `Document`, e.g. one wrapped by ``with_config``)."""
 
     reranker: BaseDocumentCompressor
     """Reorders the candidates (`CrossEncoderReranker`, `LLMReranker`, or any compressor)."""

@@ -27,7 +27,7 @@ from hybrid_retrievers.hyde import HyDE, HyDESearcher
 from hybrid_retrievers.types import Hit
 from hybrid_retrievers.vector import VectorIndex
 
-from ._base import StrictRetriever
+from ._base import StrictRetriever, core_call_config, core_calls_as_children
 from ._convert import RANK_KEY, check_score_key, copy_metadata, documents_to_columns
 from .embeddings import as_embedder
 from .retrievers import Filter
@@ -58,7 +58,9 @@ class LangChainGenerator:
     """A LangChain LLM, chat model or `Runnable` as the core's text generator.
 
     ``__call__`` runs ``invoke(prompt)``, ``agenerate`` awaits ``ainvoke(prompt)``;
-    messages become their text content.
+    messages become their text content. Inside a retriever call of this package the
+    model runs with that call's config, as a child run (see
+    `langchain_hybrid_retrievers._base.core_calls_as_children`).
 
     Example:
         >>> from langchain_core.language_models import FakeListLLM
@@ -75,10 +77,10 @@ class LangChainGenerator:
         self.runnable = runnable
 
     def __call__(self, prompt: str) -> str:
-        return _text_of(self.runnable.invoke(prompt))
+        return _text_of(self.runnable.invoke(prompt, core_call_config()))
 
     async def agenerate(self, prompt: str) -> str:
-        return _text_of(await self.runnable.ainvoke(prompt))
+        return _text_of(await self.runnable.ainvoke(prompt, core_call_config()))
 
     def __repr__(self) -> str:
         return f"LangChainGenerator({type(self.runnable).__name__})"
@@ -107,6 +109,10 @@ class HyDERetriever(StrictRetriever):
 
     Async: the ``n`` generations run concurrently (``ainvoke`` of the model), the
     embedding and search in worker threads.
+
+    Tracing: each model call is a child run of the retriever's run, with the caller's
+    tags, metadata and callbacks (``astream_events`` shows ``on_llm_*`` /
+    ``on_chat_model_*`` inside ``on_retriever_*``).
 
     Example:
         >>> from langchain_core.language_models import FakeListLLM
@@ -255,7 +261,9 @@ class HyDERetriever(StrictRetriever):
     ) -> list[Document]:
         """Generate, embed, search: up to ``k`` documents for ``query``, best first."""
         top, where = self._resolve(k, filter)
-        return [self._to_document(h) for h in self.searcher.search(query, top, filter=where)]
+        with core_calls_as_children(run_manager):
+            hits = self.searcher.search(query, top, filter=where)
+        return [self._to_document(h) for h in hits]
 
     async def _aget_relevant_documents(
         self,
@@ -267,5 +275,6 @@ class HyDERetriever(StrictRetriever):
     ) -> list[Document]:
         """Async `_get_relevant_documents`: generations concurrent, search in a thread."""
         top, where = self._resolve(k, filter)
-        hits = await self.searcher.asearch(query, top, filter=where)
+        with core_calls_as_children(run_manager):
+            hits = await self.searcher.asearch(query, top, filter=where)
         return [self._to_document(h) for h in hits]
