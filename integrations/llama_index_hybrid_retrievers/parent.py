@@ -23,7 +23,9 @@ from hybrid_retrievers.parent import ParentChildSearcher, ParentStore, ParentSto
 from hybrid_retrievers.splitting import SentenceSplitter
 from hybrid_retrievers.types import MetadataFilter
 
+from ._base import one_filter
 from ._convert import hit_to_node_with_score, nodes_to_docs, to_core_filter
+from ._nodes import NodeCache
 from .embeddings import as_embedder
 
 __all__ = ["ParentDocumentRetriever"]
@@ -64,7 +66,9 @@ class ParentDocumentRetriever(BaseRetriever):
         nodes: Iterable[BaseNode] | None = None,
         callback_manager: CallbackManager | None = None,
         verbose: bool = False,
+        filters: MetadataFilters | MetadataFilter | None = None,
     ) -> None:
+        filter = one_filter(filter, filters)
         if not isinstance(searcher, ParentChildSearcher):
             raise TypeError(
                 "searcher must be a hybrid_retrievers ParentChildSearcher, got "
@@ -81,7 +85,7 @@ class ParentDocumentRetriever(BaseRetriever):
             self._merge = _check_threshold(merge_threshold)
         self._filter = filter
         self._core_filter = to_core_filter(filter)
-        self._nodes: dict[str, BaseNode] = {n.node_id: n for n in nodes or ()}
+        self._nodes = NodeCache(nodes or ())
         super().__init__(callback_manager=callback_manager, verbose=verbose)
 
     @property
@@ -114,6 +118,7 @@ class ParentDocumentRetriever(BaseRetriever):
         filter: MetadataFilter | MetadataFilters | None = None,
         callback_manager: CallbackManager | None = None,
         verbose: bool = False,
+        filters: MetadataFilters | MetadataFilter | None = None,
     ) -> ParentDocumentRetriever:
         """Split parent nodes (or Documents) into children and index them.
 
@@ -139,7 +144,8 @@ class ParentDocumentRetriever(BaseRetriever):
             k=similarity_top_k,
         )
         return cls(searcher, similarity_top_k=similarity_top_k, fetch_k=fetch_k,
-                   merge_threshold=merge_threshold, filter=filter, nodes=node_list,
+                   merge_threshold=merge_threshold, filter=one_filter(filter, filters),
+                   nodes=node_list,
                    callback_manager=callback_manager, verbose=verbose)
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
@@ -156,12 +162,13 @@ class ParentDocumentRetriever(BaseRetriever):
         """Add parent nodes (split, children indexed); returns their ids."""
         node_list = list(nodes)
         ids = self._searcher.add(nodes_to_docs(node_list))
-        self._nodes.update({n.node_id: n for n in node_list})
+        self._nodes.update(node_list)
         return ids
 
     def delete(self, parent_ids: Sequence[str]) -> None:
         """Remove parents and all their children by parent id (KeyError for unknown ids)."""
         ids = [parent_ids] if isinstance(parent_ids, str) else list(parent_ids)
         self._searcher.delete(ids)
-        for i in ids:
-            self._nodes.pop(i, None)
+        self._nodes.discard(ids)
+
+    delete_nodes = delete  # the name LlamaIndex's indexes use
