@@ -18,7 +18,9 @@ from langchain_core.callbacks import (
 )
 from langchain_core.documents import Document
 from langchain_core.vectorstores import VectorStore, VectorStoreRetriever
-from pydantic import Field
+from pydantic import Field, field_validator
+
+from hybrid_retrievers._validation import check_k
 
 from ._base import StrictRetriever
 from ._convert import copy_metadata
@@ -56,6 +58,14 @@ class ScoredVectorStoreRetriever(StrictRetriever):
 
     vectorstore: VectorStore
     """The store searched with ``similarity_search_with_relevance_scores``."""
+
+    k: int = 4
+    """Documents to return unless ``search_kwargs`` or the call (``invoke(q, k=3)``) say."""
+
+    @field_validator("k", mode="before")
+    @classmethod
+    def _check_k(cls, value: Any) -> int:
+        return check_k(value, name="k")
 
     search_kwargs: dict[str, Any] = Field(default_factory=dict)
     """Keyword arguments of every search (``k``, ``filter``, ``score_threshold``...);
@@ -100,7 +110,7 @@ class ScoredVectorStoreRetriever(StrictRetriever):
         self, query: str, *, run_manager: CallbackManagerForRetrieverRun, **kwargs: Any
     ) -> list[Document]:
         """The store's most relevant documents, each with its score."""
-        arguments = {**self.search_kwargs, **kwargs}
+        arguments = {"k": self.k, **self.search_kwargs, **kwargs}
         if self.score_method == "raw":
             arguments.pop("score_threshold", None)
             return _scored(self.vectorstore.similarity_search_with_score(query, **arguments),
@@ -115,7 +125,7 @@ class ScoredVectorStoreRetriever(StrictRetriever):
         self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun, **kwargs: Any
     ) -> list[Document]:
         """Async `_get_relevant_documents` (the store's own async search)."""
-        arguments = {**self.search_kwargs, **kwargs}
+        arguments = {"k": self.k, **self.search_kwargs, **kwargs}
         if self.score_method == "raw":
             arguments.pop("score_threshold", None)
             pairs = await self.vectorstore.asimilarity_search_with_score(query, **arguments)

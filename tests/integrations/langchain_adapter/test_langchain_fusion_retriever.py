@@ -254,6 +254,29 @@ class _RelevanceStore(InMemoryVectorStore):
         return lambda cosine: (cosine + 1.0) / 2.0
 
 
+class TestScoredVectorStoreRetrieverStandard(RetrieversIntegrationTests):
+    """LangChain's standard suite over a store with relevance scores."""
+
+    @property
+    def retriever_constructor(self) -> type[ScoredVectorStoreRetriever]:
+        return ScoredVectorStoreRetriever
+
+    @property
+    def retriever_constructor_params(self) -> dict[str, Any]:
+        store = _RelevanceStore(DeterministicFakeEmbedding(size=16))
+        store.add_documents([Document(id=i, page_content=t, metadata=dict(m))
+                             for i, t, m in CORPUS])
+        return {"vectorstore": store}
+
+    @property
+    def retriever_query_example(self) -> str:
+        return WING_QUERY
+
+    @property
+    def num_results_arg_name(self) -> str:
+        return "k"
+
+
 @pytest.mark.parametrize("asynchronous", [False, True])
 async def test_score_fusion_reads_a_vector_store_s_scores(
     documents: list[Document], asynchronous: bool
