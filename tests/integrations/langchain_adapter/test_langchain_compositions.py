@@ -29,7 +29,7 @@ from langchain_hybrid_retrievers import (
     RerankingRetriever,
 )
 
-from corpora import CORPUS, WING_QUERY
+from corpora import CORPUS, WING_QUERY, WordOverlap
 
 EMBED = HashingEmbedder(dimension=64)
 
@@ -37,11 +37,6 @@ EMBED = HashingEmbedder(dimension=64)
 @pytest.fixture
 def documents() -> list[Document]:
     return [Document(id=i, page_content=t, metadata=dict(m)) for i, t, m in CORPUS]
-
-
-class Overlap:
-    def score(self, pairs: list[tuple[str, str]]) -> list[float]:
-        return [float(len(set(q.lower().split()) & set(p.lower().split()))) for q, p in pairs]
 
 
 def _chat(text: str) -> GenericFakeChatModel:
@@ -67,7 +62,7 @@ async def test_inside_multi_query_retriever(documents: list[Document]) -> None:
 
 def test_as_contextual_compression_compressor(documents: list[Document]) -> None:
     retriever = ContextualCompressionRetriever(
-        base_compressor=CrossEncoderReranker(model=Overlap(), top_n=2),
+        base_compressor=CrossEncoderReranker(model=WordOverlap(), top_n=2),
         base_retriever=BM25Retriever.from_documents(documents, k=6))
     docs = retriever.invoke(WING_QUERY)
     assert len(docs) == 2 and all("relevance_score" in d.metadata for d in docs)
@@ -85,7 +80,7 @@ async def test_create_retrieval_chain(documents: list[Document]) -> None:
         [("system", "Answer from the context:\n{context}"), ("human", "{input}")])
     retriever = RerankingRetriever(
         base_retriever=HybridRetriever.from_documents(documents, EMBED),
-        reranker=CrossEncoderReranker(model=Overlap()), top_n=2)
+        reranker=CrossEncoderReranker(model=WordOverlap()), top_n=2)
     chain = create_retrieval_chain(retriever,
                                    create_stuff_documents_chain(_chat("It is lift."), prompt))
     result = chain.invoke({"input": WING_QUERY})

@@ -30,7 +30,7 @@ from langchain_hybrid_retrievers import (
     RerankingRetriever,
 )
 
-from corpora import CORPUS, WING_QUERY
+from corpora import CORPUS, WING_QUERY, WordOverlap
 
 EMBED = HashingEmbedder(dimension=64)
 
@@ -38,11 +38,6 @@ EMBED = HashingEmbedder(dimension=64)
 @pytest.fixture
 def documents() -> list[Document]:
     return [Document(id=i, page_content=t, metadata=dict(m)) for i, t, m in CORPUS]
-
-
-class Overlap:
-    def score(self, pairs: list[tuple[str, str]]) -> list[float]:
-        return [float(len(set(q.lower().split()) & set(p.lower().split()))) for q, p in pairs]
 
 
 class Runs(BaseCallbackHandler):
@@ -117,7 +112,7 @@ def _assert_child_has_caller_config(run: dict[str, Any]) -> None:
         responses=["x"]), **kw), "temperature", None),
     (lambda d, **kw: ParentDocumentRetriever.from_documents(d, **kw), "id_key", "Document.id"),
     (lambda d, **kw: RerankingRetriever(base_retriever=BM25Retriever.from_documents(d),
-                                        reranker=CrossEncoderReranker(model=Overlap()), **kw),
+                                        reranker=CrossEncoderReranker(model=WordOverlap()), **kw),
      "top_k", "top_n"),
 ])
 def test_unknown_arguments_are_refused_with_the_equivalent(
@@ -132,7 +127,7 @@ def test_unknown_arguments_are_refused_with_the_equivalent(
 
 def test_reranking_retriever_takes_k_like_every_retriever(documents: list[Document]) -> None:
     retriever = RerankingRetriever(base_retriever=BM25Retriever.from_documents(documents),
-                                   reranker=CrossEncoderReranker(model=Overlap()), k=2)
+                                   reranker=CrossEncoderReranker(model=WordOverlap()), k=2)
     assert len(retriever.invoke(WING_QUERY)) == 2
     assert len(retriever.invoke(WING_QUERY, k=3)) == 3
 
@@ -293,7 +288,7 @@ async def test_fetch_k_reaches_wrapped_children(
     docs = await fusion.ainvoke(query) if asynchronous else fusion.invoke(query)
     assert len(docs) == 5
     reranking = RerankingRetriever(base_retriever=child, reranker=CrossEncoderReranker(
-        model=Overlap()), fetch_k=5, top_n=10)
+        model=WordOverlap()), fetch_k=5, top_n=10)
     docs = await reranking.ainvoke(query) if asynchronous else reranking.invoke(query)
     assert len(docs) == 5
 
@@ -317,7 +312,7 @@ def _all_retrievers(docs: list[Document]) -> dict[str, Any]:
         "hyde": HyDERetriever.from_documents(docs, embedding=EMBED, llm=FakeListLLM(
             responses=["wing lift"] * 10), k=3),
         "rerank": RerankingRetriever(base_retriever=bm25, reranker=CrossEncoderReranker(
-            model=Overlap()), top_n=3),
+            model=WordOverlap()), top_n=3),
     }
 
 
@@ -344,7 +339,7 @@ def test_returned_metadata_shares_nothing_with_index_or_input(
 
 def test_compressor_output_shares_nothing_with_its_input(documents: list[Document]) -> None:
     docs = _nested(documents)
-    for compressor in (CrossEncoderReranker(model=Overlap()),
+    for compressor in (CrossEncoderReranker(model=WordOverlap()),
                        LLMReranker(llm=FakeListLLM(responses=["[1]"]))):
         out = compressor.compress_documents(docs[:3], WING_QUERY)
         out[0].metadata["tags"].append("edited")

@@ -27,7 +27,7 @@ from llama_index_hybrid_retrievers import (
     LLMRerank,
 )
 
-from corpora import CORPUS, WING_QUERY
+from corpora import CORPUS, WING_QUERY, WordOverlap
 
 EMBED = HashingEmbedder(dimension=64)
 
@@ -37,15 +37,10 @@ def nodes() -> list[TextNode]:
     return [TextNode(id_=i, text=t, metadata=dict(m)) for i, t, m in CORPUS]
 
 
-class Overlap:
-    def score(self, pairs: list[tuple[str, str]]) -> list[float]:
-        return [float(len(set(q.lower().split()) & set(p.lower().split()))) for q, p in pairs]
-
-
 async def test_retriever_query_engine_with_our_reranker(nodes: list[TextNode]) -> None:
     engine = RetrieverQueryEngine.from_args(
         HybridRetriever.from_defaults(nodes=nodes, embed_model=EMBED, similarity_top_k=5),
-        llm=MockLLM(), node_postprocessors=[CrossEncoderRerank(model=Overlap(), top_n=2)])
+        llm=MockLLM(), node_postprocessors=[CrossEncoderRerank(model=WordOverlap(), top_n=2)])
     response = engine.query(WING_QUERY)
     assert len(response.source_nodes) == 2
     assert all(s.node.node_id.startswith("aero") for s in response.source_nodes)
@@ -122,7 +117,7 @@ async def test_instrumentation_events_for_retrieval_and_rerank(nodes: list[TextN
     try:
         retriever = BM25Retriever.from_defaults(nodes=nodes, similarity_top_k=4)
         results = retriever.retrieve(WING_QUERY)
-        CrossEncoderRerank(model=Overlap(), top_n=2).postprocess_nodes(results,
+        CrossEncoderRerank(model=WordOverlap(), top_n=2).postprocess_nodes(results,
                                                                        query_str=WING_QUERY)
         await LLMRerank(llm=MockLLM(), top_n=2).apostprocess_nodes(results,
                                                                    query_str=WING_QUERY)
