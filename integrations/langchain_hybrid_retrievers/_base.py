@@ -46,9 +46,10 @@ ARGUMENT_HINTS: Mapping[str, str] = {
     ),
     "c": "EnsembleRetriever's RRF constant c is called k_rrf here (default 60)",
     "id_key": (
-        "EnsembleRetriever's id_key is not needed here: documents are identified by "
-        "Document.id (set it on your documents), and dedup='content' also merges equal "
-        "texts under different ids"
+        "id_key is not needed here: documents are identified by Document.id (set it on "
+        "your documents; dedup='content' also merges equal texts under different ids), "
+        "and ParentDocumentRetriever links each child to its parent under the metadata "
+        "key 'parent_id' itself"
     ),
     "top_k": "the number of documents to return is k (top_n on rerankers)",
     "search_kwargs": (
