@@ -14,6 +14,7 @@ from langchain_core.language_models import FakeListChatModel, FakeListLLM
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.stores import InMemoryStore
 from langchain_core.vectorstores import InMemoryVectorStore
+from langchain_tests.integration_tests import RetrieversIntegrationTests
 from langchain_text_splitters import RecursiveCharacterTextSplitter
 from pydantic import Field
 
@@ -344,3 +345,25 @@ def test_compressor_output_shares_nothing_with_its_input(documents: list[Documen
         out = compressor.compress_documents(docs[:3], WING_QUERY)
         out[0].metadata["tags"].append("edited")
         assert all(d.metadata["tags"] == ["orig"] for d in docs)
+
+
+class TestParentOverVectorStoreStandard(RetrieversIntegrationTests):
+    """LangChain's standard suite: parents whose children live in a LangChain vector store."""
+
+    @property
+    def retriever_constructor(self) -> Any:
+        def build(**kwargs: Any) -> ParentDocumentRetriever:
+            documents = [Document(id=i, page_content=t, metadata=dict(m)) for i, t, m in CORPUS]
+            return ParentDocumentRetriever.from_documents(
+                documents, vectorstore=InMemoryVectorStore(DeterministicFakeEmbedding(size=16)),
+                chunk_size=60, chunk_overlap=0, **kwargs)
+
+        return build
+
+    @property
+    def retriever_constructor_params(self) -> dict[str, Any]:
+        return {}
+
+    @property
+    def retriever_query_example(self) -> str:
+        return WING_QUERY
