@@ -41,7 +41,14 @@ def copy_metadata(metadata: Mapping[str, Any]) -> dict[str, Any]:
     that ``copy.deepcopy`` might not even copy. So editing a nested value of a returned
     document never edits the index or the caller's input.
     """
-    return _copy_value(metadata, {})  # type: ignore[return-value]
+    out = dict(metadata)
+    for value in out.values():
+        if not isinstance(value, _SCALARS):  # a container somewhere: copy it all
+            return _copy_value(metadata, {})  # type: ignore[no-any-return]
+    return out
+
+
+_SCALARS = (str, int, float, bool, type(None))
 
 
 def copy_metadatas(
@@ -54,7 +61,7 @@ def copy_metadatas(
 
 
 def _copy_value(value: Any, memo: dict[int, Any]) -> Any:
-    if isinstance(value, (str, int, float, bool)) or value is None:
+    if isinstance(value, _SCALARS):
         return value
     seen = memo.get(id(value))
     if seen is not None:
