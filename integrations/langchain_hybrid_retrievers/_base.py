@@ -31,6 +31,8 @@ __all__ = [
     "accepts_k",
     "check_arguments",
     "child_config",
+    "core_call_config",
+    "core_calls_as_children",
     "current_config",
 ]
 
