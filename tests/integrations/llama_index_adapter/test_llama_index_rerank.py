@@ -309,3 +309,17 @@ def test_llm_rerank_validation() -> None:
     with pytest.raises(ValueError, match="window"):
         LLMRerank(llm=MockLLM(), window=1)
     assert LLMRerank(llm=MockLLM()).reranker.name == "MockLLM"
+
+
+def test_llm_rerank_shows_the_llm_text_like_llama_index_s_llm_rerank() -> None:
+    prompts: list[str] = []
+
+    def llm(prompt: str) -> str:
+        prompts.append(prompt)
+        return "[1]"
+
+    node = TextNode(text="plain text", metadata={"title": "wing lift", "file": "a.txt"},
+                    excluded_llm_metadata_keys=["file"])
+    LLMRerank(llm=llm, top_n=1).postprocess_nodes([NodeWithScore(node=node, score=1.0)],
+                                                  query_str="q")
+    assert "wing lift" in prompts[0] and "a.txt" not in prompts[0]
