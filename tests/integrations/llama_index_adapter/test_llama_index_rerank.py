@@ -320,6 +320,8 @@ def test_llm_rerank_shows_the_llm_text_like_llama_index_s_llm_rerank() -> None:
 
     node = TextNode(text="plain text", metadata={"title": "wing lift", "file": "a.txt"},
                     excluded_llm_metadata_keys=["file"])
-    LLMRerank(llm=llm, top_n=1).postprocess_nodes([NodeWithScore(node=node, score=1.0)],
-                                                  query_str="q")
+    other = TextNode(text="other text")
+    LLMRerank(llm=llm, top_n=1).postprocess_nodes(
+        [NodeWithScore(node=node, score=1.0), NodeWithScore(node=other, score=0.5)],
+        query_str="q")
     assert "wing lift" in prompts[0] and "a.txt" not in prompts[0]
