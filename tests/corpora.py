@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["CORPUS", "QUERIES", "WING_QUERY"]
+__all__ = ["CORPUS", "QUERIES", "WING_QUERY", "WordOverlap"]
 
 # (id, text, metadata): four topics so filters and per-call k have something to bite on.
 CORPUS: list[tuple[str, str, dict[str, Any]]] = [
@@ -39,3 +39,10 @@ WING_QUERY = "wing lift"
 
 
 QUERIES = [WING_QUERY, "bread dough yeast", "soil compost plant roots", "drag at high speeds"]
+
+
+class WordOverlap:
+    """A `PairScorer` for tests: how many query words the passage holds (case-folded)."""
+
+    def score(self, pairs: list[tuple[str, str]]) -> list[float]:
+        return [float(len(set(q.lower().split()) & set(p.lower().split()))) for q, p in pairs]

@@ -9,6 +9,9 @@ Example:
 
 from __future__ import annotations
 
+from hybrid_retrievers._optional import require  # noqa: I001 (before the framework imports)
+
+require("langchain_core", extra="langchain", feature="langchain_hybrid_retrievers")
 
 from .compressors import CrossEncoderReranker, LLMReranker, RerankingRetriever
 from .dense import DenseRetriever
@@ -17,6 +20,7 @@ from .fusion import FusionRetriever, HybridRetriever
 from .hyde import HyDERetriever
 from .parent import ParentDocumentRetriever
 from .retrievers import BM25Retriever
+from .vectorstores import ScoredVectorStoreRetriever
 
 __all__ = [
     "BM25Retriever",
@@ -29,6 +33,7 @@ __all__ = [
     "LangChainEmbedder",
     "ParentDocumentRetriever",
     "RerankingRetriever",
+    "ScoredVectorStoreRetriever",
     "__version__",
 ]
 

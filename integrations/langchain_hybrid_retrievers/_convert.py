@@ -21,6 +21,8 @@ __all__ = [
     "RANK_KEY",
     "SCORE_KEYS",
     "check_score_key",
+    "copy_metadata",
+    "copy_metadatas",
     "document_score",
     "document_to_hit",
     "documents_to_columns",
@@ -29,6 +31,57 @@ __all__ = [
 
 RANK_KEY = "rank"
 """Metadata key under which a returned `Document` carries its 1-based rank."""
+
+
+def copy_metadata(metadata: Mapping[str, Any]) -> dict[str, Any]:
+    """A copy of ``metadata`` that shares no mutable container with it.
+
+    Dicts, lists, sets and tuples are copied recursively (cycles are kept as cycles);
+    other values are shared, as they are immutable or opaque objects (a model, a date)
+    that ``copy.deepcopy`` might not even copy. So editing a nested value of a returned
+    document never edits the index or the caller's input.
+    """
+    out = dict(metadata)
+    for value in out.values():
+        if not isinstance(value, _SCALARS):  # a container somewhere: copy it all
+            return _copy_value(metadata, {})  # type: ignore[no-any-return]
+    return out
+
+
+_SCALARS = (str, int, float, bool, type(None))
+
+
+def copy_metadatas(
+    metadatas: Iterable[Mapping[str, Any] | None] | None,
+) -> list[Any] | None:
+    """`copy_metadata` of each mapping (``None`` entries and a ``None`` list are kept)."""
+    if metadatas is None:
+        return None
+    return [m if not isinstance(m, Mapping) else copy_metadata(m) for m in metadatas]
+
+
+def _copy_value(value: Any, memo: dict[int, Any]) -> Any:
+    if isinstance(value, _SCALARS):
+        return value
+    seen = memo.get(id(value))
+    if seen is not None:
+        return seen
+    if isinstance(value, Mapping):
+        out: dict[Any, Any] = {}
+        memo[id(value)] = out
+        out.update((k, _copy_value(v, memo)) for k, v in value.items())
+        return out
+    if isinstance(value, list):
+        items: list[Any] = []
+        memo[id(value)] = items
+        items.extend(_copy_value(v, memo) for v in value)
+        return items
+    if isinstance(value, tuple):
+        return type(value)(*(_copy_value(v, memo) for v in value)) if hasattr(
+            value, "_fields") else tuple(_copy_value(v, memo) for v in value)
+    if isinstance(value, (set, frozenset)):
+        return type(value)(_copy_value(v, memo) for v in value)
+    return value
 
 
 def _check_document(document: Any, position: int) -> Document:
@@ -47,7 +100,8 @@ def documents_to_columns(
 
     ``Document.id`` is kept; a document without one gets the core's deterministic
     content id (with its ``#n`` rule for repeated texts).
-    Metadata dicts are copied, so later edits to the caller's documents do not leak in.
+    Metadata is copied (`copy_metadata`), so later edits to the caller's documents,
+    nested values included, do not leak in.
 
     Raises:
         TypeError: if ``documents`` is a single document or holds a non-`Document`.
@@ -59,7 +113,7 @@ def documents_to_columns(
         )
     docs = [_check_document(d, i) for i, d in enumerate(documents)]
     texts = [d.page_content for d in docs]
-    metadatas = [dict(d.metadata) for d in docs]
+    metadatas = [copy_metadata(d.metadata) for d in docs]
     # A None id asks the core for a content id (with its rule for repeated texts).
     return texts, [d.id for d in docs], metadatas
 
@@ -67,12 +121,12 @@ def documents_to_columns(
 def hit_to_document(hit: Hit, score_key: str) -> Document:
     """Convert a core `Hit` into a new `Document` carrying its score and rank.
 
-    The returned metadata is a fresh dict: the stored metadata, then ``score_key``
+    The returned metadata is a fresh dict (`copy_metadata`): the stored metadata, then ``score_key``
     set to the hit's score (BM25, cosine..., as a Python float) and ``"rank"`` set
     to the 1-based rank. Those two keys overwrite same-named keys of the stored
     metadata in the returned copy only.
     """
-    metadata: dict[str, Any] = dict(hit.doc.metadata)
+    metadata = copy_metadata(hit.doc.metadata)
     metadata[score_key] = float(hit.score)
     metadata[RANK_KEY] = int(hit.rank)
     return Document(id=hit.doc.id, page_content=hit.doc.text, metadata=metadata)

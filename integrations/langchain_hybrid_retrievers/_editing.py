@@ -7,7 +7,7 @@ from typing import Any
 
 from langchain_core.documents import Document
 
-from ._convert import documents_to_columns
+from ._convert import copy_metadatas, documents_to_columns
 
 __all__ = ["IndexEditingMixin"]
 
@@ -36,8 +36,8 @@ class IndexEditingMixin:
         metadatas: Iterable[Mapping[str, Any]] | None = None,
         ids: Iterable[str | None] | None = None,
     ) -> list[str]:
-        """Add raw texts; returns the ids added."""
-        return self.index.add(texts, ids=ids, metadatas=metadatas)
+        """Add raw texts; returns the ids added (metadata is copied, nested values too)."""
+        return self.index.add(texts, ids=ids, metadatas=copy_metadatas(metadatas))
 
     def delete(self, ids: Sequence[str]) -> None:
         """Remove documents by id.

@@ -30,7 +30,6 @@ Other metadata, such as the retriever's own ``score``, is kept unchanged.
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Sequence
 from typing import Any
 
@@ -41,9 +40,9 @@ from langchain_core.callbacks import (
 )
 from langchain_core.documents import BaseDocumentCompressor, Document
 from langchain_core.messages import BaseMessage
-from langchain_core.retrievers import BaseRetriever
+from langchain_core.retrievers import RetrieverLike
 from langchain_core.runnables import Runnable
-from pydantic import ConfigDict, PrivateAttr, field_validator
+from pydantic import ConfigDict, PrivateAttr, field_validator, model_validator
 
 from hybrid_retrievers import Doc, Hit
 from hybrid_retrievers._timeout import DEFAULT_LLM_TIMEOUT
@@ -56,7 +55,8 @@ from hybrid_retrievers.rerank import (
 from hybrid_retrievers.rerank import LLMReranker as CoreLLMReranker
 from hybrid_retrievers.rerank import Reranker as CoreReranker
 
-from ._convert import RANK_KEY
+from ._base import StrictRetriever, accepts_k, check_arguments, child_config
+from ._convert import RANK_KEY, copy_metadata
 
 __all__ = ["CrossEncoderReranker", "LLMReranker", "RerankingRetriever"]
 
@@ -97,7 +97,7 @@ def _to_documents(hits: list[Hit], documents: list[Document], score_key: str) ->
     for hit in hits:
         original = documents[int(hit.doc.id)]
         info = hit.explanation[RERANK_KEY]
-        metadata = dict(original.metadata)
+        metadata = copy_metadata(original.metadata)
         if score_key in metadata:
             metadata[f"previous_{score_key}"] = metadata[score_key]
         metadata[score_key] = float(hit.score)
@@ -132,6 +132,11 @@ class _RerankCompressor(BaseDocumentCompressor):
 
     score_key: str = "relevance_score"
     """Metadata key of the rerank score on returned documents."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _refuse_unknown(cls, values: Any) -> Any:
+        return check_arguments(cls, values)
 
     @field_validator("top_n", mode="before")
     @classmethod
@@ -402,22 +407,7 @@ class LLMReranker(_RerankCompressor):
 # ----------------------------------------------------------------- retriever
 
 
-def _accepts_k(retriever: BaseRetriever, *, asynchronous: bool) -> bool:
-    """Whether ``retriever.invoke(q, k=...)`` (or ``ainvoke``) sets how many it returns."""
-    from langchain_core.vectorstores import VectorStoreRetriever
-
-    if isinstance(retriever, VectorStoreRetriever):
-        return True  # its **kwargs are merged into search_kwargs
-    # ainvoke calls _aget_relevant_documents, whose default takes no extra arguments.
-    method = "_aget_relevant_documents" if asynchronous else "_get_relevant_documents"
-    try:
-        params = inspect.signature(getattr(type(retriever), method)).parameters
-    except (TypeError, ValueError):  # pragma: no cover - builtins without signatures
-        return False
-    return "k" in params
-
-
-class RerankingRetriever(BaseRetriever):
+class RerankingRetriever(StrictRetriever):
     """Retrieve ``fetch_k`` candidates, rerank them, return the best ``top_n``: one object.
 
     How ``fetch_k`` reaches the base retriever: it is passed as ``k=fetch_k`` to
@@ -451,8 +441,9 @@ class RerankingRetriever(BaseRetriever):
 
     model_config = ConfigDict(arbitrary_types_allowed=True, use_attribute_docstrings=True)
 
-    base_retriever: BaseRetriever
-    """The retriever that finds the candidates."""
+    base_retriever: RetrieverLike
+    """The retriever that finds the candidates (any retriever or runnable from a query to
+    a list of `Document`, e.g. one wrapped by ``with_config``)."""
 
     reranker: BaseDocumentCompressor
     """Reorders the candidates (`CrossEncoderReranker`, `LLMReranker`, or any compressor)."""
@@ -461,7 +452,22 @@ class RerankingRetriever(BaseRetriever):
     """Candidates to ask the base retriever for (see the class docstring for the rule)."""
 
     top_n: int = 5
-    """Documents to return (>= 1); override per call with ``top_n=`` or ``k=``."""
+    """Documents to return (>= 1); ``k=`` is accepted as another name for it, in the
+    constructor (``RerankingRetriever(..., k=3)``) and per call (``invoke(q, k=3)``)."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _k_is_top_n(cls, values: Any) -> Any:
+        if isinstance(values, dict) and "k" in values:
+            values = dict(values)
+            k = values.pop("k")
+            top_n = values.get("top_n")
+            if top_n is not None and k is not None and top_n != k:
+                raise ValueError(f"pass top_n or k (they mean the same), not both: got "
+                                 f"top_n={top_n!r}, k={k!r}")
+            if k is not None:
+                values["top_n"] = k
+        return values
 
     @field_validator("top_n", mode="before")
     @classmethod
@@ -481,7 +487,7 @@ class RerankingRetriever(BaseRetriever):
         n = self.top_n if top_n is None and k is None else check_k(
             top_n if top_n is not None else k, name="top_n")
         fetch = self.fetch_k if fetch_k is None else check_k(fetch_k, name="fetch_k")
-        passes = fetch is not None and _accepts_k(self.base_retriever, asynchronous=asynchronous)
+        passes = fetch is not None and accepts_k(self.base_retriever, asynchronous=asynchronous)
         kwargs = {"k": fetch} if passes else {}
         return n, kwargs
 
@@ -496,8 +502,9 @@ class RerankingRetriever(BaseRetriever):
     ) -> list[Document]:
         """Retrieve candidates, rerank them and return the best ``top_n``."""
         n, kwargs = self._resolve(top_n, k, fetch_k)
-        callbacks = run_manager.get_child()
-        docs = self.base_retriever.invoke(query, config={"callbacks": callbacks}, **kwargs)
+        config = child_config(run_manager)
+        callbacks = config["callbacks"]
+        docs = self.base_retriever.invoke(query, config, **kwargs)
         if isinstance(self.reranker, _RerankCompressor):
             return self.reranker._rerank_documents(docs, query, top_n=n, callbacks=callbacks)
         return list(self.reranker.compress_documents(docs, query, callbacks=callbacks))[:n]
@@ -513,9 +520,9 @@ class RerankingRetriever(BaseRetriever):
     ) -> list[Document]:
         """Async `_get_relevant_documents`: async retrieval, reranking in a worker thread."""
         n, kwargs = self._resolve(top_n, k, fetch_k, asynchronous=True)
-        callbacks = run_manager.get_child()
-        docs = await self.base_retriever.ainvoke(query, config={"callbacks": callbacks},
-                                                 **kwargs)
+        config = child_config(run_manager)
+        callbacks = config["callbacks"]
+        docs = await self.base_retriever.ainvoke(query, config, **kwargs)
         if isinstance(self.reranker, _RerankCompressor):
             return await self.reranker._arerank_documents(docs, query, top_n=n,
                                                           callbacks=callbacks)

@@ -20,14 +20,14 @@ from langchain_core.callbacks import (
 )
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
-from langchain_core.retrievers import BaseRetriever
 from pydantic import ConfigDict, field_validator
 
 from hybrid_retrievers._validation import check_k, check_query
 from hybrid_retrievers.embedding_cache import DEFAULT_CHUNK, EmbeddingCache
 from hybrid_retrievers.vector import VectorIndex
 
-from ._convert import check_score_key, documents_to_columns, hit_to_document
+from ._base import StrictRetriever
+from ._convert import check_score_key, copy_metadatas, documents_to_columns, hit_to_document
 from ._editing import IndexEditingMixin
 from .embeddings import as_embedder
 from .retrievers import Filter
@@ -35,7 +35,7 @@ from .retrievers import Filter
 __all__ = ["DenseRetriever"]
 
 
-class DenseRetriever(IndexEditingMixin, BaseRetriever):
+class DenseRetriever(IndexEditingMixin, StrictRetriever):
     """Dense (embedding) retriever backed by `hybrid_retrievers.VectorIndex`.
 
     ``embedding`` may be any LangChain `Embeddings` (wrapped in
@@ -147,7 +147,7 @@ class DenseRetriever(IndexEditingMixin, BaseRetriever):
         index = VectorIndex.from_texts(
             texts,
             ids=ids,
-            metadatas=metadatas,
+            metadatas=copy_metadatas(metadatas),
             embedder=as_embedder(embedding),
             metric=metric,
             batch_size=batch_size,

@@ -17,9 +17,7 @@ and every result keeps its fused score and where it came from.
 from __future__ import annotations
 
 import asyncio
-import inspect
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from contextvars import ContextVar
 from typing import Any
 
 from langchain_core.callbacks import (
@@ -30,11 +28,7 @@ from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 from langchain_core.retrievers import BaseRetriever, RetrieverLike
 from langchain_core.runnables import RunnableConfig
-from langchain_core.runnables.config import (
-    ContextThreadPoolExecutor,
-    ensure_config,
-    patch_config,
-)
+from langchain_core.runnables.config import ContextThreadPoolExecutor, patch_config
 from pydantic import ConfigDict, field_validator, model_validator
 
 from hybrid_retrievers import Analyzer
@@ -44,28 +38,25 @@ from hybrid_retrievers.fusion import DEFAULT_K_RRF, Dedup, FusionMode, default_f
 from hybrid_retrievers.fusion._common import check_k_rrf, check_names, check_weights, parse_enum
 from hybrid_retrievers.types import Hit
 
+from ._base import StrictRetriever, accepts_k, current_config
 from ._convert import (
     FUSION_KEY,
     SCORE_KEYS,
     check_score_key,
+    copy_metadatas,
     document_to_hit,
     documents_to_columns,
     hit_to_document,
 )
 from .dense import DenseRetriever
 from .retrievers import BM25Retriever
+from .vectorstores import with_store_scores
 
 __all__ = ["FusionRetriever", "HybridRetriever"]
 
 Weights = Sequence[float] | Callable[[str], Sequence[float]]
 
-# The RunnableConfig of the current invoke/ainvoke: BaseRetriever hands
-# _get_relevant_documents only a run manager, and children need the whole config
-# (configurable fields, max_concurrency...), as LangChain's EnsembleRetriever passes it.
-_CONFIG: ContextVar[RunnableConfig | None] = ContextVar("fusion_retriever_config", default=None)
-
-
-class FusionRetriever(BaseRetriever):
+class FusionRetriever(StrictRetriever):
     """Fuse the rankings of several LangChain retrievers into one (RRF by default).
 
     Each call asks every child whose weight is positive for ``fetch_k`` candidates,
@@ -81,15 +72,18 @@ class FusionRetriever(BaseRetriever):
     ``Document.id`` (two documents with the same text and different ids stay two; an
     id-less document gets a content id of its text); its score is the first number
     in its metadata under ``score_key``, ``"score"`` or ``"relevance_score"``. Scores
-    are not needed for ``mode="rrf"``; the score modes (``"relative_score"``,
-    ``"zscore"``...) raise a clear error for a child whose documents carry none
-    (a vector store's plain ``as_retriever()`` reports no scores).
+    are not needed for ``mode="rrf"``. For the score modes (``"relative_score"``,
+    ``"zscore"``...), a vector store's plain ``as_retriever()`` child (which reports
+    no scores) is searched with the store's ``similarity_search_with_relevance_scores``
+    instead (`ScoredVectorStoreRetriever`: same store, search arguments, tags and run
+    name); any other child whose documents carry no score gets a clear error.
 
     ``fetch_k`` reaches a child as ``invoke(query, k=fetch_k)`` when the child can take
     it: with ``pass_fetch_k=None`` (auto), when it is a `BaseRetriever` whose
     ``_get_relevant_documents`` (``_aget_relevant_documents`` when async) declares a
     ``k`` parameter or ``**kwargs`` (this package's retrievers and vector-store
-    retrievers do); other children return as many documents as they are configured
+    retrievers do), also behind ``with_config`` / ``bind`` / ``configurable_fields``
+    (see `accepts_k`); other children return as many documents as they are configured
     to. ``pass_fetch_k=True`` always passes it, ``False`` never.
 
     Returned documents are new objects (the children's documents are not modified):
@@ -228,28 +222,6 @@ class FusionRetriever(BaseRetriever):
             values = {**values, "names": list(check_names(values["names"], n))}
         return values
 
-    # ------------------------------------------------------------- entry points
-
-    def invoke(
-        self, input: str, config: RunnableConfig | None = None, **kwargs: Any
-    ) -> list[Document]:
-        """`BaseRetriever.invoke`, remembering ``config`` for the children."""
-        token = _CONFIG.set(ensure_config(config))
-        try:
-            return super().invoke(input, config, **kwargs)
-        finally:
-            _CONFIG.reset(token)
-
-    async def ainvoke(
-        self, input: str, config: RunnableConfig | None = None, **kwargs: Any
-    ) -> list[Document]:
-        """`BaseRetriever.ainvoke`, remembering ``config`` for the children."""
-        token = _CONFIG.set(ensure_config(config))
-        try:
-            return await super().ainvoke(input, config, **kwargs)
-        finally:
-            _CONFIG.reset(token)
-
     def _get_relevant_documents(
         self,
         query: str,
@@ -262,9 +234,10 @@ class FusionRetriever(BaseRetriever):
     ) -> list[Document]:
         """Invoke the children concurrently and return the fused top ``k``."""
         plan = self._plan(query, k, weights, mode, fetch_k, is_async=False)
-        config = _CONFIG.get() or ensure_config()
+        config = current_config()
         calls = [
-            self._sync_call(i, query, config, run_manager, kwargs) for i, kwargs in plan.calls
+            self._sync_call(i, child, query, config, run_manager, kwargs)
+            for i, child, kwargs in plan.calls
         ]
         limit = config.get("max_concurrency")
         return self._fuse(plan, _run_concurrently(calls, limit))
@@ -281,14 +254,13 @@ class FusionRetriever(BaseRetriever):
     ) -> list[Document]:
         """Async `_get_relevant_documents`: ``asyncio.gather`` of the children's ``ainvoke``."""
         plan = self._plan(query, k, weights, mode, fetch_k, is_async=True)
-        config = _CONFIG.get() or ensure_config()
+        config = current_config()
         results = await asyncio.gather(*(
             _labelled_async(
-                self.retrievers[i].ainvoke(query, self._child_config(i, config, run_manager),
-                                           **kwargs),
+                child.ainvoke(query, self._child_config(i, config, run_manager), **kwargs),
                 self._label(i),
             )
-            for i, kwargs in plan.calls
+            for i, child, kwargs in plan.calls
         ))
         return self._fuse(plan, list(results))
 
@@ -323,8 +295,10 @@ class FusionRetriever(BaseRetriever):
             if w[i] > 0:
                 passes = self.pass_fetch_k
                 if passes is None:
-                    passes = _declares_k(child, is_async)
-                calls.append((i, {"k": n_fetch} if passes else {}))
+                    passes = accepts_k(child, asynchronous=is_async)
+                if chosen is not FusionMode.RRF:
+                    child = with_store_scores(child)  # a vector store's scores, not none
+                calls.append((i, child, {"k": n_fetch} if passes else {}))
         return _Plan(top, chosen, w, calls)
 
     def _label(self, i: int) -> str:
@@ -337,12 +311,13 @@ class FusionRetriever(BaseRetriever):
     def _sync_call(
         self,
         i: int,
+        child: Any,
         query: str,
         config: RunnableConfig,
         run_manager: CallbackManagerForRetrieverRun,
         kwargs: dict[str, Any],
     ) -> Callable[[], list[Document]]:
-        child, label = self.retrievers[i], self._label(i)
+        label = self._label(i)
         child_config = self._child_config(i, config, run_manager)
 
         def call() -> list[Document]:
@@ -357,7 +332,7 @@ class FusionRetriever(BaseRetriever):
     def _fuse(self, plan: _Plan, results: list[Any]) -> list[Document]:
         rankings: list[list[Hit]] = [[] for _ in self.retrievers]
         keys = (self.score_key, *(key for key in SCORE_KEYS if key != self.score_key))
-        for (i, _), docs in zip(plan.calls, results):
+        for (i, _, _), docs in zip(plan.calls, results):
             if isinstance(docs, (str, bytes, Mapping)) or not isinstance(docs, Sequence):
                 raise TypeError(
                     f"child {self._label(i)} must return a list of Document, got "
@@ -391,30 +366,15 @@ class FusionRetriever(BaseRetriever):
 
 
 class _Plan:
-    """One call's validated settings: final k, mode, weights and (child, kwargs) pairs."""
+    """One call's validated settings: final k, mode, weights and (index, child, kwargs)."""
 
     __slots__ = ("k", "mode", "weights", "calls")
 
     def __init__(
         self, k: int, mode: FusionMode, weights: tuple[float, ...],
-        calls: list[tuple[int, dict[str, Any]]],
+        calls: list[tuple[int, Any, dict[str, Any]]],
     ) -> None:
         self.k, self.mode, self.weights, self.calls = k, mode, weights, calls
-
-
-def _declares_k(child: Any, is_async: bool) -> bool:
-    """Whether a child retriever's (async) search method takes ``k`` or ``**kwargs``."""
-    if not isinstance(child, BaseRetriever):
-        return False
-    method = type(child)._get_relevant_documents
-    if is_async and type(child)._aget_relevant_documents is not \
-            BaseRetriever._aget_relevant_documents:
-        method = type(child)._aget_relevant_documents
-    try:
-        params = inspect.signature(method).parameters.values()
-    except (TypeError, ValueError):  # pragma: no cover - builtins without signatures
-        return False
-    return any(p.name == "k" or p.kind is inspect.Parameter.VAR_KEYWORD for p in params)
 
 
 def _run_concurrently(calls: list[Callable[[], Any]], max_concurrency: int | None) -> list[Any]:
@@ -537,7 +497,7 @@ class HybridRetriever(FusionRetriever):
         if isinstance(texts, str):
             raise TypeError("texts must be a list of str, got a single str; wrap it in a list")
         text_list = list(texts)
-        meta_list = None if metadatas is None else [dict(m) for m in metadatas]
+        meta_list = copy_metadatas(metadatas)
         id_list = None if ids is None else list(ids)
         bm25 = BM25Retriever.from_texts(
             text_list, meta_list, id_list, k=k, analyzer=analyzer, k1=k1, b=b,

@@ -18,7 +18,6 @@ from langchain_core.callbacks import (
 )
 from langchain_core.documents import Document
 from langchain_core.messages import BaseMessage
-from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import Runnable
 from pydantic import ConfigDict, field_validator
 
@@ -29,7 +28,8 @@ from hybrid_retrievers.hyde import HyDE, HyDESearcher
 from hybrid_retrievers.types import Hit
 from hybrid_retrievers.vector import VectorIndex
 
-from ._convert import RANK_KEY, check_score_key, documents_to_columns
+from ._base import StrictRetriever, core_call_config, core_calls_as_children
+from ._convert import RANK_KEY, check_score_key, copy_metadata, documents_to_columns
 from .embeddings import as_embedder
 from .retrievers import Filter
 
@@ -59,7 +59,9 @@ class LangChainGenerator:
     """A LangChain LLM, chat model or `Runnable` as the core's text generator.
 
     ``__call__`` runs ``invoke(prompt)``, ``agenerate`` awaits ``ainvoke(prompt)``;
-    messages become their text content.
+    messages become their text content. Inside a retriever call of this package the
+    model runs with that call's config, as a child run (see
+    `langchain_hybrid_retrievers._base.core_calls_as_children`).
 
     Example:
         >>> from langchain_core.language_models import FakeListLLM
@@ -76,10 +78,10 @@ class LangChainGenerator:
         self.runnable = runnable
 
     def __call__(self, prompt: str) -> str:
-        return _text_of(self.runnable.invoke(prompt))
+        return _text_of(self.runnable.invoke(prompt, core_call_config()))
 
     async def agenerate(self, prompt: str) -> str:
-        return _text_of(await self.runnable.ainvoke(prompt))
+        return _text_of(await self.runnable.ainvoke(prompt, core_call_config()))
 
     def __repr__(self) -> str:
         return f"LangChainGenerator({type(self.runnable).__name__})"
@@ -97,7 +99,7 @@ def as_generator(llm: Any) -> Any:
     )
 
 
-class HyDERetriever(BaseRetriever):
+class HyDERetriever(StrictRetriever):
     """HyDE retrieval (Gao et al. 2022) backed by `hybrid_retrievers.hyde.HyDESearcher`.
 
     Each returned `Document` carries the score under ``score_key`` (cosine similarity
@@ -108,6 +110,10 @@ class HyDERetriever(BaseRetriever):
 
     Async: the ``n`` generations run concurrently (``ainvoke`` of the model), the
     embedding and search in worker threads.
+
+    Tracing: each model call is a child run of the retriever's run, with the caller's
+    tags, metadata and callbacks (``astream_events`` shows ``on_llm_*`` /
+    ``on_chat_model_*`` inside ``on_retriever_*``).
 
     Example:
         >>> from langchain_core.language_models import FakeListLLM
@@ -236,7 +242,7 @@ class HyDERetriever(BaseRetriever):
 
     def _to_document(self, hit: Hit) -> Document:
         info = hit.explanation["hyde"]
-        metadata: dict[str, Any] = dict(hit.doc.metadata)
+        metadata = copy_metadata(hit.doc.metadata)
         metadata[self.score_key] = float(hit.score)
         metadata[RANK_KEY] = int(hit.rank)
         metadata[HYDE_KEY] = {key: info[key] for key in ("passages", "fallback", "error", "mode")}
@@ -257,7 +263,9 @@ class HyDERetriever(BaseRetriever):
     ) -> list[Document]:
         """Generate, embed, search: up to ``k`` documents for ``query``, best first."""
         top, where = self._resolve(k, filter)
-        return [self._to_document(h) for h in self.searcher.search(query, top, filter=where)]
+        with core_calls_as_children(run_manager):
+            hits = self.searcher.search(query, top, filter=where)
+        return [self._to_document(h) for h in hits]
 
     async def _aget_relevant_documents(
         self,
@@ -269,5 +277,6 @@ class HyDERetriever(BaseRetriever):
     ) -> list[Document]:
         """Async `_get_relevant_documents`: generations concurrent, search in a thread."""
         top, where = self._resolve(k, filter)
-        hits = await self.searcher.asearch(query, top, filter=where)
+        with core_calls_as_children(run_manager):
+            hits = await self.searcher.asearch(query, top, filter=where)
         return [self._to_document(h) for h in hits]

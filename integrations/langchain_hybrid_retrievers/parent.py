@@ -10,7 +10,7 @@ parent store and keeps search off the event loop.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from langchain_core.callbacks import (
@@ -20,20 +20,41 @@ from langchain_core.callbacks import (
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.stores import BaseStore
+from langchain_core.vectorstores import VectorStore, VectorStoreRetriever
 from pydantic import ConfigDict, field_validator
 
 from hybrid_retrievers import Doc
 from hybrid_retrievers._docs import make_docs
 from hybrid_retrievers._validation import check_k
 from hybrid_retrievers.parent import ParentChildSearcher, ParentStore, default_child_index
-from hybrid_retrievers.splitting import SentenceSplitter, split_parents
+from hybrid_retrievers.ids import content_id
+from hybrid_retrievers.splitting import (
+    CHILD_INDEX_KEY,
+    PARENT_ID_KEY,
+    START_INDEX_KEY,
+    SentenceSplitter,
+    split_parents,
+)
 from hybrid_retrievers.types import Hit
 
-from ._convert import RANK_KEY, check_score_key, documents_to_columns
+from ._base import StrictRetriever, accepts_k, core_call_config, core_calls_as_children
+from ._convert import (
+    RANK_KEY,
+    SCORE_KEYS,
+    check_score_key,
+    copy_metadata,
+    document_score,
+    documents_to_columns,
+)
 from .embeddings import as_embedder
 from .retrievers import Filter
 
-__all__ = ["DocumentStoreParents", "ParentDocumentRetriever"]
+__all__ = ["DocumentStoreParents", "LangChainChildIndex", "ParentDocumentRetriever"]
+
+SOURCE_ID_KEY = "source_id"
+"""Metadata key of a parent cut by ``parent_splitter``: the id of the document it came from."""
+
+_CHILD_KEYS = (PARENT_ID_KEY, CHILD_INDEX_KEY, START_INDEX_KEY)
 
 MATCHED_CHILDREN_KEY = "matched_children"
 """Metadata key of a returned parent: its matched children (``id``, ``rank``, ``score``)."""
@@ -60,7 +81,7 @@ class DocumentStoreParents:
             if value is None:
                 out.append(None)
             elif isinstance(value, Document):
-                out.append(Doc(i, value.page_content, dict(value.metadata)))
+                out.append(Doc(i, value.page_content, copy_metadata(value.metadata)))
             else:
                 raise TypeError(
                     f"the docstore holds a {type(value).__name__} under {i!r}; a parent "
@@ -70,7 +91,7 @@ class DocumentStoreParents:
 
     def put_many(self, docs: Sequence[Doc]) -> None:
         self.store.mset(
-            [(d.id, Document(id=d.id, page_content=d.text, metadata=dict(d.metadata)))
+            [(d.id, Document(id=d.id, page_content=d.text, metadata=copy_metadata(d.metadata)))
              for d in docs]
         )
 
@@ -81,22 +102,123 @@ class DocumentStoreParents:
         return isinstance(doc_id, str) and self.store.mget([doc_id])[0] is not None
 
 
+class LangChainChildIndex:
+    """A LangChain vector store (or an editable retriever) as the core's child index.
+
+    The core's `ParentChildSearcher` needs a child index it can search, add children
+    to and delete them from; this adapts LangChain's spelling of those:
+
+    * search: a vector store's ``similarity_search_with_relevance_scores`` (its raw
+      ``similarity_search_with_score`` when the store defines no relevance function),
+      or a retriever's ``invoke(query, k=...)`` (scores read from its documents'
+      metadata, ``1 / rank`` when there are none), run as a child run of the
+      `ParentDocumentRetriever` call;
+    * add: ``add_documents(children, ids=...)`` (children keep their ids and carry
+      ``parent_id`` in their metadata, as LangChain's own ``ParentDocumentRetriever``
+      stores its ``doc_id``); delete: ``delete(ids)``.
+
+    A mapping filter is passed to the store as its ``filter=`` argument (in the store's
+    own filter syntax; most accept ``{key: value}`` equality); a callable filter
+    (receiving a `hybrid_retrievers.Doc`) is applied to the children it returns.
+    """
+
+    def __init__(self, target: Any, *, search_kwargs: Mapping[str, Any] | None = None) -> None:
+        if not (callable(getattr(target, "add_documents", None))
+                and callable(getattr(target, "delete", None))):
+            raise TypeError(
+                f"child_retriever {type(target).__name__} cannot index children: pass a "
+                "LangChain vector store (Chroma, PGVector, InMemoryVectorStore...), its "
+                "as_retriever(), a retriever with add_documents() and delete(), or one of "
+                "this package's retrievers"
+            )
+        self._store = target if isinstance(target, VectorStore) else None
+        self._target = target
+        self._kwargs = {k: v for k, v in (search_kwargs or {}).items() if k != "k"}
+        self._ids: set[str] = set()
+
+    def search(self, query: str, k: int, *, filter: Any = None) -> list[Hit]:
+        """The top ``k`` children for ``query`` (see the class docstring)."""
+        kwargs = dict(self._kwargs)
+        predicate = filter if callable(filter) and not isinstance(filter, Mapping) else None
+        if isinstance(filter, Mapping):
+            kwargs["filter"] = dict(filter)
+        if self._store is not None:
+            try:
+                pairs = self._store.similarity_search_with_relevance_scores(query, k=k, **kwargs)
+            except NotImplementedError:
+                pairs = self._store.similarity_search_with_score(query, k=k, **kwargs)
+        else:
+            config = core_call_config()
+            if accepts_k(self._target, asynchronous=False):
+                kwargs["k"] = k
+            docs = self._target.invoke(query, config, **kwargs)
+            pairs = [(d, document_score(d.metadata, SCORE_KEYS)) for d in docs]
+        hits: list[Hit] = []
+        for document, score in pairs:
+            doc = Doc(document.id if document.id is not None else content_id(
+                document.page_content), document.page_content, document.metadata)
+            if predicate is not None and not predicate(doc):
+                continue
+            rank = len(hits) + 1
+            hits.append(Hit(doc, 1.0 / rank if score is None else float(score), rank))
+        return hits[:k]
+
+    def add_docs(self, docs: Sequence[Doc]) -> list[str]:
+        ids = [d.id for d in docs]
+        self._target.add_documents(
+            [Document(id=d.id, page_content=d.text, metadata=copy_metadata(d.metadata))
+             for d in docs], ids=ids)
+        self._ids.update(ids)
+        return ids
+
+    def delete(self, ids: Iterable[str]) -> None:
+        ids = list(ids)
+        self._target.delete(ids)
+        self._ids.difference_update(ids)
+
+    def __contains__(self, doc_id: object) -> bool:
+        # Children added through this object; the store's own content is not listed.
+        return doc_id in self._ids
+
+
 def _as_child_searcher(child: Any) -> Any:
-    """A core searcher from a core index or one of this package's retrievers."""
+    """A core searcher from a core index, this package's retriever or LangChain's store."""
+    if isinstance(child, VectorStore):
+        return LangChainChildIndex(child)
+    if isinstance(child, VectorStoreRetriever):
+        if child.search_type not in ("similarity", "similarity_score_threshold"):
+            raise ValueError(
+                f"child_retriever has search_type={child.search_type!r}; parent/child search "
+                "needs ranked children: use 'similarity' (or pass the vector store itself)"
+            )
+        return LangChainChildIndex(child.vectorstore, search_kwargs=child.search_kwargs)
     if isinstance(child, BaseRetriever):
         for attr in ("searcher", "index"):
             inner = getattr(child, attr, None)
             if inner is not None and callable(getattr(inner, "search", None)):
                 return inner
-        raise TypeError(
-            f"child_retriever {type(child).__name__} does not wrap a hybrid_retrievers "
-            "index; pass a BM25Retriever, DenseRetriever (or another retriever of this "
-            "package) or a core BM25Index / VectorIndex / FusionSearcher"
-        )
+        return LangChainChildIndex(child)
     return child
 
 
-class ParentDocumentRetriever(BaseRetriever):
+def _split_into_parents(parents: list[Doc], parent_splitter: Any) -> list[Doc]:
+    """Cut the given documents into parents (LangChain's ``parent_splitter``).
+
+    Each parent chunk gets id ``"<document id>:p<i>"`` and its document's metadata plus
+    ``source_id`` (the document's id), so the chunks can be traced back.
+    """
+    chunks = split_parents(parents, parent_splitter)
+    out = []
+    for chunk in chunks:
+        metadata = {k: v for k, v in chunk.metadata.items() if k not in _CHILD_KEYS}
+        source = chunk.metadata[PARENT_ID_KEY]
+        metadata[SOURCE_ID_KEY] = source
+        position = chunk.metadata[CHILD_INDEX_KEY]
+        out.append(Doc(f"{source}:p{position}", chunk.text, metadata))
+    return out
+
+
+class ParentDocumentRetriever(StrictRetriever):
     """Match small chunks, return their parent documents (backed by `ParentChildSearcher`).
 
     Each returned `Document` is a parent (``id`` = parent id) whose metadata is the
@@ -140,6 +262,21 @@ class ParentDocumentRetriever(BaseRetriever):
     score_key: str = "score"
     """Metadata key under which each returned `Document` carries its score."""
 
+    score_threshold: float | None = None
+    """Drop parents whose score (their best child's) is below this; ``None`` keeps all.
+    Parents come best first, so the first ``k`` passing parents are returned. The score
+    is the child index's: BM25 for the default index, the store's relevance score for
+    a LangChain vector store (its raw score when it has no relevance function)."""
+
+    @field_validator("score_threshold", mode="before")
+    @classmethod
+    def _check_threshold(cls, value: Any) -> float | None:
+        if value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
+            raise ValueError(f"score_threshold must be a number or None, got {value!r}")
+        return float(value)
+
     @field_validator("k", mode="before")
     @classmethod
     def _check_k(cls, value: Any) -> int:
@@ -170,6 +307,8 @@ class ParentDocumentRetriever(BaseRetriever):
         embedding: Any = None,
         child_splitter: Any = None,
         child_retriever: Any = None,
+        vectorstore: Any = None,
+        parent_splitter: Any = None,
         docstore: BaseStore[str, Document] | ParentStore | None = None,
         **kwargs: Any,
     ) -> ParentDocumentRetriever:
@@ -177,6 +316,7 @@ class ParentDocumentRetriever(BaseRetriever):
 
         Args:
             documents: The parents; ``Document.id`` is kept (content ids otherwise).
+                With ``parent_splitter`` they are first cut into parents.
             k: Default number of parents per query.
             chunk_size, chunk_overlap: Of the default sentence-aware splitter, in characters.
             embedding: When given (LangChain `Embeddings` or core `Embedder`), children
@@ -184,17 +324,31 @@ class ParentDocumentRetriever(BaseRetriever):
             child_splitter: Any splitter instead of the default: a LangChain text
                 splitter (``RecursiveCharacterTextSplitter``...), an object with
                 ``split_text`` or a callable ``str -> list[str]``.
-            child_retriever: Index the children into this instead: one of this package's
+            child_retriever: Index the children into this instead: a LangChain vector
+                store or its ``as_retriever()`` (Chroma, PGVector, ``InMemoryVectorStore``...),
+                any retriever with ``add_documents`` / ``delete``, one of this package's
                 retrievers (e.g. ``BM25Retriever(index=BM25Index())``) or a core index.
+                See `LangChainChildIndex` for how a LangChain store is searched.
+            vectorstore: LangChain ``ParentDocumentRetriever``'s name for
+                ``child_retriever`` (pass one of the two).
+            parent_splitter: Cut the documents into parents first (as LangChain's
+                ``parent_splitter``): any splitter accepted for ``child_splitter``. Each
+                parent gets id ``"<document id>:p<i>"`` and ``source_id`` metadata.
             docstore: Where parents live: any ``BaseStore[str, Document]`` (e.g.
                 ``InMemoryStore()``) or a core `ParentStore` (default: a new one).
             **kwargs: Other retriever fields (``fetch_k``, ``filter``,
                 ``merge_threshold``, ``score_key``, ``tags``...).
         """
+        if vectorstore is not None:
+            if child_retriever is not None:
+                raise ValueError("pass child_retriever= or vectorstore= (the same), not both")
+            child_retriever = vectorstore
         texts, ids, metadatas = documents_to_columns(documents)
         parents = make_docs(texts, ids, metadatas)
         if not parents:
             raise ValueError("documents must hold at least one parent Document, got none")
+        if parent_splitter is not None:
+            parents = _split_into_parents(parents, parent_splitter)
         splitter = (SentenceSplitter(chunk_size, chunk_overlap)
                     if child_splitter is None else child_splitter)
         store = _as_store(docstore)
@@ -218,7 +372,7 @@ class ParentDocumentRetriever(BaseRetriever):
 
     def _to_document(self, hit: Hit) -> Document:
         info = hit.explanation["parent"]
-        metadata: dict[str, Any] = dict(hit.doc.metadata)
+        metadata = copy_metadata(hit.doc.metadata)
         metadata[self.score_key] = float(hit.score)
         metadata[RANK_KEY] = int(hit.rank)
         if info["merged"]:
@@ -235,6 +389,8 @@ class ParentDocumentRetriever(BaseRetriever):
             fetch_k=self.fetch_k,
             merge_threshold=self.merge_threshold,
         )
+        if self.score_threshold is not None:
+            hits = [h for h in hits if h.score >= self.score_threshold]
         return [self._to_document(h) for h in hits]
 
     def _get_relevant_documents(
@@ -246,7 +402,8 @@ class ParentDocumentRetriever(BaseRetriever):
         filter: Filter | None = None,
     ) -> list[Document]:
         """Return up to ``k`` parents for ``query``, best first."""
-        return self._search(query, k, filter)
+        with core_calls_as_children(run_manager):
+            return self._search(query, k, filter)
 
     async def _aget_relevant_documents(
         self,
@@ -257,7 +414,8 @@ class ParentDocumentRetriever(BaseRetriever):
         filter: Filter | None = None,
     ) -> list[Document]:
         """Async `_get_relevant_documents`: the search runs in a worker thread."""
-        return await asyncio.to_thread(self._search, query, k, filter)
+        with core_calls_as_children(run_manager):
+            return await asyncio.to_thread(self._search, query, k, filter)
 
     # ----------------------------------------------------------------- update
 

@@ -18,13 +18,13 @@ from langchain_core.callbacks import (
     CallbackManagerForRetrieverRun,
 )
 from langchain_core.documents import Document
-from langchain_core.retrievers import BaseRetriever
 from pydantic import ConfigDict, field_validator
 
 from hybrid_retrievers import Analyzer, BM25Index, Doc
 from hybrid_retrievers._validation import check_k
 
-from ._convert import check_score_key, documents_to_columns, hit_to_document
+from ._base import StrictRetriever
+from ._convert import check_score_key, copy_metadatas, documents_to_columns, hit_to_document
 from ._editing import IndexEditingMixin
 
 __all__ = ["BM25Retriever"]
@@ -32,7 +32,7 @@ __all__ = ["BM25Retriever"]
 Filter = Mapping[str, Any] | Callable[[Doc], bool]
 
 
-class BM25Retriever(IndexEditingMixin, BaseRetriever):
+class BM25Retriever(IndexEditingMixin, StrictRetriever):
     """BM25 keyword retriever backed by `hybrid_retrievers.BM25Index`.
 
     Each returned `Document` is a new object with ``id`` set to the indexed id and
@@ -113,7 +113,7 @@ class BM25Retriever(IndexEditingMixin, BaseRetriever):
         index = BM25Index.from_texts(
             texts,
             ids=ids,
-            metadatas=metadatas,
+            metadatas=copy_metadatas(metadatas),
             analyzer=analyzer,
             k1=k1,
             b=b,

@@ -6,10 +6,17 @@ Example:
     >>> retriever = BM25Retriever.from_defaults(nodes=[TextNode(text="BM25 ranking")])
     >>> retriever.retrieve("ranking")[0].score > 0
     True
+
+The same classes import from LlamaIndex's integration paths:
+``from llama_index.retrievers.hybrid import BM25Retriever, HybridRetriever, ...`` and
+``from llama_index.postprocessor.hybrid import CrossEncoderRerank, LLMRerank``.
 """
 
 from __future__ import annotations
 
+from hybrid_retrievers._optional import require  # noqa: I001 (before the framework imports)
+
+require("llama_index.core", extra="llama-index", feature="llama_index_hybrid_retrievers")
 
 from .dense import DenseRetriever
 from .embeddings import LlamaIndexEmbedder

@@ -11,11 +11,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from llama_index.core.schema import BaseNode, MetadataMode, NodeWithScore, TextNode
+from llama_index.core.schema import BaseNode, MetadataMode, NodeWithScore
 from llama_index.core.vector_stores.types import MetadataFilters
 from llama_index.core.vector_stores.utils import build_metadata_filter_fn
 
 from hybrid_retrievers.types import Doc, Hit, MetadataFilter
+
+from ._nodes import NodeCache, doc_to_text_node
 
 __all__ = [
     "FUSION_KEY",
@@ -51,20 +53,14 @@ def nodes_to_docs(nodes: Iterable[BaseNode]) -> list[Doc]:
         raise TypeError("nodes must be a list of nodes, got a single node; wrap it in a list")
     return [node_to_doc(n) for n in nodes]
 
-def doc_to_text_node(doc: Doc) -> TextNode:
-    """Rebuild a `TextNode` (id, text, a copy of the metadata) from a stored `Doc`."""
-    return TextNode(id_=doc.id, text=doc.text, metadata=dict(doc.metadata))
-
-def hit_to_node_with_score(hit: Hit, originals: Mapping[str, BaseNode]) -> NodeWithScore:
+def hit_to_node_with_score(hit: Hit, nodes: NodeCache) -> NodeWithScore:
     """Wrap a hit in a new `NodeWithScore`.
 
-    The node is the caller's original node object when ``originals`` has it (it is
-    not modified), otherwise a `TextNode` rebuilt from the stored document.
+    The node is the caller's node object while it agrees with the stored document
+    (see `NodeCache.node_for`; it is not modified), otherwise a `TextNode` rebuilt from
+    the stored document.
     """
-    node = originals.get(hit.doc.id)
-    if node is None:
-        node = doc_to_text_node(hit.doc)
-    return NodeWithScore(node=node, score=float(hit.score))
+    return NodeWithScore(node=nodes.node_for(hit.doc), score=float(hit.score))
 
 FUSION_KEY = "fusion"
 """Metadata key of the provenance on the copied node of each fused result (see

@@ -28,8 +28,9 @@ from hybrid_retrievers.embedding_cache import DEFAULT_CHUNK, EmbeddingCache
 from hybrid_retrievers.types import Hit, MetadataFilter
 from hybrid_retrievers.vector import VectorIndex
 
-from ._base import CoreSearcherRetriever
+from ._base import CoreSearcherRetriever, one_filter
 from ._convert import hit_to_node_with_score, nodes_to_docs
+from ._nodes import NodeCache
 from .embeddings import as_embedder
 
 __all__ = ["DenseRetriever"]
@@ -59,9 +60,10 @@ class DenseRetriever(CoreSearcherRetriever):
 
     The caller's bundle is never modified. Returned nodes: each result is a new
     `NodeWithScore` carrying the similarity (cosine for ``metric="cosine"``, inner
-    product for ``"dot"``); its node is the caller's original node object (not
-    modified) when the retriever was built from nodes in this process, otherwise (after
-    `from_persist_dir`) a `TextNode` rebuilt from the stored id, text and metadata.
+    product for ``"dot"``); its node is chosen as for `BM25Retriever` (the caller's
+    node, or after `from_persist_dir` the node rebuilt from its saved fields, while it
+    agrees with the index; else a `TextNode` of the stored document).
+    `insert_nodes` / `delete_nodes` edit the index (new nodes are embedded).
 
     Async: ``aretrieve`` awaits the embedder's ``aembed_query`` / ``aembed_queries``
     when it has them (a `LlamaIndexEmbedder` forwards to the model's
@@ -99,10 +101,12 @@ class DenseRetriever(CoreSearcherRetriever):
         *,
         similarity_top_k: int = 4,
         filter: MetadataFilter | MetadataFilters | None = None,
-        nodes: Iterable[BaseNode] | None = None,
+        nodes: Iterable[BaseNode] | NodeCache | None = None,
         callback_manager: CallbackManager | None = None,
         verbose: bool = False,
+        filters: MetadataFilters | MetadataFilter | None = None,
     ) -> None:
+        filter = one_filter(filter, filters)
         if not isinstance(index, VectorIndex):
             raise TypeError(
                 f"index must be a hybrid_retrievers.VectorIndex, got {type(index).__name__}; "
@@ -141,6 +145,7 @@ class DenseRetriever(CoreSearcherRetriever):
         filter: MetadataFilter | MetadataFilters | None = None,
         callback_manager: CallbackManager | None = None,
         verbose: bool = False,
+        filters: MetadataFilters | MetadataFilter | None = None,
     ) -> DenseRetriever:
         """Embed nodes (or every node of a docstore) and return a retriever.
 
@@ -192,7 +197,7 @@ class DenseRetriever(CoreSearcherRetriever):
         return cls(
             index,
             similarity_top_k=similarity_top_k,
-            filter=filter,
+            filter=one_filter(filter, filters),
             nodes=node_list,
             callback_manager=callback_manager,
             verbose=verbose,
@@ -245,17 +250,23 @@ class DenseRetriever(CoreSearcherRetriever):
             return batch(texts)
         return [embedder.embed_query(t) for t in texts]
 
+    # --------------------------------------------------------------- editing
+
+    def _editable_indexes(self) -> list[Any]:
+        return [self._index]
+
     # ----------------------------------------------------------- persistence
 
     def persist(self, persist_dir: str | os.PathLike[str]) -> None:
-        """Save the index (vectors, ids, texts, metadata, metric, model identity).
+        """Save the retriever: index, node fields, ``similarity_top_k`` and filter.
 
-        The format is the core's (JSON + ``.npy``, no pickle); ``VectorIndex.load``
-        reads it too. The embedding model is not saved, only its identity and
-        dimension: pass the model to `from_persist_dir`. Query-time settings
-        (``similarity_top_k``, ``filter``) are not saved either.
+        Written atomically as data (JSON + ``.npy``, never pickle): the core index
+        (vectors, ids, texts, metadata, metric, model identity) under ``index/``, which
+        ``VectorIndex.load`` reads, and each node's LlamaIndex fields as JSON (see
+        `BM25Retriever.persist`). The embedding model is not saved, only its identity
+        and dimension: pass the model to `from_persist_dir`.
         """
-        self._index.save(persist_dir)
+        self._write(persist_dir, self._index.docs, {"index": self._index.save})
 
     @classmethod
     def from_persist_dir(
@@ -263,36 +274,36 @@ class DenseRetriever(CoreSearcherRetriever):
         persist_dir: str | os.PathLike[str],
         *,
         embed_model: BaseEmbedding | Any,
-        similarity_top_k: int = 4,
+        similarity_top_k: int | None = None,
         filter: MetadataFilter | MetadataFilters | None = None,
+        filters: MetadataFilters | MetadataFilter | None = None,
         callback_manager: CallbackManager | None = None,
         verbose: bool = False,
         mmap: bool = False,
         cache: EmbeddingCache | None = None,
     ) -> DenseRetriever:
-        """Load a retriever saved with `persist` (nodes come back as `TextNode`s).
+        """Load a retriever saved with `persist`: same results, same node fields.
 
         Args:
-            persist_dir: The directory written by `persist` / `VectorIndex.save`.
+            persist_dir: The directory written by `persist` (or by `VectorIndex.save`:
+                then nodes come back as `TextNode`s).
             embed_model: The model the index was built with; a different model
                 identity than the saved one warns.
+            similarity_top_k, filter: Default to the saved ones.
             mmap: Memory-map the vectors instead of reading them into memory.
             cache: An `EmbeddingCache` for later additions to ``index``.
-            similarity_top_k, filter, callback_manager, verbose: As for the constructor.
+            callback_manager, verbose: As for the constructor.
 
         Raises:
             hybrid_retrievers.persistence.IndexFormatError: for a missing, corrupt
                 or foreign directory.
             ValueError: if the model's known dimension differs from the saved vectors'.
         """
-        index = VectorIndex.load(persist_dir, as_embedder(embed_model), mmap=mmap, cache=cache)
-        return cls(
-            index,
-            similarity_top_k=similarity_top_k,
-            filter=filter,
-            callback_manager=callback_manager,
-            verbose=verbose,
-        )
+        folder, fields, kwargs, _ = cls._read(persist_dir, ("vector",), similarity_top_k,
+                                              one_filter(filter, filters))
+        index = VectorIndex.load(folder, as_embedder(embed_model), mmap=mmap, cache=cache)
+        return cls(index, nodes=NodeCache.from_json(fields, index.docs),
+                   callback_manager=callback_manager, verbose=verbose, **kwargs)
 
 
 def _embedding_strs(query_bundle: QueryBundle) -> list[str] | None:

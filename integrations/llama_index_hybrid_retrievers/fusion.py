@@ -20,8 +20,11 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import dataclasses
+import os
+import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 
 from llama_index.core.base.base_retriever import BaseRetriever
@@ -36,10 +39,14 @@ from hybrid_retrievers._validation import check_k
 from hybrid_retrievers.embedding_cache import DEFAULT_CHUNK, EmbeddingCache
 from hybrid_retrievers.fusion import DEFAULT_K_RRF, Dedup, FusionMode, default_fetch_k, fuse
 from hybrid_retrievers.fusion._common import check_k_rrf, check_names, check_weights, parse_enum
+from hybrid_retrievers.persistence import IndexFormatError
 from hybrid_retrievers.types import Hit, MetadataFilter
+
+from ._base import one_filter
 
 from ._convert import FUSION_KEY, node_with_added_metadata, node_with_score_to_hit
 from ._query import QueryChecked
+from ._persist import read_retriever, write_retriever
 from .dense import DenseRetriever
 from .retrievers import BM25Retriever
 
@@ -197,6 +204,58 @@ class FusionRetriever(QueryChecked, BaseRetriever):
     @property
     def dedup(self) -> Dedup:
         return self._dedup
+
+    # --------------------------------------------------------------- editing
+
+    def _editable_children(self) -> list[Any]:
+        children = list(dict.fromkeys(self._retrievers))  # a child listed twice: once
+        for child in children:
+            if not (callable(getattr(child, "insert_nodes", None))
+                    and callable(getattr(child, "delete_nodes", None))):
+                raise TypeError(
+                    f"cannot edit {type(self).__name__}: child {type(child).__name__} has no "
+                    "insert_nodes / delete_nodes; edit the children yourself"
+                )
+        return children
+
+    def insert_nodes(self, nodes: Sequence[BaseNode], **insert_kwargs: Any) -> list[str]:
+        """Insert nodes into every child (each indexes them its own way); returns the ids.
+
+        Raises:
+            TypeError: a child that cannot be edited (nothing is inserted then).
+            ValueError: an id already indexed (nothing is inserted then).
+        """
+        children = self._editable_children()
+        node_list = list(nodes)
+        done: list[Any] = []
+        ids: list[str] = []
+        try:
+            for child in children:
+                ids = child.insert_nodes(node_list, **insert_kwargs)
+                done.append(child)
+        except BaseException:
+            for child in done:  # keep the children consistent with each other
+                child.delete_nodes([n.node_id for n in node_list])
+            raise
+        return ids
+
+    def delete_nodes(self, node_ids: Sequence[str], **delete_kwargs: Any) -> None:
+        """Delete nodes by id from every child.
+
+        Raises:
+            KeyError: naming ids a child does not hold (checked in every child first
+                when the children are this package's, so nothing is deleted then).
+        """
+        children = self._editable_children()
+        ids = [node_ids] if isinstance(node_ids, str) else list(node_ids)
+        for child in children:
+            for index in getattr(child, "_editable_indexes", list)():
+                unknown = [i for i in ids if i not in index]
+                if unknown:
+                    raise KeyError(f"{len(unknown)} node id(s) not in {type(child).__name__}: "
+                                   f"{unknown[:5]}")
+        for child in children:
+            child.delete_nodes(ids, **delete_kwargs)
 
     # ---------------------------------------------------------------- search
 
@@ -388,6 +447,7 @@ class HybridRetriever(FusionRetriever):
         max_workers: int | None = None,
         callback_manager: CallbackManager | None = None,
         verbose: bool = False,
+        filters: MetadataFilters | MetadataFilter | None = None,
     ) -> HybridRetriever:
         """Index nodes (or every node of a docstore) for BM25 and dense retrieval; fuse.
 
@@ -401,7 +461,8 @@ class HybridRetriever(FusionRetriever):
                 (``weights`` is ``[bm25, dense]``).
             analyzer, k1, b, method, delta: BM25 settings (see `BM25Retriever.from_defaults`).
             metric, cache, batch_size: Dense settings (see `DenseRetriever.from_defaults`).
-            filter: Applied by both children before their top-k.
+            filter: Applied by both children before their top-k (``filters`` is
+                LlamaIndex's spelling).
             callback_manager: LlamaIndex callback manager (given to the children too).
             verbose: Also shows progress bars while indexing.
 
@@ -413,7 +474,7 @@ class HybridRetriever(FusionRetriever):
         depth = default_fetch_k(check_k(similarity_top_k, name="similarity_top_k")) \
             if fetch_k is None else check_k(fetch_k, name="fetch_k")
         shared: dict[str, Any] = {
-            "similarity_top_k": depth, "filter": filter,
+            "similarity_top_k": depth, "filter": one_filter(filter, filters),
             "callback_manager": callback_manager, "verbose": verbose,
         }
         bm25 = BM25Retriever.from_defaults(
@@ -435,4 +496,78 @@ class HybridRetriever(FusionRetriever):
             max_workers=max_workers,
             callback_manager=callback_manager,
             verbose=verbose,
+        )
+
+    # ----------------------------------------------------------- persistence
+
+    def persist(self, persist_dir: str | os.PathLike[str]) -> None:
+        """Save both children (see `BM25Retriever.persist`) and the fusion settings.
+
+        ``weights`` given as a callable (a rule of the query) is code and is not saved
+        (a warning says so); pass it to `from_persist_dir` again.
+
+        Raises:
+            TypeError: unless the children are this package's `BM25Retriever` and
+                `DenseRetriever`.
+        """
+        bm25, dense = self.retrievers
+        if not isinstance(bm25, BM25Retriever) or not isinstance(dense, DenseRetriever):
+            raise TypeError(
+                "persist() saves a HybridRetriever over this package's BM25Retriever and "
+                f"DenseRetriever, got {type(bm25).__name__} and {type(dense).__name__}"
+            )
+        weights: Any = self.weights
+        if callable(weights):
+            warnings.warn("weights is a callable (code) and is not saved; pass weights= to "
+                          "from_persist_dir again", UserWarning, stacklevel=2)
+            weights = None
+        settings = {
+            "similarity_top_k": self.similarity_top_k,
+            "weights": None if weights is None else list(weights),
+            "mode": self.mode.value, "k_rrf": self.k_rrf,
+            "names": None if self.names is None else list(self.names),
+            "dedup": self.dedup.value, "max_workers": self._max_workers,
+        }
+        write_retriever(persist_dir, type(self).__name__, settings, {},
+                        {"bm25": bm25.persist, "dense": dense.persist})
+
+    @classmethod
+    def from_persist_dir(
+        cls,
+        persist_dir: str | os.PathLike[str],
+        *,
+        embed_model: BaseEmbedding | Any,
+        similarity_top_k: int | None = None,
+        weights: Weights | None = None,
+        callback_manager: CallbackManager | None = None,
+        verbose: bool = False,
+        mmap: bool = False,
+    ) -> HybridRetriever:
+        """Load a retriever saved with `persist`: same results, same node fields.
+
+        ``similarity_top_k`` and ``weights`` default to the saved ones; the children
+        keep their saved depth, filter and nodes.
+
+        Raises:
+            hybrid_retrievers.persistence.IndexFormatError: for a missing, corrupt
+                or foreign directory.
+        """
+        settings, _, _ = read_retriever(persist_dir, cls.__name__, ())
+        base = Path(persist_dir)
+        bm25 = BM25Retriever.from_persist_dir(base / "bm25", callback_manager=callback_manager,
+                                              verbose=verbose, mmap=mmap)
+        dense = DenseRetriever.from_persist_dir(base / "dense", embed_model=embed_model,
+                                                callback_manager=callback_manager,
+                                                verbose=verbose, mmap=mmap)
+        try:
+            kwargs = {key: settings[key] for key in ("mode", "k_rrf", "names", "dedup",
+                                                     "max_workers")}
+            saved_top_k, saved_weights = settings["similarity_top_k"], settings["weights"]
+        except KeyError as exc:
+            raise IndexFormatError(f"{persist_dir}: retriever.json lacks {exc}") from None
+        return cls(
+            [bm25, dense],
+            similarity_top_k=saved_top_k if similarity_top_k is None else similarity_top_k,
+            weights=saved_weights if weights is None else weights,
+            callback_manager=callback_manager, verbose=verbose, **kwargs,
         )

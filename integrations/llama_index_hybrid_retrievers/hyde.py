@@ -21,7 +21,7 @@ from hybrid_retrievers.hyde import HyDE, HyDEResult, HyDESearcher
 from hybrid_retrievers.types import MetadataFilter
 from hybrid_retrievers.vector import VectorIndex
 
-from ._base import CoreSearcherRetriever
+from ._base import CoreSearcherRetriever, one_filter
 from ._convert import hit_to_node_with_score, nodes_to_docs
 from .embeddings import as_embedder
 
@@ -97,7 +97,9 @@ class HyDERetriever(CoreSearcherRetriever):
         nodes: Iterable[BaseNode] | None = None,
         callback_manager: CallbackManager | None = None,
         verbose: bool = False,
+        filters: MetadataFilters | MetadataFilter | None = None,
     ) -> None:
+        filter = one_filter(filter, filters)
         if not isinstance(searcher, HyDESearcher):
             raise TypeError(
                 f"searcher must be a hybrid_retrievers HyDESearcher, got {type(searcher).__name__}"
@@ -129,6 +131,7 @@ class HyDERetriever(CoreSearcherRetriever):
         filter: MetadataFilter | MetadataFilters | None = None,
         callback_manager: CallbackManager | None = None,
         verbose: bool = False,
+        filters: MetadataFilters | MetadataFilter | None = None,
     ) -> HyDERetriever:
         """Index ``nodes`` (or use an existing ``index``, e.g. a `DenseRetriever`'s) with HyDE.
 
@@ -157,8 +160,13 @@ class HyDERetriever(CoreSearcherRetriever):
         hyde = HyDE(as_generator(llm), embedder, n=n, include_query=include_query,
                     prompt=prompt, timeout=timeout, cache=cache)
         return cls(HyDESearcher(hyde, index, expand=expand), similarity_top_k=similarity_top_k,
-                   filter=filter, nodes=node_list, callback_manager=callback_manager,
+                   filter=one_filter(filter, filters), nodes=node_list,
+                   callback_manager=callback_manager,
                    verbose=verbose)
+
+    def _editable_indexes(self) -> list[Any]:
+        return [i for i in (self._searcher.index, self._searcher.expansion_searcher)
+                if i is not None]
 
     def generate(self, query: str) -> HyDEResult:
         """The hypothetical passages for ``query`` (for debugging; never raises for the LLM)."""

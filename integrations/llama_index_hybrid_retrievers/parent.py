@@ -10,6 +10,8 @@ event loop.
 from __future__ import annotations
 
 import asyncio
+import os
+from pathlib import Path
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -23,8 +25,11 @@ from hybrid_retrievers.parent import ParentChildSearcher, ParentStore, ParentSto
 from hybrid_retrievers.splitting import SentenceSplitter
 from hybrid_retrievers.types import MetadataFilter
 
+from ._base import one_filter
 from ._convert import hit_to_node_with_score, nodes_to_docs, to_core_filter
 from ._query import QueryChecked
+from ._nodes import NodeCache
+from ._persist import filter_from_json, filter_to_json, read_retriever, write_retriever
 from .embeddings import as_embedder
 
 __all__ = ["ParentDocumentRetriever"]
@@ -65,7 +70,9 @@ class ParentDocumentRetriever(QueryChecked, BaseRetriever):
         nodes: Iterable[BaseNode] | None = None,
         callback_manager: CallbackManager | None = None,
         verbose: bool = False,
+        filters: MetadataFilters | MetadataFilter | None = None,
     ) -> None:
+        filter = one_filter(filter, filters)
         if not isinstance(searcher, ParentChildSearcher):
             raise TypeError(
                 "searcher must be a hybrid_retrievers ParentChildSearcher, got "
@@ -82,7 +89,7 @@ class ParentDocumentRetriever(QueryChecked, BaseRetriever):
             self._merge = _check_threshold(merge_threshold)
         self._filter = filter
         self._core_filter = to_core_filter(filter)
-        self._nodes: dict[str, BaseNode] = {n.node_id: n for n in nodes or ()}
+        self._nodes = nodes if isinstance(nodes, NodeCache) else NodeCache(nodes or ())
         super().__init__(callback_manager=callback_manager, verbose=verbose)
 
     @property
@@ -115,6 +122,7 @@ class ParentDocumentRetriever(QueryChecked, BaseRetriever):
         filter: MetadataFilter | MetadataFilters | None = None,
         callback_manager: CallbackManager | None = None,
         verbose: bool = False,
+        filters: MetadataFilters | MetadataFilter | None = None,
     ) -> ParentDocumentRetriever:
         """Split parent nodes (or Documents) into children and index them.
 
@@ -140,7 +148,8 @@ class ParentDocumentRetriever(QueryChecked, BaseRetriever):
             k=similarity_top_k,
         )
         return cls(searcher, similarity_top_k=similarity_top_k, fetch_k=fetch_k,
-                   merge_threshold=merge_threshold, filter=filter, nodes=node_list,
+                   merge_threshold=merge_threshold, filter=one_filter(filter, filters),
+                   nodes=node_list,
                    callback_manager=callback_manager, verbose=verbose)
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
@@ -157,12 +166,75 @@ class ParentDocumentRetriever(QueryChecked, BaseRetriever):
         """Add parent nodes (split, children indexed); returns their ids."""
         node_list = list(nodes)
         ids = self._searcher.add(nodes_to_docs(node_list))
-        self._nodes.update({n.node_id: n for n in node_list})
+        self._nodes.update(node_list)
         return ids
 
     def delete(self, parent_ids: Sequence[str]) -> None:
         """Remove parents and all their children by parent id (KeyError for unknown ids)."""
         ids = [parent_ids] if isinstance(parent_ids, str) else list(parent_ids)
         self._searcher.delete(ids)
-        for i in ids:
-            self._nodes.pop(i, None)
+        self._nodes.discard(ids)
+
+    delete_nodes = delete  # the name LlamaIndex's indexes use
+
+    # ----------------------------------------------------------- persistence
+
+    def persist(self, persist_dir: str | os.PathLike[str]) -> None:
+        """Save the parents, the child index, the parents' node fields and the settings.
+
+        Data only (see `BM25Retriever.persist`); the core searcher is saved under
+        ``index/`` (`ParentChildSearcher.save`: a BM25 or dense child index and an
+        in-memory `ParentStore`; hybrid children are refused there).
+
+        Raises:
+            TypeError: for a parent store or child index the core cannot save.
+        """
+        store = self._searcher.parent_store
+        docs = list(store) if isinstance(store, ParentStore) else []
+        settings = {"similarity_top_k": self._similarity_top_k, "fetch_k": self._fetch_k,
+                    "merge_threshold": self._merge, "filter": filter_to_json(self._filter)}
+        write_retriever(persist_dir, type(self).__name__, settings, self._nodes.to_json(docs),
+                        {"index": self._searcher.save})
+
+    @classmethod
+    def from_persist_dir(
+        cls,
+        persist_dir: str | os.PathLike[str],
+        *,
+        embed_model: Any = None,
+        splitter: Any = None,
+        similarity_top_k: int | None = None,
+        filter: MetadataFilter | MetadataFilters | None = None,
+        filters: MetadataFilters | MetadataFilter | None = None,
+        callback_manager: CallbackManager | None = None,
+        verbose: bool = False,
+    ) -> ParentDocumentRetriever:
+        """Load a retriever saved with `persist`: same results, same parent node fields.
+
+        Args:
+            embed_model: The model of a dense child index.
+            splitter: Splits parents inserted later (default: the default splitter).
+            similarity_top_k, filter: Default to the saved ones.
+
+        Raises:
+            hybrid_retrievers.persistence.IndexFormatError: for a missing, corrupt
+                or foreign directory.
+        """
+        settings, fields, _ = read_retriever(persist_dir, cls.__name__, ())
+        searcher = ParentChildSearcher.load(
+            Path(persist_dir) / "index",
+            embedder=None if embed_model is None else as_embedder(embed_model),
+            splitter=splitter,
+        )
+        store = searcher.parent_store
+        nodes = NodeCache.from_json(fields, list(store) if isinstance(store, ParentStore) else [])
+        where = one_filter(filter, filters)
+        return cls(
+            searcher,
+            similarity_top_k=settings.get("similarity_top_k", 4)
+            if similarity_top_k is None else similarity_top_k,
+            fetch_k=settings.get("fetch_k"), merge_threshold=settings.get("merge_threshold"),
+            filter=filter_from_json(settings.get("filter"), str(persist_dir))
+            if where is None else where,
+            nodes=nodes, callback_manager=callback_manager, verbose=verbose,
+        )

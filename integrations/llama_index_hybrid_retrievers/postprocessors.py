@@ -4,7 +4,11 @@
 * `LLMRerank` — listwise reranking with any LlamaIndex LLM (or a callable), failing safe.
 
 Both work in ``RetrieverQueryEngine.from_args(retriever, node_postprocessors=[...])`` and
-in its async ``aquery``. The adapters are thin: scoring, sorting, thresholds, ties and
+in its async ``aquery``. Like their LlamaIndex namesakes, `CrossEncoderRerank` scores a
+node's ``MetadataMode.EMBED`` text (``SentenceTransformerRerank``) and `LLMRerank` shows
+the LLM its ``MetadataMode.LLM`` text (``LLMRerank``); ``metadata_mode=`` changes it.
+Each call emits LlamaIndex's ``ReRankStartEvent`` / ``ReRankEndEvent`` instrumentation
+events (in a span) and the callback manager's ``RERANKING`` event. The adapters are thin: scoring, sorting, thresholds, ties and
 the parsing of the LLM's answer all happen in `hybrid_retrievers.rerank`, so LangChain
 users get the same order.
 
@@ -32,6 +36,8 @@ from typing import Any
 
 from llama_index.core.bridge.pydantic import Field, PrivateAttr, field_validator
 from llama_index.core.callbacks import CBEventType, EventPayload
+from llama_index.core.instrumentation import get_dispatcher
+from llama_index.core.instrumentation.events.rerank import ReRankEndEvent, ReRankStartEvent
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.schema import MetadataMode, NodeWithScore, QueryBundle
 
@@ -44,6 +50,8 @@ from hybrid_retrievers.rerank import LLMReranker as CoreLLMReranker
 from hybrid_retrievers.rerank import Reranker as CoreReranker
 
 __all__ = ["CrossEncoderRerank", "LLMRerank"]
+
+dispatcher = get_dispatcher(__name__)
 
 RETRIEVAL_SCORE_KEY = "retrieval_score"
 RETRIEVAL_RANK_KEY = "retrieval_rank"
@@ -77,9 +85,10 @@ class _RerankPostprocessor(BaseNodePostprocessor):
 
     top_n: int = Field(default=3, description="How many nodes to keep (>= 1).")
     metadata_mode: MetadataMode = Field(
-        default=MetadataMode.NONE,
-        description="Which text of a node is reranked: NONE (its own text, as indexed by "
-        "this package's retrievers) or EMBED / LLM / ALL (text with metadata).",
+        default=MetadataMode.EMBED,
+        description="Which text of a node is reranked: EMBED (its text with the metadata "
+        "not excluded from embedding, as LlamaIndex's SentenceTransformerRerank), LLM, ALL, "
+        "or NONE (its own text, as indexed by this package's retrievers).",
     )
 
     @field_validator("top_n", mode="before")
@@ -135,6 +144,11 @@ class _RerankPostprocessor(BaseNodePostprocessor):
     ) -> tuple[str, list[NodeWithScore]]:
         return _query(query_bundle, type(self).__name__), _check_nodes(nodes)
 
+    def _start_event(self, nodes: list[NodeWithScore], query_bundle: QueryBundle | None) -> None:
+        dispatcher.event(ReRankStartEvent(query=query_bundle, nodes=nodes, top_n=self.top_n,
+                                          model_name=self._model_label()))
+
+    @dispatcher.span
     def _postprocess_nodes(
         self,
         nodes: list[NodeWithScore],
@@ -144,13 +158,16 @@ class _RerankPostprocessor(BaseNodePostprocessor):
         if not nodes:
             return []
         payload = self._event_payload(nodes, query, self._model_label())
+        self._start_event(nodes, query_bundle)
         with self.callback_manager.event(CBEventType.RERANKING, payload=payload) as event:
             hits = self._reranker.rerank(query, self._to_core(nodes), top_n=self.top_n,
                                          **self._rerank_options())
             out = self._to_nodes(hits, nodes)
             event.on_end(payload={EventPayload.NODES: out})
+        dispatcher.event(ReRankEndEvent(nodes=out))
         return out
 
+    @dispatcher.span
     async def _apostprocess_nodes(
         self,
         nodes: list[NodeWithScore],
@@ -160,11 +177,13 @@ class _RerankPostprocessor(BaseNodePostprocessor):
         if not nodes:
             return []
         payload = self._event_payload(nodes, query, self._model_label())
+        self._start_event(nodes, query_bundle)
         with self.callback_manager.event(CBEventType.RERANKING, payload=payload) as event:
             hits = await self._reranker.arerank(query, self._to_core(nodes), top_n=self.top_n,
                                                 **self._rerank_options())
             out = self._to_nodes(hits, nodes)
             event.on_end(payload={EventPayload.NODES: out})
+        dispatcher.event(ReRankEndEvent(nodes=out))
         return out
 
 
@@ -288,6 +307,11 @@ class LLMRerank(_RerankPostprocessor):
 
     llm: Any = Field(description="A LlamaIndex LLM (anything with complete()), or a "
                      "callable str -> str.")
+    metadata_mode: MetadataMode = Field(
+        default=MetadataMode.LLM,
+        description="Which text of a node the LLM reads: LLM (its text with the metadata "
+        "not excluded from LLM prompts, as LlamaIndex's LLMRerank), EMBED, ALL or NONE.",
+    )
     window: int | None = Field(
         default=None, description="Most nodes per prompt (RankGPT sliding window); None: all.")
     step: int | None = Field(default=None, description="Sliding-window step (None: half).")

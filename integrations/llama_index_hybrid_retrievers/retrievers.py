@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import os
 from collections.abc import Iterable
+from typing import Any
 
 from llama_index.core.callbacks.base import CallbackManager
 from llama_index.core.schema import BaseNode, NodeWithScore, QueryBundle
@@ -19,8 +20,9 @@ from llama_index.core.vector_stores.types import MetadataFilters
 from hybrid_retrievers import Analyzer, BM25Index
 from hybrid_retrievers.types import MetadataFilter
 
-from ._base import CoreSearcherRetriever
+from ._base import CoreSearcherRetriever, one_filter
 from ._convert import hit_to_node_with_score, nodes_to_docs
+from ._nodes import NodeCache
 
 __all__ = ["BM25Retriever"]
 
@@ -29,19 +31,20 @@ class BM25Retriever(CoreSearcherRetriever):
     """BM25 keyword retriever for LlamaIndex backed by `hybrid_retrievers.BM25Index`.
 
     Returned nodes: each result is a new `NodeWithScore` carrying the BM25 score.
-    Its node is the caller's original node object (not modified) when the retriever
-    was built from nodes in this process; otherwise (after `from_persist_dir`, or
-    for documents added to ``index`` directly) it is a `TextNode` rebuilt from the
-    stored id, text and metadata. Indexed text is the node's own text
-    (``MetadataMode.NONE``). Only nodes matching at least one query term are
-    returned, best first.
+    Its node is the caller's node object (not modified) given to `from_defaults` /
+    `insert_nodes`, or after `from_persist_dir` the same node rebuilt from its saved
+    fields (type, relationships, excluded metadata keys, templates); a `TextNode`
+    rebuilt from the stored id, text and metadata for documents added to ``index``
+    directly, or replaced there (the index's text always wins). Indexed text is the
+    node's own text (``MetadataMode.NONE``). Only nodes matching at least one query
+    term are returned, best first. `insert_nodes` / `delete_nodes` edit the index.
 
     Args:
         index: The core index that does all scoring (shared, not copied).
         similarity_top_k: Number of nodes to return (>= 1).
         filter: Applied before top-k: a mapping (metadata equality on every key), a
             callable receiving a `hybrid_retrievers.Doc`, or a LlamaIndex
-            `MetadataFilters`.
+            `MetadataFilters` (``filters=`` is LlamaIndex's spelling).
         nodes: Original node objects to hand back for matching ids.
         callback_manager: LlamaIndex callback manager.
         verbose: Passed to LlamaIndex's `BaseRetriever`.
@@ -64,10 +67,12 @@ class BM25Retriever(CoreSearcherRetriever):
         *,
         similarity_top_k: int = 4,
         filter: MetadataFilter | MetadataFilters | None = None,
-        nodes: Iterable[BaseNode] | None = None,
+        nodes: Iterable[BaseNode] | NodeCache | None = None,
         callback_manager: CallbackManager | None = None,
         verbose: bool = False,
+        filters: MetadataFilters | MetadataFilter | None = None,
     ) -> None:
+        filter = one_filter(filter, filters)
         if not isinstance(index, BM25Index):
             raise TypeError(
                 f"index must be a hybrid_retrievers.BM25Index, got {type(index).__name__}; "
@@ -92,36 +97,72 @@ class BM25Retriever(CoreSearcherRetriever):
         nodes: Iterable[BaseNode] | None = None,
         docstore: BaseDocumentStore | None = None,
         *,
+        index: Any = None,
         similarity_top_k: int = 4,
         analyzer: Analyzer | None = None,
+        language: str | None = None,
+        stemmer: Any = None,
+        skip_stemming: bool = False,
         k1: float = 1.5,
         b: float = 0.75,
         method: str = "lucene",
         delta: float | None = None,
         filter: MetadataFilter | MetadataFilters | None = None,
+        filters: MetadataFilters | MetadataFilter | None = None,
         callback_manager: CallbackManager | None = None,
         verbose: bool = False,
+        **unsupported: Any,
     ) -> BM25Retriever:
-        """Index nodes (or every node of a docstore) and return a retriever.
+        """Index nodes (or a docstore's, or a LlamaIndex index's) and return a retriever.
+
+        The arguments of ``llama_index.retrievers.bm25.BM25Retriever.from_defaults`` are
+        accepted where they mean something here (``index``, ``nodes``, ``docstore``,
+        ``similarity_top_k``, ``language``, ``stemmer``, ``skip_stemming``, ``filters``,
+        ``verbose``); the others raise a `TypeError` naming the alternative.
 
         Args:
             nodes: The nodes to index; ids are ``node.node_id``.
             docstore: Alternatively, a docstore whose ``docs`` are all indexed.
+            index: Alternatively, a LlamaIndex index (``VectorStoreIndex``...) whose
+                docstore is indexed, or a core `BM25Index` used as it is.
             similarity_top_k: Number of nodes to return (>= 1).
             analyzer: Tokenizer settings; ``None`` uses the core default (English).
+            language: Shorthand for ``analyzer=Analyzer(language=...)`` (``"en"``,
+                ``"english"``, ``"es"``...): stopwords and Snowball stemmer of that language.
+            stemmer: ``"default"`` (Snowball), ``None``... as for `Analyzer`; a PyStemmer
+                ``Stemmer.Stemmer(lang)`` object is accepted when it is ``language``'s.
+            skip_stemming: Do not stem (``stemmer=None``).
             k1, b, method, delta: BM25 parameters, passed to `BM25Index.from_docs`.
-            filter: See the class docstring.
+            filter: See the class docstring; ``filters`` is LlamaIndex's spelling.
             callback_manager: LlamaIndex callback manager.
             verbose: Also shows a progress bar while indexing.
 
         Raises:
-            ValueError: unless exactly one of ``nodes`` and ``docstore`` is given.
+            ValueError: unless exactly one of ``nodes``, ``docstore`` and ``index`` is given.
+            TypeError: for an argument of llama-index-retrievers-bm25 that has no meaning
+                here (``tokenizer``, ``token_pattern``, ``existing_bm25``...).
         """
-        if (nodes is None) == (docstore is None):
+        _refuse(unsupported)
+        where = one_filter(filter, filters)
+        sources = sum(x is not None for x in (nodes, docstore, index))
+        if sources != 1:
             raise ValueError(
-                "pass exactly one of nodes= or docstore=, got "
-                f"{'both' if nodes is not None else 'neither'}"
+                "pass exactly one of nodes=, docstore= or index=, got "
+                f"{'none' if sources == 0 else sources}"
             )
+        analyzer = _analyzer(analyzer, language, stemmer, skip_stemming)
+        if isinstance(index, BM25Index):
+            if analyzer is not None:
+                raise ValueError("an existing BM25Index keeps its analyzer; do not pass one")
+            return cls(index, similarity_top_k=similarity_top_k, filter=where,
+                       callback_manager=callback_manager, verbose=verbose)
+        if index is not None:
+            docstore = getattr(index, "docstore", None)
+            if docstore is None:
+                raise TypeError(
+                    f"index must be a LlamaIndex index with a docstore (VectorStoreIndex...) "
+                    f"or a hybrid_retrievers BM25Index, got {type(index).__name__}"
+                )
         if docstore is not None:
             if not isinstance(docstore, BaseDocumentStore):
                 raise TypeError(
@@ -133,7 +174,7 @@ class BM25Retriever(CoreSearcherRetriever):
             if isinstance(nodes, BaseNode):
                 raise TypeError("nodes must be a list of nodes, got a single node; wrap it in a list")
             node_list = list(nodes)  # type: ignore[arg-type]
-        index = BM25Index.from_docs(
+        core = BM25Index.from_docs(
             nodes_to_docs(node_list),
             analyzer=analyzer,
             k1=k1,
@@ -143,9 +184,9 @@ class BM25Retriever(CoreSearcherRetriever):
             show_progress=verbose,
         )
         return cls(
-            index,
+            core,
             similarity_top_k=similarity_top_k,
-            filter=filter,
+            filter=where,
             nodes=node_list,
             callback_manager=callback_manager,
             verbose=verbose,
@@ -163,38 +204,91 @@ class BM25Retriever(CoreSearcherRetriever):
         # BM25 scoring is CPU work: keep it off the event loop.
         return await asyncio.to_thread(self._retrieve, query_bundle)
 
+    # --------------------------------------------------------------- editing
+
+    def _editable_indexes(self) -> list[Any]:
+        return [self._index]
+
     # ----------------------------------------------------------- persistence
 
     def persist(self, persist_dir: str | os.PathLike[str]) -> None:
-        """Save the index (ids, texts, metadata, analyzer, BM25 parameters).
+        """Save the retriever: index, node fields, ``similarity_top_k`` and filter.
 
-        The format is the core's (JSON + ``.npy``, no pickle); ``BM25Index.load``
-        reads it too. Query-time settings (``similarity_top_k``, ``filter``) are
-        not saved: pass them to `from_persist_dir`.
+        Written atomically as data (JSON + ``.npy``, never pickle): the core index
+        (ids, texts, metadata, analyzer, BM25 parameters) under ``index/``, which
+        ``BM25Index.load`` reads, and each node's LlamaIndex fields (type,
+        relationships / ``ref_doc_id``, excluded metadata keys, templates) as JSON. A
+        filter that is code (a callable) is not saved (a warning says so).
         """
-        self._index.save(persist_dir)
+        self._write(persist_dir, self._index.docs, {"index": self._index.save})
 
     @classmethod
     def from_persist_dir(
         cls,
         persist_dir: str | os.PathLike[str],
         *,
-        similarity_top_k: int = 4,
+        similarity_top_k: int | None = None,
         filter: MetadataFilter | MetadataFilters | None = None,
+        filters: MetadataFilters | MetadataFilter | None = None,
         callback_manager: CallbackManager | None = None,
         verbose: bool = False,
         mmap: bool = False,
     ) -> BM25Retriever:
-        """Load a retriever saved with `persist` (nodes come back as `TextNode`s).
+        """Load a retriever saved with `persist`: same results, same node fields.
+
+        ``similarity_top_k`` and ``filter`` default to the saved ones. A directory
+        holding a bare `BM25Index` (``BM25Index.save``) loads too, with `TextNode`s.
 
         Raises:
             hybrid_retrievers.persistence.IndexFormatError: for a missing, corrupt
                 or foreign directory.
         """
-        return cls(
-            BM25Index.load(persist_dir, mmap=mmap),
-            similarity_top_k=similarity_top_k,
-            filter=filter,
-            callback_manager=callback_manager,
-            verbose=verbose,
-        )
+        folder, fields, kwargs, _ = cls._read(persist_dir, ("bm25",), similarity_top_k,
+                                              one_filter(filter, filters))
+        index = BM25Index.load(folder, mmap=mmap)
+        return cls(index, nodes=NodeCache.from_json(fields, index.docs),
+                   callback_manager=callback_manager, verbose=verbose, **kwargs)
+
+
+_UNSUPPORTED = {
+    "tokenizer": "pass analyzer=hybrid_retrievers.Analyzer(...) with its tokenizer hook "
+                 "(saved with the index, used for documents and queries)",
+    "token_pattern": "pass analyzer=hybrid_retrievers.Analyzer(...) with its tokenizer hook",
+    "existing_bm25": "pass index=<hybrid_retrievers.BM25Index> (e.g. BM25Index.load(path)), "
+                     "or use BM25Retriever.from_persist_dir",
+    "corpus": "pass nodes=, docstore= or index=",
+}
+
+
+def _refuse(unsupported: dict[str, Any]) -> None:
+    if unsupported:
+        parts = [f"{k!r} ({_UNSUPPORTED[k]})" if k in _UNSUPPORTED else repr(k)
+                 for k in unsupported]
+        raise TypeError(f"BM25Retriever.from_defaults got unexpected argument(s) "
+                        f"{', '.join(parts)}")
+
+
+def _analyzer(analyzer: Analyzer | None, language: str | None, stemmer: Any,
+              skip_stemming: bool) -> Analyzer | None:
+    """llama-index-retrievers-bm25's ``language`` / ``stemmer`` / ``skip_stemming`` as an Analyzer."""
+    if language is None and stemmer is None and not skip_stemming:
+        return analyzer
+    if analyzer is not None:
+        raise ValueError("pass analyzer= or language= / stemmer= / skip_stemming=, not both")
+    if skip_stemming and stemmer is not None:
+        raise ValueError("pass stemmer= or skip_stemming=True, not both")
+    lang = "english" if language is None else language
+    spec: Any = "default"
+    if skip_stemming:
+        spec = None
+    elif callable(getattr(stemmer, "stemWords", None)):  # a PyStemmer Stemmer object
+        probe = ["running", "connections", "generously", "nations", "happiness"]
+        reference = Analyzer(lang, stopwords=None)
+        if [reference.tokenize(w)[0] for w in probe] != list(stemmer.stemWords(probe)):
+            raise ValueError(
+                f"the PyStemmer stemmer given does not stem like Snowball {lang!r}; pass "
+                "language= matching it (it sets the Snowball stemmer and stopwords)"
+            )
+    elif stemmer is not None:
+        spec = stemmer
+    return Analyzer(lang, stemmer=spec)

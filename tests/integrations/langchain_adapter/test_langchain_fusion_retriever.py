@@ -39,6 +39,7 @@ from langchain_hybrid_retrievers import (
     DenseRetriever,
     FusionRetriever,
     HybridRetriever,
+    ScoredVectorStoreRetriever,
 )
 from langchain_hybrid_retrievers._convert import document_to_hit
 
@@ -235,8 +236,69 @@ def test_score_mode_needs_scores_and_says_so(documents: list[Document]) -> None:
     vector_sources = [s for d in provenance for s in d.metadata["fusion"]["sources"]
                       if s["index"] == 1]
     assert vector_sources and all(s["score"] is None for s in vector_sources)
-    with pytest.raises(ValueError, match=r"relative_score.*retriever_2.*mode='rrf'"):
+    # Score modes ask the store for its relevance scores; InMemoryVectorStore has none.
+    with pytest.raises(ValueError, match=r"InMemoryVectorStore defines no relevance.*"
+                                         r"mode='rrf'.*score_method='raw'"):
         fusion.invoke(WING_QUERY, mode="relative_score")
+    # A child that is not a vector store and reports no score is refused by name.
+    unscored = FusionRetriever(retrievers=[BM25Retriever.from_documents(documents),
+                                           ListRetriever(docs=documents[:2])])
+    with pytest.raises(ValueError, match=r"relative_score.*retriever_2.*mode='rrf'"):
+        unscored.invoke(WING_QUERY, mode="relative_score")
+
+
+class _RelevanceStore(InMemoryVectorStore):
+    """An in-memory store with a relevance function, as most real stores have."""
+
+    def _select_relevance_score_fn(self) -> Any:
+        return lambda cosine: (cosine + 1.0) / 2.0
+
+
+class TestScoredVectorStoreRetrieverStandard(RetrieversIntegrationTests):
+    """LangChain's standard suite over a store with relevance scores."""
+
+    @property
+    def retriever_constructor(self) -> type[ScoredVectorStoreRetriever]:
+        return ScoredVectorStoreRetriever
+
+    @property
+    def retriever_constructor_params(self) -> dict[str, Any]:
+        store = _RelevanceStore(DeterministicFakeEmbedding(size=16))
+        store.add_documents([Document(id=i, page_content=t, metadata=dict(m))
+                             for i, t, m in CORPUS])
+        return {"vectorstore": store}
+
+    @property
+    def retriever_query_example(self) -> str:
+        return WING_QUERY
+
+    @property
+    def num_results_arg_name(self) -> str:
+        return "k"
+
+
+@pytest.mark.parametrize("asynchronous", [False, True])
+async def test_score_fusion_reads_a_vector_store_s_scores(
+    documents: list[Document], asynchronous: bool
+) -> None:
+    store = _RelevanceStore(DeterministicFakeEmbedding(size=16))
+    store.add_documents(documents)
+    fusion = FusionRetriever(
+        retrievers=[BM25Retriever.from_documents(documents),
+                    store.as_retriever(search_kwargs={"k": 3})],
+        mode="relative_score", k=12, fetch_k=5,
+    )
+    docs = await fusion.ainvoke(WING_QUERY) if asynchronous else fusion.invoke(WING_QUERY)
+    sources = [s for d in docs for s in d.metadata["fusion"]["sources"] if s["index"] == 1]
+    expected = dict((d.id, (score + 1) / 2) for d, score in
+                    store.similarity_search_with_score(WING_QUERY, k=5))
+    assert len(sources) == 5  # fetch_k reached the store
+    assert {s["id"]: pytest.approx(s["score"]) for s in sources} == expected
+    # The raw-score escape hatch for stores without a relevance function.
+    raw = ScoredVectorStoreRetriever(vectorstore=InMemoryVectorStore(
+        DeterministicFakeEmbedding(size=16)), score_method="raw")
+    raw.vectorstore.add_documents(documents)
+    assert all(isinstance(d.metadata["score"], float) for d in raw.invoke(WING_QUERY, k=2))
 
 
 # ------------------------------------------------------------------ identity

@@ -149,8 +149,10 @@ def test_validation() -> None:
         CrossEncoderReranker(model=42)
     with pytest.raises((ValueError, ValidationError), match="score_threshold"):
         CrossEncoderReranker(model=OverlapScorer(), score_threshold=float("nan"))
-    with pytest.raises(ValidationError):
+    with pytest.raises(TypeError, match=r"unexpected argument\(s\) 'topn'.*accepted: .*top_n"):
         CrossEncoderReranker(model=OverlapScorer(), topn=3)  # typo: extra fields forbidden
+    with pytest.raises(TypeError, match=r"'top_k' \(.*top_n"):
+        CrossEncoderReranker(model=OverlapScorer(), top_k=3)
     reranker = CrossEncoderReranker(model=OverlapScorer())
     with pytest.raises(TypeError, match="list of Document"):
         reranker.compress_documents(Document("x"), QUERY)  # type: ignore[arg-type]
@@ -385,6 +387,32 @@ class TestRerankingRetrieverStandard(RetrieversIntegrationTests):
     @property
     def num_results_arg_name(self) -> str:
         return "top_n"
+
+
+class TestRerankingRetrieverStandardK(TestRerankingRetrieverStandard):
+    """The suite again with its default argument name ``k`` (constructor and per call)."""
+
+    @property
+    def num_results_arg_name(self) -> str:
+        return "k"
+
+
+class TestLLMRerankingRetrieverStandard(TestRerankingRetrieverStandardK):
+    """The suite over an LLM reranker (a fake LLM that keeps the input order)."""
+
+    @property
+    def retriever_constructor_params(self) -> dict[str, Any]:
+        return {"base_retriever": _bm25(),
+                "reranker": LLMReranker(llm=FakeListLLM(responses=["[1] > [2] > [3]"] * 20))}
+
+
+def test_k_and_top_n_disagreeing_is_an_error() -> None:
+    with pytest.raises(ValueError, match="top_n or k"):
+        RerankingRetriever(base_retriever=_bm25(), reranker=CrossEncoderReranker(
+            model=OverlapScorer()), k=2, top_n=3)
+    same = RerankingRetriever(base_retriever=_bm25(), reranker=CrossEncoderReranker(
+        model=OverlapScorer()), k=2)
+    assert same.top_n == 2
 
 
 class SpyRetriever(BaseRetriever):

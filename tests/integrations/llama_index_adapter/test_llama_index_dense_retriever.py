@@ -544,9 +544,9 @@ def test_persist_round_trip(tmp_path: Path, nodes: list[TextNode]) -> None:
             assert r.node.text == original.text
             assert r.node.metadata == original.metadata
     assert not list((tmp_path / "dense").rglob("*.pkl"))
-    # VectorIndex.load reads the same directory: the format belongs to the core.
+    # VectorIndex.load reads the index folder: the index format belongs to the core.
     with pytest.warns(UserWarning, match="built with model"):  # same vectors, other name
-        core = VectorIndex.load(tmp_path / "dense", HashingEmbedder(dimension=DIM))
+        core = VectorIndex.load(tmp_path / "dense" / "index", HashingEmbedder(dimension=DIM))
     assert [h.id for h in core.search(WING_QUERY, 3)] == _ids(loaded.retrieve(WING_QUERY))
 
 

@@ -143,7 +143,7 @@ def test_bad_arguments_are_clear_errors(hybrid: HybridRetriever) -> None:
         FusionRetriever(children, k_rrf=-1)
     with pytest.raises(ValueError, match="exactly two"):
         HybridRetriever(children[:1])
-    with pytest.raises(ValueError, match="exactly one of nodes= or docstore="):
+    with pytest.raises(ValueError, match="exactly one of nodes="):
         HybridRetriever.from_defaults(embed_model=HashingEmbedder(dimension=DIM))
     with pytest.raises(ValueError, match="similarity_top_k must be >= 1"):
         hybrid.similarity_top_k = 0

@@ -126,11 +126,18 @@ def test_metadata_mode_chooses_the_reranked_text() -> None:
             seen.extend(p for _, p in pairs)
             return [1.0] * len(pairs)
 
+    # The default is SentenceTransformerRerank's: the EMBED text.
     CrossEncoderRerank(model=Recorder()).postprocess_nodes(
         [NodeWithScore(node=node, score=1.0)], query_str="q")
-    CrossEncoderRerank(model=Recorder(), metadata_mode=MetadataMode.EMBED).postprocess_nodes(
+    CrossEncoderRerank(model=Recorder(), metadata_mode=MetadataMode.NONE).postprocess_nodes(
         [NodeWithScore(node=node, score=1.0)], query_str="q")
-    assert seen[0] == "plain text" and "wing lift" in seen[1]
+    assert seen[0] == node.get_content(metadata_mode=MetadataMode.EMBED)
+    assert "wing lift" in seen[0] and seen[1] == "plain text"
+    hidden = TextNode(text="plain text", metadata={"title": "wing lift"},
+                      excluded_embed_metadata_keys=["title"])
+    CrossEncoderRerank(model=Recorder()).postprocess_nodes(
+        [NodeWithScore(node=hidden, score=1.0)], query_str="q")
+    assert seen[2] == "plain text"
 
 
 async def test_async_runs_the_model_in_a_worker_thread() -> None:
@@ -203,7 +210,8 @@ def test_real_two_logit_model_by_path(tiny_dir: Path) -> None:
     rerank = CrossEncoderRerank(model=str(tiny_dir), top_n=12, batch_size=4, device="cpu")
     out = rerank.postprocess_nodes(nodes, query_str=QUERY)
     probs = CrossEncoder(str(tiny_dir), device="cpu").predict(
-        [(QUERY, n.node.get_content()) for n in nodes], apply_softmax=True)[:, 1]
+        [(QUERY, n.node.get_content(metadata_mode=MetadataMode.EMBED)) for n in nodes],
+        apply_softmax=True)[:, 1]
     order = np.argsort(-probs, kind="stable")
     assert [n.node.node_id for n in out] == [nodes[i].node.node_id for i in order]
     np.testing.assert_allclose([n.score for n in out], probs[order], atol=1e-5)
@@ -301,3 +309,19 @@ def test_llm_rerank_validation() -> None:
     with pytest.raises(ValueError, match="window"):
         LLMRerank(llm=MockLLM(), window=1)
     assert LLMRerank(llm=MockLLM()).reranker.name == "MockLLM"
+
+
+def test_llm_rerank_shows_the_llm_text_like_llama_index_s_llm_rerank() -> None:
+    prompts: list[str] = []
+
+    def llm(prompt: str) -> str:
+        prompts.append(prompt)
+        return "[1]"
+
+    node = TextNode(text="plain text", metadata={"title": "wing lift", "file": "a.txt"},
+                    excluded_llm_metadata_keys=["file"])
+    other = TextNode(text="other text")
+    LLMRerank(llm=llm, top_n=1).postprocess_nodes(
+        [NodeWithScore(node=node, score=1.0), NodeWithScore(node=other, score=0.5)],
+        query_str="q")
+    assert "wing lift" in prompts[0] and "a.txt" not in prompts[0]

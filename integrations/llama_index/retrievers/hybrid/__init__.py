@@ -1,0 +1,36 @@
+"""hybrid-retrievers' LlamaIndex retrievers under LlamaIndex's integration path.
+
+``from llama_index.retrievers.hybrid import BM25Retriever`` is the same class as
+``from llama_index_hybrid_retrievers import BM25Retriever`` (``llama_index`` and
+``llama_index.retrievers`` are namespace packages shared with llama-index-core and the
+other integrations, so this package adds ``hybrid`` without an ``__init__.py`` above it).
+
+Example:
+    >>> from llama_index.core.schema import TextNode
+    >>> from llama_index.retrievers.hybrid import BM25Retriever
+    >>> BM25Retriever.from_defaults(nodes=[TextNode(text="BM25 ranking")]).retrieve(
+    ...     "ranking")[0].score > 0
+    True
+"""
+
+from llama_index_hybrid_retrievers import (
+    BM25Retriever,
+    DenseRetriever,
+    FusionRetriever,
+    HybridRetriever,
+    HyDERetriever,
+    LlamaIndexEmbedder,
+    ParentDocumentRetriever,
+    __version__,
+)
+
+__all__ = [
+    "BM25Retriever",
+    "DenseRetriever",
+    "FusionRetriever",
+    "HybridRetriever",
+    "HyDERetriever",
+    "LlamaIndexEmbedder",
+    "ParentDocumentRetriever",
+    "__version__",
+]

@@ -1,0 +1,118 @@
+"""The caller's nodes, kept beside the core index: handed back only while they are current.
+
+The core indexes store what they score: id, text (``MetadataMode.NONE``) and metadata.
+A LlamaIndex node has more (node type, relationships / ``ref_doc_id``, the excluded
+LLM / embedding metadata keys, templates...), so the retrievers keep the node objects
+by id and return them for hits. `NodeCache.node_for` hands a node back only when its
+text and metadata still equal the stored document's: after an id is replaced through
+``retriever.index`` (delete + add, ``upsert``), the stored document wins and a `TextNode`
+is rebuilt from it, so a retriever never returns text it did not score.
+
+For persistence the node fields are written as JSON (LlamaIndex's own docstore format,
+``doc_to_json``, without the text, metadata and embedding the index already holds) and
+read back with ``json_to_doc``: data, never pickle.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from llama_index.core.schema import BaseNode, MetadataMode, TextNode
+from llama_index.core.storage.docstore.utils import doc_to_json, json_to_doc
+
+from hybrid_retrievers.types import Doc
+
+__all__ = ["NodeCache", "doc_to_text_node"]
+
+_DATA = "__data__"
+
+
+def doc_to_text_node(doc: Doc) -> TextNode:
+    """Rebuild a `TextNode` (id, text, a copy of the metadata) from a stored `Doc`."""
+    return TextNode(id_=doc.id, text=doc.text, metadata=dict(doc.metadata))
+
+
+def _agrees(node: BaseNode, doc: Doc) -> bool:
+    """Whether ``node`` still shows exactly what the index stored (and scored) for its id."""
+    return node.get_content(metadata_mode=MetadataMode.NONE) == doc.text and \
+        node.metadata == dict(doc.metadata)
+
+
+class NodeCache:
+    """Node objects by id (see the module docstring)."""
+
+    def __init__(self, nodes: Iterable[BaseNode] = ()) -> None:
+        self._nodes: dict[str, BaseNode] = {}
+        self.update(nodes)
+
+    def update(self, nodes: Iterable[BaseNode]) -> None:
+        """Remember ``nodes`` (a node with an id already kept replaces it)."""
+        self._nodes.update((n.node_id, n) for n in nodes)
+
+    def discard(self, ids: Iterable[str]) -> None:
+        """Forget the nodes with these ids (unknown ids are ignored)."""
+        for i in ids:
+            self._nodes.pop(i, None)
+
+    def get(self, node_id: str) -> BaseNode | None:
+        """The kept node with ``node_id``, current or not (``None`` if none)."""
+        return self._nodes.get(node_id)
+
+    def node_for(self, doc: Doc) -> BaseNode:
+        """The caller's node for ``doc`` while it agrees with it, else a rebuilt `TextNode`."""
+        node = self._nodes.get(doc.id)
+        if node is not None and _agrees(node, doc):
+            return node
+        return doc_to_text_node(doc)
+
+    def ids_of_ref_doc(self, ref_doc_id: str) -> list[str]:
+        """Ids of kept nodes whose ``ref_doc_id`` (source document) is ``ref_doc_id``."""
+        return [i for i, n in self._nodes.items() if n.ref_doc_id == ref_doc_id]
+
+    # ---------------------------------------------------------------- persistence
+
+    def to_json(self, docs: Iterable[Doc]) -> dict[str, Any]:
+        """JSON node fields of the kept nodes that agree with ``docs`` (by id)."""
+        out: dict[str, Any] = {}
+        for doc in docs:
+            node = self._nodes.get(doc.id)
+            if node is None or not _agrees(node, doc):
+                continue
+            data = doc_to_json(node)
+            fields = data[_DATA]
+            # The index holds these: do not store them twice.
+            fields.pop("text", None)
+            fields["metadata"] = {}
+            fields["embedding"] = None
+            resource = fields.get("text_resource")
+            if isinstance(resource, dict):
+                resource["text"] = None
+            out[doc.id] = data
+        return out
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any], docs: Iterable[Doc]) -> NodeCache:
+        """Rebuild the nodes written by `to_json` for the stored ``docs``.
+
+        Raises:
+            ValueError: for node JSON that LlamaIndex cannot read.
+        """
+        cache = cls()
+        for doc in docs:
+            entry = data.get(doc.id)
+            if entry is None:
+                continue
+            try:
+                entry = {**entry, _DATA: dict(entry[_DATA])}
+                fields = entry[_DATA]
+                fields["metadata"] = dict(doc.metadata)
+                fields["text"] = doc.text
+                if isinstance(fields.get("text_resource"), dict):
+                    fields["text_resource"] = {**fields["text_resource"], "text": doc.text}
+                node = json_to_doc(entry)
+            except (KeyError, TypeError, ValueError) as exc:
+                raise ValueError(f"node {doc.id!r}: unreadable node fields ({exc})") from None
+            if node.node_id == doc.id:
+                cache._nodes[doc.id] = node
+        return cache
