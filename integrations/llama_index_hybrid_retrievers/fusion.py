@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import dataclasses
+import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -196,6 +197,42 @@ class FusionRetriever(BaseRetriever):
     @property
     def dedup(self) -> Dedup:
         return self._dedup
+
+    # ----------------------------------------------------------- persistence
+
+    def persist(self, persist_dir: str | os.PathLike[str]) -> None:
+        """Save every child index and the fusion settings to one directory (no pickle).
+
+        Works when every child is this package's `BM25Retriever`, `DenseRetriever` or
+        `FusionRetriever` (so every `HybridRetriever`); any other child raises
+        `TypeError`. Models are not saved: pass ``embed_model`` to `from_persist_dir`.
+        A callable ``weights`` rule is not saved either (pass it back on load).
+        """
+        from ._saving import persist_fusion_retriever
+
+        persist_fusion_retriever(self, persist_dir)
+
+    @classmethod
+    def from_persist_dir(
+        cls, persist_dir: str | os.PathLike[str], *, embed_model: BaseEmbedding | Any = None,
+        **kwargs: Any,
+    ) -> FusionRetriever:
+        """Load a retriever saved with `persist` (or the LangChain adapter's ``save_local``).
+
+        Args:
+            persist_dir: The directory written by `persist`.
+            embed_model: The model the dense children were built with (required when
+                there is one).
+            **kwargs: Constructor arguments that replace the saved ones
+                (``similarity_top_k``, ``weights``, ``callback_manager``...).
+
+        Raises:
+            hybrid_retrievers.persistence.IndexFormatError: a missing, corrupt or
+                foreign directory.
+        """
+        from ._saving import load_fusion_retriever
+
+        return load_fusion_retriever(cls, persist_dir, embed_model, kwargs)
 
     # ---------------------------------------------------------------- search
 
