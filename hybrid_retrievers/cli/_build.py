@@ -116,7 +116,24 @@ def dense_index(
         log(f"Embeddings: {store.hits} distinct texts read from the EmbeddingCache in "
             f"{folder}, {encoded} encoded" + (" and saved there" if encoded else "")
             + f" (the cache held {cached} vectors of this model).")
+    _one_torch_thread_for_queries(embedder)
     return index
+
+
+def _one_torch_thread_for_queries(embedder: Any) -> None:
+    """Encode queries with one torch thread, so every latency row is measured alike.
+
+    torch runs its multi-threaded (OpenMP) pool only in the thread that first used it;
+    other threads compute single-threaded. A plain dense row timed in that thread and a
+    hybrid's dense child running in a pool thread were measured under different
+    threading, and on a busy machine two spinning OpenMP threads made dense look 5-20x
+    slower than the hybrid that contains it. One thread is the same everywhere, and one
+    short query gains little from two.
+    """
+    embedder.warm_up()
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        torch.set_num_threads(1)
 
 
 def _quiet_transformers() -> None:

@@ -193,7 +193,11 @@ def evaluate(
     Latency (the ``mean ms`` / ``p95 ms`` columns) is the wall time of each
     ``search``/``invoke``/``retrieve`` call, queries one after another, measured the
     same way for every retriever: in one worker thread, after one untimed warm-up
-    query. A fused row includes its children (run concurrently) and the fusion.
+    query in the calling thread. A fused row includes its children (run concurrently)
+    and the fusion. torch runs its multi-threaded pool only in the thread that first
+    used it, so a dense model called directly and one called as a fusion's child (in a
+    pool thread) can run under different threading; for comparable rows on a busy
+    machine call ``torch.set_num_threads(1)`` first (the ``hybrid-retrievers`` CLI does).
 
     Raises:
         ValueError: when most ids a retriever returns are not in the dataset's corpus
@@ -222,13 +226,18 @@ def evaluate(
 
     known = _known_ids(dataset)
     means, per_query, latencies, runs = {}, {}, {}, {}
-    # Every row is timed the same way: its queries one after another in one worker
-    # thread, after one untimed warm-up query there. (Timing the main thread for a
-    # plain dense searcher and worker threads for a fusion's children made dense look
-    # several times slower than the hybrid that contains it on a loaded machine.)
+    # Every row is timed the same way: one untimed warm-up query in the calling thread
+    # (models load there), then the queries one after another in one worker thread.
+    # Why a worker: torch gives its multi-threaded (OpenMP) pool to the thread that
+    # first ran it, and other threads compute single-threaded. Timing a plain dense
+    # searcher in that first thread and a fusion's dense child in a pool thread made
+    # dense look 5-20x slower than the hybrid that contains it on a busy machine, where
+    # two spinning OpenMP threads fight other processes for the cores.
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="evaluate") as worker:
         for name, retriever in named.items():
             call = _caller(retriever, name)
+            if qids:
+                _check_ids(name, [doc_id for doc_id, _ in call(queries[qids[0]], k)], known)
             run, lat = worker.submit(
                 _run_queries, call, name, qids, queries, k, known, show_progress
             ).result()
@@ -249,10 +258,7 @@ def _run_queries(
     known: frozenset[str],
     show_progress: bool,
 ) -> tuple[dict[str, dict[str, float]], list[float]]:
-    """One retriever's run and per-query latencies (ms), after an untimed warm-up."""
-    if qids:
-        # Model loading, thread pools and caches warm up here, not in the first query.
-        _check_ids(name, [doc_id for doc_id, _ in call(queries[qids[0]], k)], known)
+    """One retriever's timed run: rankings and per-query latencies (ms)."""
     run: dict[str, dict[str, float]] = {}
     lat: list[float] = []
     returned: list[str] = []
