@@ -57,9 +57,10 @@ def demo(args: argparse.Namespace) -> int:
     report = evaluate(retrievers, ds, k=100, show_progress=True)
     _say(report.to_markdown())
     _say("mean/p95 ms: wall time per query, one query at a time after a warm-up query, "
-         "measured the same way for every row (one worker thread; queries encoded with one "
-         "torch thread). Dense includes encoding the query on the CPU; hybrid runs BM25 "
-         "and dense concurrently, then fuses, so it costs about as much as dense.")
+         "measured the same way for every row (in one worker thread"
+         + ("; queries encoded with one torch thread). Dense includes encoding the query on "
+            "the CPU; hybrid runs BM25 and dense concurrently, then fuses, so it costs about "
+            "as much as dense." if "dense" in retrievers else ")."))
     if "dense" in retrievers:
         wins = report.compare("bm25", "dense", "recall@10", limit=1000)
         losses = report.compare("dense", "bm25", "recall@10", limit=1000)
