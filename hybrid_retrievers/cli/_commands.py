@@ -132,11 +132,13 @@ def index(args: argparse.Namespace) -> int:
         raise ValueError(f"nothing to index under {args.source}: every file was skipped")
     built = BM25Index.from_docs(found.docs, analyzer=Analyzer(language=args.language),
                                 method=args.method, show_progress=len(found.docs) > 5000)
+    replacing = (args.out / "manifest.json").is_file()
     try:
         built.save(args.out)
     except OSError as exc:
         raise OSError(f"cannot write the index to {args.out}: {exc.strerror or exc}") from None
-    print(f"indexed {len(built)} documents from {found.files} files into {args.out} in "
+    print(f"indexed {len(built)} documents from {found.files} files into {args.out}"
+          f"{' (replacing the index there)' if replacing else ''} in "
           f"{time.perf_counter() - t0:.1f} s ({built.vocabulary_size} terms); "
           f"skipped {len(found.skipped)} files" + (" (listed above)" if found.skipped else ""))
     return 0

@@ -89,7 +89,10 @@ def _read_folder(root: Path, exclude: Path | None, progress: bool) -> FolderRead
                 out.docs.extend(_read_file(path, rel, path.suffix.lower()))
                 out.files += 1
             except SourceError as exc:
-                out.skipped.append((rel, str(exc).removeprefix(f"{path}: ")))
+                reason = str(exc)
+                for prefix in (f"{path}: ", f"{path}, "):
+                    reason = reason.removeprefix(prefix)
+                out.skipped.append((rel, reason))
             except OSError as exc:
                 out.skipped.append((rel, exc.strerror or str(exc)))
             if bar is not None:
