@@ -226,3 +226,37 @@ def test_search_into_a_closed_pipe_exits_quietly(tmp_path: Path) -> None:
         f'"{sys.executable}" -m hybrid_retrievers search "{tmp_path / "idx"}" proxy -k 300 '
         "--json | head -1", shell=True, capture_output=True, text=True, env=env, timeout=60)
     assert result.stdout.startswith("{") and "Traceback" not in result.stderr, result.stderr
+
+
+def test_dense_index_caches_embeddings_on_disk_and_keeps_inner_bars_off(
+    tmp_path: Path, monkeypatch
+) -> None:
+    """The second build reads every vector from the on-disk EmbeddingCache, and says so."""
+    from hybrid_retrievers import models
+    from hybrid_retrievers.cli import _build
+    from hybrid_retrievers.datasets import load_dataset
+    from hybrid_retrievers.models import HashingEmbedder
+
+    made = []
+
+    class Stand(HashingEmbedder):
+        def __init__(self, model, show_progress=False):
+            super().__init__(dimension=32)
+            made.append(show_progress)
+
+        def warm_up(self):
+            pass
+
+    monkeypatch.setattr(models, "SentenceTransformerEmbedder", Stand)
+    # It would set torch to one thread for the rest of this test process.
+    monkeypatch.setattr(_build, "_one_torch_thread_for_queries", lambda embedder: None)
+    monkeypatch.setenv("HYBRID_RETRIEVERS_CACHE_DIR", str(tmp_path / "cache"))
+    docs = list(load_dataset("cranfield").corpus.values())[:50]
+    logged: list[str] = []
+    first = _build.dense_index(docs, "any-model", progress=False, log=logged.append)
+    second = _build.dense_index(docs, "any-model", progress=False, log=logged.append)
+    assert made == [False, False]  # sentence-transformers' own bars stay off
+    assert "0 distinct texts read from the EmbeddingCache" in logged[0] and "50 encoded" in logged[0]
+    assert "50 distinct texts read" in logged[1] and ", 0 encoded" in logged[1]
+    assert str(tmp_path / "cache" / "embeddings") in logged[1]
+    assert first.search("flow", k=3) == second.search("flow", k=3)
