@@ -6,7 +6,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 TORCH ?= torch==2.13.0
 
-.PHONY: demo test bench clean
+.PHONY: demo test notebooks bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -26,6 +26,10 @@ demo: $(VENV)/.demo-installed
 
 test: $(VENV)/.test-installed
 	$(BIN)/python -m pytest -q
+
+# Re-execute examples/notebooks/*.ipynb in place, so they are committed with fresh outputs.
+notebooks: $(VENV)/.test-installed
+	$(BIN)/python examples/notebooks/_refresh.py
 
 bench: $(VENV)/.test-installed
 	$(BIN)/pip install --quiet -e '.[bench]'

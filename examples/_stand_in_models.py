@@ -5,6 +5,9 @@
 * the cross-encoder has the architecture of ``cross-encoder/ms-marco-MiniLM-L-6-v2``
   (MiniLM weights plus a fresh, untrained 1-logit head), so it runs the real loading
   and scoring path but its scores mean nothing: pass the real checkpoint name instead.
+  The head is initialised from a fixed seed, so every run reranks the same way.
+
+transformers' own "Loading weights" bars are turned off: they are noise here.
 """
 
 from __future__ import annotations
@@ -16,7 +19,11 @@ from pathlib import Path
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
+from transformers.utils import logging as hf_logging  # noqa: E402
+
 from hybrid_retrievers.models import local_minilm_path  # noqa: E402
+
+hf_logging.disable_progress_bar()
 
 MINILM = local_minilm_path()
 if MINILM is None:
@@ -24,12 +31,11 @@ if MINILM is None:
 
 
 def cross_encoder_path() -> str:
-    """A MiniLM-L6 cross-encoder folder with an untrained head, built once per process."""
-    from transformers import AutoTokenizer, BertForSequenceClassification
-    from transformers.utils import logging as hf_logging
+    """A MiniLM-L6 cross-encoder folder with an untrained (seeded) head, built once per call."""
+    from transformers import AutoTokenizer, BertForSequenceClassification, set_seed
 
     hf_logging.set_verbosity_error()  # the untrained head's "newly initialized" notice
-    hf_logging.disable_progress_bar()
+    set_seed(0)  # the random head: the same on every run, so the examples repeat
 
     folder = Path(tempfile.mkdtemp(prefix="stand-in-cross-encoder-"))
     BertForSequenceClassification.from_pretrained(MINILM, num_labels=1).save_pretrained(folder)

@@ -36,7 +36,7 @@ stacks = {
 report = evaluate(stacks, subset, k=100, max_queries=40)
 print(report)
 
-print("\nQueries BM25 finds and dense misses (recall@10):")
+print("\nQueries where BM25 beats dense on recall@10 (largest gap first):")
 for diff in report.compare("bm25", "dense", "recall@10", limit=3):
     print(f"  Q{diff.query_id} {diff.a:.2f} vs {diff.b:.2f}: {diff.query[:70]}")
 

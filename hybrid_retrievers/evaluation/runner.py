@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import statistics
 import time
+from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -188,6 +189,21 @@ def evaluate(
         metrics: metric names (see `hybrid_retrievers.evaluation.parse_metric`).
         max_queries: evaluate only the first N judged queries (quick checks).
         show_progress: a tqdm bar per retriever (needs the ``progress`` extra).
+
+    Latency (the ``mean ms`` / ``p95 ms`` columns) is the wall time of each
+    ``search``/``invoke``/``retrieve`` call, queries one after another, measured the
+    same way for every retriever: in one worker thread, after one untimed warm-up
+    query in the calling thread. A fused row includes its children (run concurrently)
+    and the fusion. torch runs its multi-threaded pool only in the thread that first
+    used it, so a dense model called directly and one called as a fusion's child (in a
+    pool thread) can run under different threading; for comparable rows on a busy
+    machine call ``torch.set_num_threads(1)`` first (the ``hybrid-retrievers`` CLI does).
+
+    Raises:
+        ValueError: when most ids a retriever returns are not in the dataset's corpus
+            or qrels (for example LangChain ``Document``s built without ``id=``): the
+            run would otherwise score 0.0 silently. Checked on the warm-up query first,
+            so a mismatch fails at once.
     """
     from .._validation import check_k
 
@@ -208,31 +224,82 @@ def evaluate(
     qrels = {q: dataset.qrels[q] for q in qids}
     metrics = tuple(metrics)
 
+    known = _known_ids(dataset)
     means, per_query, latencies, runs = {}, {}, {}, {}
-    for name, retriever in named.items():
-        call = _caller(retriever, name)
-        if qids:
-            # One untimed call first: model loading, thread pools and caches warm up
-            # there, not inside the first query's latency.
-            call(queries[qids[0]], k)
-        run: dict[str, dict[str, float]] = {}
-        lat: list[float] = []
-        for qid in _progress(qids, name, show_progress):
-            t0 = time.perf_counter()
-            ranking = call(queries[qid], k)
-            lat.append((time.perf_counter() - t0) * 1000)
-            # Scores become n..1 so each retriever is judged in its own order, even
-            # when its scores tie or are missing.
-            n = len(ranking)
-            run[qid] = {}
-            for i, (doc_id, _) in enumerate(ranking):
-                run[qid].setdefault(doc_id, float(n - i))
-        runs[name] = run
-        latencies[name] = lat
-        means[name] = evaluate_run(run, qrels, metrics)
-        per_query[name] = per_query_metrics(run, qrels, metrics)
+    # Every row is timed the same way: one untimed warm-up query in the calling thread
+    # (models load there), then the queries one after another in one worker thread.
+    # Why a worker: torch gives its multi-threaded (OpenMP) pool to the thread that
+    # first ran it, and other threads compute single-threaded. Timing a plain dense
+    # searcher in that first thread and a fusion's dense child in a pool thread made
+    # dense look 5-20x slower than the hybrid that contains it on a busy machine, where
+    # two spinning OpenMP threads fight other processes for the cores.
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="evaluate") as worker:
+        for name, retriever in named.items():
+            call = _caller(retriever, name)
+            if qids:
+                _check_ids(name, [doc_id for doc_id, _ in call(queries[qids[0]], k)], known)
+            run, lat = worker.submit(
+                _run_queries, call, name, qids, queries, k, known, show_progress
+            ).result()
+            runs[name] = run
+            latencies[name] = lat
+            means[name] = evaluate_run(run, qrels, metrics)
+            per_query[name] = per_query_metrics(run, qrels, metrics)
     return EvaluationReport(dataset.name, k, metrics, means, per_query, latencies, runs,
                             queries, qrels)
+
+
+def _run_queries(
+    call: Callable[[str, int], Ranking],
+    name: str,
+    qids: Sequence[str],
+    queries: Mapping[str, str],
+    k: int,
+    known: frozenset[str],
+    show_progress: bool,
+) -> tuple[dict[str, dict[str, float]], list[float]]:
+    """One retriever's timed run: rankings and per-query latencies (ms)."""
+    run: dict[str, dict[str, float]] = {}
+    lat: list[float] = []
+    returned: list[str] = []
+    for qid in _progress(qids, name, show_progress):
+        t0 = time.perf_counter()
+        ranking = call(queries[qid], k)
+        lat.append((time.perf_counter() - t0) * 1000)
+        # Scores become n..1 so each retriever is judged in its own order, even
+        # when its scores tie or are missing.
+        n = len(ranking)
+        run[qid] = {}
+        for i, (doc_id, _) in enumerate(ranking):
+            run[qid].setdefault(doc_id, float(n - i))
+            returned.append(doc_id)
+    _check_ids(name, returned, known)
+    return run, lat
+
+
+def _known_ids(dataset: BeirDataset) -> frozenset[str]:
+    """Ids a retriever of this dataset can return: the corpus and the judged documents."""
+    if not dataset.corpus:  # a qrels-only dataset: nothing to check against
+        return frozenset()
+    judged = (doc_id for rel in dataset.qrels.values() for doc_id in rel)
+    return frozenset(dataset.corpus).union(judged)
+
+
+def _check_ids(name: str, returned: Sequence[str], known: frozenset[str]) -> None:
+    """Refuse a run whose ids mostly are not the dataset's: it would score 0 silently."""
+    if not known or not returned:
+        return
+    unknown = [doc_id for doc_id in returned if doc_id not in known]
+    if 2 * len(unknown) <= len(returned):
+        return
+    examples = ", ".join(repr(d) for d in list(dict.fromkeys(unknown))[:3])
+    raise ValueError(
+        f"retriever {name!r} returned ids that are not the dataset's: {len(unknown)} of "
+        f"{len(returned)} returned ids are unknown to its corpus and qrels (e.g. {examples}), "
+        "so every metric would be 0. Build the retriever from the dataset's documents and "
+        "keep their ids: LangChain Document(id=doc.id, page_content=doc.text), LlamaIndex "
+        "TextNode(id_=doc.id, text=doc.text), our from_docs(dataset.corpus.values())"
+    )
 
 
 def _name(retrievers: Mapping[str, Any] | Sequence[Any]) -> dict[str, Any]:

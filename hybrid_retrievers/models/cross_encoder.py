@@ -112,6 +112,7 @@ class CrossEncoderScorer:
                     "model must be a model name, a local path or a CrossEncoder, got ''; "
                     f"e.g. {DEFAULT_CROSS_ENCODER!r}"
                 )
+            _refuse_bi_encoder(model)
             self._name, self._model = model, None
         elif callable(getattr(model, "predict", None)):
             loading = {"max_length": max_length, "device": device, "model_kwargs": model_kwargs}
@@ -234,6 +235,40 @@ class CrossEncoderScorer:
         return (
             f"CrossEncoderScorer({self.model_id!r}, batch_size={self.batch_size}, "
             f"activation={self.activation!r}, loaded={self.is_loaded})"
+        )
+
+
+def _refuse_bi_encoder(name: str) -> None:
+    """Refuse a local bi-encoder folder: as a CrossEncoder it would get a random head.
+
+    sentence-transformers loads any BERT-like folder as a ``CrossEncoder`` and silently
+    adds an untrained classification head, so a reranker built on an embedding model
+    (such as ``local_minilm_path()``) returns scores that mean nothing.
+    """
+    import json
+    from pathlib import Path
+
+    folder = Path(name).expanduser()
+    if not folder.is_dir():
+        return  # a hub name, checked by sentence-transformers when it loads
+    archs = None
+    try:
+        archs = json.loads((folder / "config.json").read_text(encoding="utf-8")).get("architectures")
+    except (OSError, ValueError, AttributeError):
+        pass
+    modules = folder / "modules.json"
+    if isinstance(archs, list) and archs:
+        bi_encoder = not any(str(a).endswith("ForSequenceClassification") for a in archs)
+    else:
+        bi_encoder = modules.is_file() and "Pooling" in modules.read_text(encoding="utf-8")
+    if bi_encoder:
+        raise ValueError(
+            f"{name!r} is a bi-encoder (an embedding model: architectures {archs}, "
+            f"{'with' if modules.is_file() else 'without'} a sentence-transformers modules.json), "
+            "not a cross-encoder: as a CrossEncoder it would get an untrained, random "
+            f"classification head whose scores mean nothing. Pass a cross-encoder checkpoint "
+            f"such as {DEFAULT_CROSS_ENCODER!r} (or its local folder); use a bi-encoder "
+            "for dense retrieval (SentenceTransformerEmbedder) instead"
         )
 
 

@@ -17,6 +17,7 @@ and every result keeps its fused score and where it came from.
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
@@ -263,6 +264,41 @@ class FusionRetriever(StrictRetriever):
             for i, child, kwargs in plan.calls
         ))
         return self._fuse(plan, list(results))
+
+    # ------------------------------------------------------------- persistence
+
+    def save_local(self, folder_path: str | os.PathLike[str]) -> None:
+        """Save every child index and the fusion settings to one folder (no pickle).
+
+        Works when every child is this package's `BM25Retriever`, `DenseRetriever` or
+        `FusionRetriever` (so every `HybridRetriever`); any other child raises
+        `TypeError`. Models are not saved: pass the embedding to `load_local`. A
+        callable ``weights`` rule is not saved either (pass it to `load_local`).
+        """
+        from ._saving import save_fusion_retriever
+
+        save_fusion_retriever(self, folder_path)
+
+    @classmethod
+    def load_local(
+        cls, folder_path: str | os.PathLike[str], embedding: Embeddings | Any = None,
+        **kwargs: Any,
+    ) -> FusionRetriever:
+        """Load a retriever saved with `save_local`.
+
+        Args:
+            folder_path: The folder written by `save_local`.
+            embedding: The model the dense children were built with (required when
+                there is one).
+            **kwargs: Fields that replace the saved ones (``k``, ``weights``, ``tags``...).
+
+        Raises:
+            hybrid_retrievers.persistence.IndexFormatError: a missing, corrupt or
+                foreign folder.
+        """
+        from ._saving import load_fusion_retriever
+
+        return load_fusion_retriever(cls, folder_path, embedding, kwargs)
 
     # ------------------------------------------------------------- helpers
 

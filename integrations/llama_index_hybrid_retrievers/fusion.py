@@ -21,10 +21,8 @@ import asyncio
 import contextvars
 import dataclasses
 import os
-import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 from typing import Any
 
 from llama_index.core.base.base_retriever import BaseRetriever
@@ -39,14 +37,12 @@ from hybrid_retrievers._validation import check_k
 from hybrid_retrievers.embedding_cache import DEFAULT_CHUNK, EmbeddingCache
 from hybrid_retrievers.fusion import DEFAULT_K_RRF, Dedup, FusionMode, default_fetch_k, fuse
 from hybrid_retrievers.fusion._common import check_k_rrf, check_names, check_weights, parse_enum
-from hybrid_retrievers.persistence import IndexFormatError
 from hybrid_retrievers.types import Hit, MetadataFilter
 
 from ._base import one_filter
 
 from ._convert import FUSION_KEY, node_with_added_metadata, node_with_score_to_hit
 from ._query import QueryChecked
-from ._persist import read_retriever, write_retriever
 from .dense import DenseRetriever
 from .retrievers import BM25Retriever
 
@@ -256,6 +252,42 @@ class FusionRetriever(QueryChecked, BaseRetriever):
                                    f"{unknown[:5]}")
         for child in children:
             child.delete_nodes(ids, **delete_kwargs)
+
+    # ----------------------------------------------------------- persistence
+
+    def persist(self, persist_dir: str | os.PathLike[str]) -> None:
+        """Save every child index and the fusion settings to one directory (no pickle).
+
+        Works when every child is this package's `BM25Retriever`, `DenseRetriever` or
+        `FusionRetriever` (so every `HybridRetriever`); any other child raises
+        `TypeError`. Models are not saved: pass ``embed_model`` to `from_persist_dir`.
+        A callable ``weights`` rule is not saved either (pass it back on load).
+        """
+        from ._saving import persist_fusion_retriever
+
+        persist_fusion_retriever(self, persist_dir)
+
+    @classmethod
+    def from_persist_dir(
+        cls, persist_dir: str | os.PathLike[str], *, embed_model: BaseEmbedding | Any = None,
+        **kwargs: Any,
+    ) -> FusionRetriever:
+        """Load a retriever saved with `persist` (or the LangChain adapter's ``save_local``).
+
+        Args:
+            persist_dir: The directory written by `persist`.
+            embed_model: The model the dense children were built with (required when
+                there is one).
+            **kwargs: Constructor arguments that replace the saved ones
+                (``similarity_top_k``, ``weights``, ``callback_manager``...).
+
+        Raises:
+            hybrid_retrievers.persistence.IndexFormatError: a missing, corrupt or
+                foreign directory.
+        """
+        from ._saving import load_fusion_retriever
+
+        return load_fusion_retriever(cls, persist_dir, embed_model, kwargs)
 
     # ---------------------------------------------------------------- search
 
@@ -496,78 +528,4 @@ class HybridRetriever(FusionRetriever):
             max_workers=max_workers,
             callback_manager=callback_manager,
             verbose=verbose,
-        )
-
-    # ----------------------------------------------------------- persistence
-
-    def persist(self, persist_dir: str | os.PathLike[str]) -> None:
-        """Save both children (see `BM25Retriever.persist`) and the fusion settings.
-
-        ``weights`` given as a callable (a rule of the query) is code and is not saved
-        (a warning says so); pass it to `from_persist_dir` again.
-
-        Raises:
-            TypeError: unless the children are this package's `BM25Retriever` and
-                `DenseRetriever`.
-        """
-        bm25, dense = self.retrievers
-        if not isinstance(bm25, BM25Retriever) or not isinstance(dense, DenseRetriever):
-            raise TypeError(
-                "persist() saves a HybridRetriever over this package's BM25Retriever and "
-                f"DenseRetriever, got {type(bm25).__name__} and {type(dense).__name__}"
-            )
-        weights: Any = self.weights
-        if callable(weights):
-            warnings.warn("weights is a callable (code) and is not saved; pass weights= to "
-                          "from_persist_dir again", UserWarning, stacklevel=2)
-            weights = None
-        settings = {
-            "similarity_top_k": self.similarity_top_k,
-            "weights": None if weights is None else list(weights),
-            "mode": self.mode.value, "k_rrf": self.k_rrf,
-            "names": None if self.names is None else list(self.names),
-            "dedup": self.dedup.value, "max_workers": self._max_workers,
-        }
-        write_retriever(persist_dir, type(self).__name__, settings, {},
-                        {"bm25": bm25.persist, "dense": dense.persist})
-
-    @classmethod
-    def from_persist_dir(
-        cls,
-        persist_dir: str | os.PathLike[str],
-        *,
-        embed_model: BaseEmbedding | Any,
-        similarity_top_k: int | None = None,
-        weights: Weights | None = None,
-        callback_manager: CallbackManager | None = None,
-        verbose: bool = False,
-        mmap: bool = False,
-    ) -> HybridRetriever:
-        """Load a retriever saved with `persist`: same results, same node fields.
-
-        ``similarity_top_k`` and ``weights`` default to the saved ones; the children
-        keep their saved depth, filter and nodes.
-
-        Raises:
-            hybrid_retrievers.persistence.IndexFormatError: for a missing, corrupt
-                or foreign directory.
-        """
-        settings, _, _ = read_retriever(persist_dir, cls.__name__, ())
-        base = Path(persist_dir)
-        bm25 = BM25Retriever.from_persist_dir(base / "bm25", callback_manager=callback_manager,
-                                              verbose=verbose, mmap=mmap)
-        dense = DenseRetriever.from_persist_dir(base / "dense", embed_model=embed_model,
-                                                callback_manager=callback_manager,
-                                                verbose=verbose, mmap=mmap)
-        try:
-            kwargs = {key: settings[key] for key in ("mode", "k_rrf", "names", "dedup",
-                                                     "max_workers")}
-            saved_top_k, saved_weights = settings["similarity_top_k"], settings["weights"]
-        except KeyError as exc:
-            raise IndexFormatError(f"{persist_dir}: retriever.json lacks {exc}") from None
-        return cls(
-            [bm25, dense],
-            similarity_top_k=saved_top_k if similarity_top_k is None else similarity_top_k,
-            weights=saved_weights if weights is None else weights,
-            callback_manager=callback_manager, verbose=verbose, **kwargs,
         )

@@ -44,7 +44,8 @@ def test_eval_quality_gate_exit_codes(capsys) -> None:
     assert main(["eval", "cranfield", "--max-queries", "30", "--min", "ndcg@10=0.1"]) == 0
     assert "| bm25 |" in capsys.readouterr().out
     assert main(["eval", "cranfield", "--max-queries", "30", "--min", "ndcg@10=0.99"]) == 1
-    assert "FAIL bm25: ndcg@10" in capsys.readouterr().err
+    captured = capsys.readouterr()
+    assert "FAIL bm25: ndcg@10" in captured.out and "quality gate failed" in captured.err
     assert main(["eval", "cranfield", "--min", "ndcg@10"]) == 1
     assert "METRIC=VALUE" in capsys.readouterr().err
 
@@ -61,7 +62,7 @@ def test_eval_several_bm25_variants_and_plot(tmp_path: Path, capsys) -> None:
 def test_demo_with_a_reranker_adds_a_row(monkeypatch, capsys) -> None:
     """--reranker wraps the hybrid searcher; a stand-in scorer keeps the test fast."""
     pytest.importorskip("sentence_transformers")
-    from hybrid_retrievers import cli, rerank
+    from hybrid_retrievers import rerank
     from hybrid_retrievers.models import HashingEmbedder
 
     class Overlap:
@@ -70,15 +71,192 @@ def test_demo_with_a_reranker_adds_a_row(monkeypatch, capsys) -> None:
         def score(self, pairs):
             return [len(set(q.split()) & set(p.split())) for q, p in pairs]
 
-    def fake_dense(docs, model, progress):
+    from hybrid_retrievers.cli import _build
+
+    def fake_dense(docs, model, **kwargs):
         from hybrid_retrievers import VectorIndex
 
         return VectorIndex.from_docs(docs, embedder=HashingEmbedder(64))
 
-    monkeypatch.setattr(cli, "_dense_index", fake_dense)
-    monkeypatch.setattr(cli, "_dense_available", lambda model: None)
+    monkeypatch.setattr(_build, "dense_index", fake_dense)
+    monkeypatch.setattr(_build, "dense_available", lambda model: None)
     monkeypatch.setattr(rerank.Reranker, "cross_encoder",
                         classmethod(lambda c, model, **kw: c(Overlap())))
     assert main(["demo", "--reranker", "any", "--examples", "0"]) == 0
     out = capsys.readouterr().out
     assert "| hybrid+rerank |" in out and "| hybrid |" in out
+
+
+def test_gate_bounds_per_retriever_print_pass_and_fail(capsys) -> None:
+    args = ["eval", "cranfield", "--retriever", "bm25", "--retriever", "bm25-bm25l",
+            "--max-queries", "30"]
+    assert main([*args, "--min", "bm25:ndcg@10=0.1", "--min", "recall@100=0.2"]) == 0
+    out = capsys.readouterr().out
+    assert "PASS bm25: ndcg@10 = " in out and "PASS bm25-bm25l: recall@100" in out
+    assert "bm25-bm25l: ndcg@10" not in out and "quality gate passed: 3 of 3" in out
+    assert main([*args, "--min", "bm25-bm25l:ndcg@10=0.99", "--min", "bm25:ndcg@10=0.1"]) == 1
+    captured = capsys.readouterr()
+    assert "FAIL bm25-bm25l: ndcg@10" in captured.out and "PASS bm25: ndcg@10" in captured.out
+    assert "1 of 2 bounds not met" in captured.err
+    assert main([*args, "--min", "hybrid:ndcg@10=0.4"]) == 1
+    assert "not evaluated" in capsys.readouterr().err
+
+
+def test_every_option_has_help_and_every_subcommand_an_example() -> None:
+    from hybrid_retrievers.cli import _parser
+
+    parser = _parser()
+    sub = next(a for a in parser._actions if isinstance(a, type(parser._subparsers._group_actions[0])))
+    for name, command in sub.choices.items():
+        assert "examples:" in command.format_help() and f"hybrid-retrievers {name}" in command.epilog
+        for action in command._actions:
+            assert action.help, f"{name} {action.option_strings or action.dest} has no help"
+
+
+def _messy_folder(root: Path) -> Path:
+    """Every kind of file a real folder holds, and the odd ones that broke the CLI."""
+    import os
+
+    src = root / "src"
+    (src / "sub").mkdir(parents=True)
+    (src / "notes.md").write_text("# Proxies\n\n" + "filler words here. " * 60
+                                  + "Set the https proxy with HTTPS_PROXY.\n", encoding="utf-8")
+    (src / "sub" / "guide.rst").write_text("Guide\n=====\n\nA proxy server relays requests.\n")
+    (src / "page.html").write_text(
+        "<html><head><title>Proxy page</title><style>p {color: red}</style></head><body>"
+        "<p>Route <b>secure</b> traffic &amp; more.</p><script>var proxy = 1;</script></body></html>")
+    (src / "records.jsonl").write_text('{"id": null, "text": "null id one"}\n'
+                                       '{"id": null, "text": "null id two"}\n'
+                                       '{"_id": 5, "title": "Five", "text": "numbered"}\n')
+    (src / "list.json").write_text('[{"id": "j", "text": "from a json list"}]')
+    (src / "latin1.txt").write_bytes("caf\xe9 cr\xe8me".encode("latin-1"))
+    (src / "dir.txt").mkdir()
+    (src / "image.png").write_bytes(b"\x89PNG")
+    if hasattr(os, "mkfifo"):
+        os.mkfifo(src / "pipe.txt")
+    outside = root / "outside.txt"
+    outside.write_text("secret outside text")
+    (src / "link.txt").symlink_to(outside)
+    return src
+
+
+def test_index_a_real_folder_skips_and_names_bad_files(tmp_path: Path, capsys) -> None:
+    src = _messy_folder(tmp_path)
+    assert main(["index", str(src), "--out", str(tmp_path / "idx")]) == 0
+    captured = capsys.readouterr()
+    assert "skipped latin1.txt: not UTF-8" in captured.err
+    assert "skipped link.txt: symbolic link" in captured.err
+    summary = captured.out.strip().splitlines()[-1]
+    assert summary.startswith("indexed 7 documents from 5 files") and "skipped" in summary
+    from hybrid_retrievers import BM25Index
+
+    index = BM25Index.load(tmp_path / "idx")
+    ids = {d.id for d in index.docs} if hasattr(index, "docs") else set()
+    texts = [h.doc.text for h in index.search("null id", k=5)]
+    assert sorted(texts) == ["null id one", "null id two"]  # null ids became content ids
+    page = index.search("route traffic", k=1)[0]
+    assert page.id == "page.html" and page.doc.metadata["title"] == "Proxy page"
+    assert "<b>" not in page.doc.text and "var proxy" not in page.doc.text
+    assert not index.search("secret", k=1) and "None" not in ids
+    assert index.search("numbered", k=1)[0].id == "5"
+
+
+def test_index_a_single_bad_file_is_an_error_naming_it(tmp_path: Path, capsys) -> None:
+    bad = tmp_path / "menu.txt"
+    bad.write_bytes(b"caf\xe9")
+    assert main(["index", str(bad), "--out", str(tmp_path / "i")]) == 1
+    assert "menu.txt: not UTF-8" in capsys.readouterr().err
+    ids = tmp_path / "ids.jsonl"
+    ids.write_text('{"id": ["x"], "text": "t"}\n')
+    assert main(["index", str(ids), "--out", str(tmp_path / "i")]) == 1
+    assert "line 1: 'id' must be" in capsys.readouterr().err
+
+
+def test_search_shows_the_matching_passage_highlighted(tmp_path: Path, capsys) -> None:
+    src = _messy_folder(tmp_path)
+    main(["index", str(src), "--out", str(tmp_path / "idx")])
+    capsys.readouterr()
+    assert main(["search", str(tmp_path / "idx"), "https proxy", "-k", "2", "--explain"]) == 0
+    out = capsys.readouterr().out
+    assert "1. sub/guide.rst  score " in out and "2. notes.md  score " in out
+    passage = out.split("2. notes.md")[1].splitlines()[1]
+    # The long file's passage is where the terms are, not its first characters.
+    assert "Set the **https** **proxy** with" in passage and "# Proxies" not in passage
+    assert "contrib" in out and "proxi" in out  # the per-term table
+
+
+def test_search_refuses_a_tampered_index_without_a_traceback(tmp_path: Path, capsys) -> None:
+    import numpy as np
+
+    src = _messy_folder(tmp_path)
+    main(["index", str(src), "--out", str(tmp_path / "idx")])
+    manifest = tmp_path / "idx" / "manifest.json"
+    data = json.loads(manifest.read_text())
+    data["vocabulary_size"] = {"nested": 1}
+    manifest.write_text(json.dumps(data))
+    assert main(["search", str(tmp_path / "idx"), "proxy"]) == 1
+    assert "vocabulary_size" in capsys.readouterr().err
+    main(["index", str(src), "--out", str(tmp_path / "idx2")])
+    import hashlib
+
+    target = tmp_path / "idx2" / "doc_lengths.npy"
+    with target.open("wb") as fh:
+        np.savez(fh, a=np.arange(3))
+    data = json.loads((tmp_path / "idx2" / "manifest.json").read_text())
+    data["files"]["doc_lengths.npy"].update(bytes=target.stat().st_size,
+                                            sha256=hashlib.sha256(target.read_bytes()).hexdigest())
+    (tmp_path / "idx2" / "manifest.json").write_text(json.dumps(data))
+    assert main(["search", str(tmp_path / "idx2"), "proxy"]) == 1
+    assert "error:" in capsys.readouterr().err
+
+
+def test_search_into_a_closed_pipe_exits_quietly(tmp_path: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    src = tmp_path / "many"
+    src.mkdir()
+    for i in range(300):
+        (src / f"d{i}.txt").write_text(f"proxy document number {i} " * 20)
+    main(["index", str(src), "--out", str(tmp_path / "idx")])
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(root), str(root / "integrations")])}
+    result = subprocess.run(
+        f'"{sys.executable}" -m hybrid_retrievers search "{tmp_path / "idx"}" proxy -k 300 '
+        "--json | head -1", shell=True, capture_output=True, text=True, env=env, timeout=60)
+    assert result.stdout.startswith("{") and "Traceback" not in result.stderr, result.stderr
+
+
+def test_dense_index_caches_embeddings_on_disk_and_keeps_inner_bars_off(
+    tmp_path: Path, monkeypatch
+) -> None:
+    """The second build reads every vector from the on-disk EmbeddingCache, and says so."""
+    from hybrid_retrievers import models
+    from hybrid_retrievers.cli import _build
+    from hybrid_retrievers.datasets import load_dataset
+    from hybrid_retrievers.models import HashingEmbedder
+
+    made = []
+
+    class Stand(HashingEmbedder):
+        def __init__(self, model, show_progress=False):
+            super().__init__(dimension=32)
+            made.append(show_progress)
+
+        def warm_up(self):
+            pass
+
+    monkeypatch.setattr(models, "SentenceTransformerEmbedder", Stand)
+    # It would set torch to one thread for the rest of this test process.
+    monkeypatch.setattr(_build, "_one_torch_thread_for_queries", lambda embedder: None)
+    monkeypatch.setenv("HYBRID_RETRIEVERS_CACHE_DIR", str(tmp_path / "cache"))
+    docs = list(load_dataset("cranfield").corpus.values())[:50]
+    logged: list[str] = []
+    first = _build.dense_index(docs, "any-model", progress=False, log=logged.append)
+    second = _build.dense_index(docs, "any-model", progress=False, log=logged.append)
+    assert made == [False, False]  # sentence-transformers' own bars stay off
+    assert "0 distinct texts read from the EmbeddingCache" in logged[0] and "50 encoded" in logged[0]
+    assert "50 distinct texts read" in logged[1] and ", 0 encoded" in logged[1]
+    assert str(tmp_path / "cache" / "embeddings") in logged[1]
+    assert first.search("flow", k=3) == second.search("flow", k=3)

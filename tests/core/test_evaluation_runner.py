@@ -80,3 +80,47 @@ def test_plot_writes_a_png(report: EvaluationReport, tmp_path: Path) -> None:
     out = tmp_path / "report.png"
     report.plot(out)
     assert out.stat().st_size > 10_000
+
+
+def test_ids_that_do_not_match_the_dataset_are_refused_loudly() -> None:
+    """Documents rebuilt without their ids score 0.0 silently unless evaluate() checks."""
+    from hybrid_retrievers import BM25Index
+    from hybrid_retrievers.datasets import load_dataset
+    from hybrid_retrievers.evaluation import evaluate
+
+    ds = load_dataset("cranfield")
+    texts = [d.text for d in ds.corpus.values()]
+    calls = []
+
+    def no_ids(query, k):
+        calls.append(query)
+        return [(f"x{h.id}", h.score) for h in BM25Index.from_texts(texts[:50]).search(query, k)]
+
+    with pytest.raises(ValueError, match=r"not the dataset's.*Document\(id=doc.id"):
+        evaluate({"no ids": no_ids}, ds, max_queries=20)
+    assert len(calls) == 1  # found on the warm-up query, not after the whole run
+    ok = evaluate({"bm25": BM25Index.from_docs(ds.corpus.values())}, ds, max_queries=5)
+    assert ok.means["bm25"]["ndcg@10"] > 0
+
+
+def test_every_row_is_timed_in_the_same_worker_thread() -> None:
+    """Warm-up in the caller's thread, then every row's timed queries in one worker."""
+    import threading
+
+    from hybrid_retrievers.datasets import load_dataset
+    from hybrid_retrievers.evaluation import evaluate
+
+    ds = load_dataset("cranfield")
+    seen: dict[str, list[str]] = {"a": [], "b": []}
+
+    def make(name):
+        def call(query, k):
+            seen[name].append(threading.current_thread().name)
+            return list(ds.qrels[next(iter(ds.qrels))])[:k]
+        return call
+
+    evaluate({"a": make("a"), "b": make("b")}, ds, max_queries=3)
+    main = threading.main_thread().name
+    assert seen["a"][0] == seen["b"][0] == main  # the untimed warm-up
+    assert set(seen["a"][1:]) == set(seen["b"][1:]) and len(seen["a"]) == 4
+    assert main not in seen["a"][1:]

@@ -1,0 +1,165 @@
+"""The ``hybrid-retrievers`` command (also ``python -m hybrid_retrievers``).
+
+Examples:
+    hybrid-retrievers demo
+    hybrid-retrievers eval cranfield --retriever bm25 --retriever hybrid --min hybrid:ndcg@10=0.40
+    hybrid-retrievers index docs/ --out docs-index
+    hybrid-retrievers search docs-index "boundary layer transition" --explain
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from ._build import RETRIEVER_CHOICES
+
+__all__ = ["main"]
+
+_EXAMPLES = {
+    "demo": """examples:
+  hybrid-retrievers demo                      # BM25, dense and hybrid on Cranfield
+  hybrid-retrievers demo --bm25-only --examples 1
+  hybrid-retrievers demo --reranker cross-encoder/ms-marco-MiniLM-L-6-v2""",
+    "eval": """examples:
+  hybrid-retrievers eval cranfield --min ndcg@10=0.35
+  hybrid-retrievers eval cranfield --retriever bm25 --retriever hybrid \\
+      --min hybrid:ndcg@10=0.40 --min bm25:recall@100=0.70 --plot eval.png
+  hybrid-retrievers eval path/to/beir-folder --retriever dense --model MODEL --progress
+
+--min is a CI gate: one PASS/FAIL line per bound; exit status 1 when any fails.""",
+    "index": """examples:
+  hybrid-retrievers index notes/ --out notes-index
+  hybrid-retrievers index corpus.jsonl --out corpus-index --language french
+
+A folder is read recursively: .txt .md .markdown .rst (text), .html .htm (visible text;
+tags, scripts and styles dropped), .jsonl/.json (records with "text", optional "id",
+"title", "metadata"). Hidden files and folders, non-regular files (pipes, devices) and
+symbolic links leading outside the folder are left out; files that cannot be decoded
+are skipped and named in the summary.""",
+    "search": """examples:
+  hybrid-retrievers search notes-index "configure a proxy for https"
+  hybrid-retrievers search notes-index "proxy https" -k 3 --explain
+  hybrid-retrievers search notes-index "proxy" --json | head -1""",
+}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point; returns the process exit code."""
+    from ..persistence import IndexFormatError
+
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "command", None):
+        parser.print_help()
+        return 2
+    try:
+        return int(args.func(args) or 0)
+    except BrokenPipeError:
+        # `... | head -1` closed the pipe: stop quietly, as Unix tools do. Point stdout
+        # at devnull so the interpreter's final flush does not raise again.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 141  # 128 + SIGPIPE, what a shell reports for a tool stopped by a pipe
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    except (IndexFormatError, ValueError, TypeError, KeyError, OSError) as exc:
+        message = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
+        print(f"error: {message}", file=sys.stderr)
+        return 1
+
+
+def _parser() -> argparse.ArgumentParser:
+    from ..datasets import available_datasets
+
+    bundled = ", ".join(available_datasets())
+    parser = argparse.ArgumentParser(
+        prog="hybrid-retrievers",
+        description="Retrieval for RAG that explains and measures itself.",
+        epilog=__doc__.split("\n\n", 1)[1].replace("Examples:", "examples:")
+        + f"\nbundled datasets: {bundled}. Run 'hybrid-retrievers COMMAND --help' for more.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    def command(name: str, help: str, func: object) -> argparse.ArgumentParser:
+        p = sub.add_parser(name, help=help, description=help, epilog=_EXAMPLES[name],
+                           formatter_class=argparse.RawDescriptionHelpFormatter)
+        p.set_defaults(func=func)
+        return p
+
+    from . import _commands
+
+    demo = command("demo", "index a bundled test collection, compare BM25, dense and hybrid "
+                           "retrieval, and explain a few results", _commands.demo)
+    demo.add_argument("--dataset", default="cranfield",
+                      help=f"bundled dataset name ({bundled}) or BEIR folder (default: cranfield)")
+    demo.add_argument("--examples", type=int, default=2,
+                      help="how many example queries to show and explain (default: 2)")
+    demo.add_argument("--model", default=None,
+                      help="sentence-transformers model name or path for the dense side "
+                           "(default: the local all-MiniLM-L6-v2 when installed)")
+    demo.add_argument("--bm25-only", action="store_true", help="skip dense and hybrid")
+    demo.add_argument("--reranker", default=None,
+                      help="cross-encoder name or path: adds hybrid + rerank (top 20 reranked; "
+                           "slow on a CPU)")
+    demo.add_argument("--no-cache", action="store_true",
+                      help="do not read or write the embedding cache (in the user cache "
+                           "folder, or $HYBRID_RETRIEVERS_CACHE_DIR)")
+
+    ev = command("eval", "score retrievers on a BEIR dataset; --min makes it a CI quality gate",
+                 _commands.evaluate_cmd)
+    ev.add_argument("dataset", help=f"a bundled dataset name ({bundled}) or a BEIR folder "
+                                    "(corpus.jsonl, queries.jsonl, qrels/test.tsv)")
+    ev.add_argument("--retriever", action="append", choices=RETRIEVER_CHOICES, default=None,
+                    help="a retriever to evaluate; repeat for several (default: bm25)")
+    ev.add_argument("--model", default=None,
+                    help="sentence-transformers model name or path for dense/hybrid "
+                         "(default: the local all-MiniLM-L6-v2 when installed)")
+    ev.add_argument("-k", type=int, default=100, help="results asked per query (default: 100)")
+    ev.add_argument("--min", action="append", default=[], metavar="[RETRIEVER:]METRIC=VALUE",
+                    help="fail (exit 1) when METRIC is below VALUE, for the named retriever or "
+                         "for every one; repeatable; prints a PASS/FAIL line per bound")
+    ev.add_argument("--plot", type=Path, default=None,
+                    help="save metric bars and recall@k curves to this image file")
+    ev.add_argument("--max-queries", type=int, default=None,
+                    help="evaluate only the first N judged queries (a quick check)")
+    ev.add_argument("--progress", action="store_true",
+                    help="show progress bars (encoding, then one per retriever)")
+    ev.add_argument("--no-cache", action="store_true",
+                    help="do not read or write the embedding cache")
+
+    index = command("index", "build a BM25 index from a folder of documents or a JSONL/JSON file",
+                    _commands.index)
+    index.add_argument("source", type=Path,
+                       help="a folder (read recursively) or one .jsonl/.json/.txt/.md/... file")
+    index.add_argument("--out", type=Path, required=True,
+                       help="directory to save the index to (replaced if it holds an index)")
+    index.add_argument("--language", default="english",
+                       help="analyzer language: stopwords and Snowball stemmer (a name such as "
+                            "'french' or an ISO 639-1 code such as 'fr'; default: english)")
+    index.add_argument("--method", default="lucene",
+                       help="BM25 variant: lucene (default), robertson, atire, bm25l, bm25+")
+
+    search = command("search", "query a saved BM25 index: best passage per hit, terms "
+                               "highlighted", _commands.search)
+    search.add_argument("index", type=Path, help="an index directory written by 'index'")
+    search.add_argument("query", help="the query text (quote it)")
+    search.add_argument("-k", type=int, default=5, help="number of results (default: 5)")
+    search.add_argument("--explain", action="store_true",
+                        help="show each query term's idf, tf and contribution to the score")
+    search.add_argument("--json", action="store_true",
+                        help="print one JSON object per result (id, rank, score, passage, text, "
+                             "metadata)")
+    search.add_argument("--color", choices=("auto", "always", "never"), default="auto",
+                        help="highlight matched terms in colour (auto: when writing to a "
+                             "terminal; otherwise they are marked **like this**)")
+    return parser
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())

@@ -1,0 +1,182 @@
+"""The four subcommands: ``demo``, ``eval``, ``index`` and ``search``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from . import _build
+
+__all__ = ["demo", "evaluate_cmd", "index", "search"]
+
+NEXT_COMMAND = ("hybrid-retrievers eval cranfield --retriever bm25 --retriever hybrid "
+                "--min hybrid:ndcg@10=0.40")
+
+
+def _say(*parts: Any) -> None:
+    print(*parts, flush=True)
+
+
+def demo(args: argparse.Namespace) -> int:
+    from ..datasets import load_dataset
+    from ..evaluation import evaluate
+
+    started = time.perf_counter()
+    ds = load_dataset(args.dataset)
+    docs = list(ds.corpus.values())
+    _say(f"Dataset {ds.name}: {len(docs)} documents, {len(ds.queries)} judged queries")
+
+    names = ["bm25"]
+    why_not = "--bm25-only given" if args.bm25_only else _build.dense_available(args.model)
+    if why_not is None:
+        names += ["dense", "hybrid"]
+    else:
+        _say(f"Dense and hybrid retrieval skipped: {why_not}. Running BM25 only.")
+    _say("Building indexes" + (" (encoding the corpus with the dense model takes minutes on "
+                               "a CPU the first time; its vectors are cached for the next "
+                               "run)" if why_not is None else "") + " ...")
+    t0 = time.perf_counter()
+    retrievers = _build.build_retrievers(names, docs, args.model, progress=True,
+                                         cache=not args.no_cache, log=_say)
+    _say(f"Built {', '.join(retrievers)} in {time.perf_counter() - t0:.1f} s\n")
+
+    if args.reranker and "hybrid" in retrievers:
+        from ..rerank import Reranker, RerankingSearcher
+
+        retrievers["hybrid+rerank"] = RerankingSearcher(
+            retrievers["hybrid"], Reranker.cross_encoder(args.reranker), fetch_k=20)
+    elif "hybrid" in retrievers:
+        _say("Reranking skipped: no cross-encoder checkpoint ships offline; pass --reranker "
+             "cross-encoder/ms-marco-MiniLM-L-6-v2 (or a local path) to add hybrid + rerank.")
+
+    _say(f"Evaluating on the {len([q for q in ds.queries if ds.qrels.get(q)])} judged queries ...")
+    report = evaluate(retrievers, ds, k=100, show_progress=True)
+    _say(report.to_markdown())
+    _say("mean/p95 ms: wall time per query, one query at a time after a warm-up query, "
+         "measured the same way for every row (in one worker thread"
+         + ("; queries encoded with one torch thread). Dense includes encoding the query on "
+            "the CPU; hybrid runs BM25 and dense concurrently, then fuses, so it costs about "
+            "as much as dense." if "dense" in retrievers else ")."))
+    if "dense" in retrievers:
+        wins = report.compare("bm25", "dense", "recall@10", limit=1000)
+        losses = report.compare("dense", "bm25", "recall@10", limit=1000)
+        _say(f"\nBM25 beats dense on recall@10 for {len(wins)} queries, dense beats BM25 on "
+             f"{len(losses)}: fusing them is what the hybrid row shows.")
+
+    index = retrievers["bm25"]
+    if args.examples > 0:
+        _say("\nExample queries: the top 3 of each retriever (* = judged relevant, - = not), "
+             "then why the top BM25 document scored what it did (terms are the index's "
+             "stemmed forms; the contributions sum to the score):")
+    for qid in list(ds.queries)[: max(args.examples, 0)]:
+        query = ds.queries[qid]
+        _say(f"\nQ{qid}: {query}")
+        for name, retriever in retrievers.items():
+            hits = retriever.search(query, k=3)  # type: ignore[attr-defined]
+            marks = ["*" if ds.qrels.get(qid, {}).get(h.id, 0) > 0 else "-" for h in hits]
+            _say(f"  {name:>6}: " + "  ".join(f"{h.id}{m}" for h, m in zip(hits, marks)))
+        hits = index.search(query, k=1)  # type: ignore[attr-defined]
+        if hits:
+            _say(index.explain(query, hits[0].id))  # type: ignore[attr-defined]
+    _say(f"\nDemo finished in {time.perf_counter() - started:.1f} s. Next, a CI quality gate "
+         f"on the same data:\n  {NEXT_COMMAND}")
+    return 0
+
+
+def evaluate_cmd(args: argparse.Namespace) -> int:
+    from ..datasets import load_dataset
+    from ..evaluation import evaluate
+    from ._gate import check_bounds, parse_bounds
+
+    names = list(dict.fromkeys(args.retriever or ["bm25"]))
+    bounds = parse_bounds(args.min, names)
+    ds = load_dataset(args.dataset)
+    retrievers = _build.build_retrievers(
+        names, list(ds.corpus.values()), args.model, progress=args.progress,
+        cache=not args.no_cache, log=lambda *a: print(*a, file=sys.stderr, flush=True))
+    metrics = list(dict.fromkeys(["ndcg@10", "recall@10", "recall@100", "mrr@10",
+                                  *(b.metric for b in bounds)]))
+    report = evaluate(retrievers, ds, k=args.k, metrics=metrics, max_queries=args.max_queries,
+                      show_progress=args.progress)
+    print(report.to_markdown())
+    if args.plot is not None:
+        report.plot(args.plot)
+        print(f"plot saved to {args.plot}")
+    results = check_bounds(report, bounds)
+    for _, line in results:
+        print(line)
+    failed = sum(1 for passed, _ in results if not passed)
+    if failed:
+        print(f"quality gate failed: {failed} of {len(results)} bounds not met", file=sys.stderr)
+        return 1
+    if results:
+        print(f"quality gate passed: {len(results)} of {len(results)} bounds met")
+    return 0
+
+
+def index(args: argparse.Namespace) -> int:
+    from .. import Analyzer, BM25Index
+    from ._sources import read_source
+
+    t0 = time.perf_counter()
+    found = read_source(args.source, exclude=args.out, progress=True)
+    for name, why in found.skipped[:20]:
+        print(f"skipped {name}: {why}", file=sys.stderr)
+    if len(found.skipped) > 20:
+        print(f"... and {len(found.skipped) - 20} more skipped files", file=sys.stderr)
+    if not found.docs:
+        raise ValueError(f"nothing to index under {args.source}: every file was skipped")
+    built = BM25Index.from_docs(found.docs, analyzer=Analyzer(language=args.language),
+                                method=args.method, show_progress=len(found.docs) > 5000)
+    replacing = (args.out / "manifest.json").is_file()
+    try:
+        built.save(args.out)
+    except OSError as exc:
+        raise OSError(f"cannot write the index to {args.out}: {exc.strerror or exc}") from None
+    print(f"indexed {len(built)} documents from {found.files} files into {args.out}"
+          f"{' (replacing the index there)' if replacing else ''} in "
+          f"{time.perf_counter() - t0:.1f} s ({built.vocabulary_size} terms); "
+          f"skipped {len(found.skipped)} files" + (" (listed above)" if found.skipped else ""))
+    return 0
+
+
+def search(args: argparse.Namespace) -> int:
+    from ..bm25 import BM25Index
+    from ..persistence import IndexFormatError
+    from ._passages import best_passage, bold, brackets
+
+    try:
+        loaded = BM25Index.load(args.index)
+    except IndexFormatError:
+        raise
+    except Exception as exc:  # a tampered directory must not end in a traceback
+        raise IndexFormatError(
+            f"{str(args.index)!r} cannot be read as a hybrid-retrievers BM25 index "
+            f"({type(exc).__name__}: {exc}); rebuild it with hybrid-retrievers index"
+        ) from None
+    hits = loaded.search(args.query, k=args.k, explain=args.explain)
+    color = args.color == "always" or (args.color == "auto" and sys.stdout.isatty())
+    for hit in hits:
+        passage = best_passage(hit.doc.text, args.query, loaded.analyzer,
+                               mark=bold if color and not args.json else brackets)
+        if args.json:
+            print(json.dumps({"id": hit.id, "rank": hit.rank, "score": hit.score,
+                              "passage": passage, "text": hit.doc.text,
+                              "metadata": dict(hit.doc.metadata),
+                              **({"explanation": hit.explanation["bm25"]} if args.explain
+                                 else {})}, ensure_ascii=False))
+            continue
+        title = hit.doc.metadata.get("title")
+        print(f"{hit.rank}. {hit.id}  score {hit.score:.4f}"
+              + (f"  {title}" if isinstance(title, str) and title else ""))
+        print(f"   {passage}")
+        if args.explain:
+            print("   " + str(loaded.explain(args.query, hit.id)).replace("\n", "\n   "))
+    if not hits:
+        print("no document matches the query (its terms, after stopwords and stemming: "
+              f"{loaded.analyzer.tokenize(args.query)})", file=sys.stderr)
+    return 0
