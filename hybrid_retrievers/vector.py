@@ -129,7 +129,8 @@ class VectorIndex:
             dimension = _embedder_dimension(embedder)
         self._dim: int | None = None if dimension is None else _check_dimension(dimension)
         self._lock = threading.RLock()  # serialises writers; readers never take it
-        self._state = _Snapshot(np.zeros((0, self._dim or 0), dtype=np.float32), 0, [], {})
+        self._state = _Snapshot(np.zeros((0, self._dim or 0), dtype=np.float32), 0, [], {},
+                                max_norm=0.0)
 
     def _install(
         self,
@@ -341,7 +342,9 @@ class VectorIndex:
             buf = np.ascontiguousarray(st.vectors[alive])  # a copy: st is left as it was
             docs = [d for d, a in zip(st.docs, alive.tolist()) if a]
             # A new graph lineage: HNSW cannot remove rows, so it is rebuilt on demand.
-            self._state = _Snapshot(buf, len(docs), docs, None, ann=st.ann)
+            # The old largest norm still bounds the remaining rows (see _margins).
+            self._state = _Snapshot(buf, len(docs), docs, None, ann=st.ann,
+                                    max_norm=st._max_norm)
 
     def _check_new(self, docs: list[Doc]) -> None:
         check_new_ids(docs, self._state.positions,
@@ -873,7 +876,7 @@ class _Snapshot:
         return self.buf[: self.n]
 
     def max_norm(self) -> float:
-        """The largest row norm (bounds float32 rounding of scores); computed once."""
+        """An upper bound on the row norms (for `_margins`); computed once if unknown."""
         if self._max_norm is None:
             self._max_norm = _max_row_norm(self.vectors)
         return self._max_norm
@@ -922,10 +925,8 @@ class _Snapshot:
             for offset, j in enumerate(new):
                 docs_list.append(docs[j])
                 positions[docs[j].id] = n + offset
-            if max_norm is not None and not old:
-                max_norm = max(max_norm, _max_row_norm(added))
-        if old:
-            max_norm = _max_row_norm(buf[:need])
+        if max_norm is not None:  # an upper bound is all _margins needs
+            max_norm = max(max_norm, _max_row_norm(matrix))
         state = _Snapshot(buf, need, docs_list, positions, ann=self.ann, graphs=graphs,
                           max_norm=max_norm)
         state._fold_tail()

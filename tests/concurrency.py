@@ -19,7 +19,8 @@ import random
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -184,3 +185,38 @@ def check_hits(
         if group is not None and h.doc.metadata.get("g") != group:
             wrong.append(f"{h.doc.id} fails the filter g={group}: {h.doc.metadata}")
     return wrong
+
+
+@contextmanager
+def editing_in_background(write: Callable[[random.Random], None], seed: int = 0) -> Iterator[None]:
+    """Run ``write`` in a loop on another thread for the duration of the ``with`` block."""
+    stop = threading.Event()
+    errors: list[BaseException] = []
+
+    def loop() -> None:
+        rng = random.Random(seed)
+        try:
+            while not stop.is_set():
+                write(rng)
+        except BaseException as exc:  # noqa: BLE001 - re-raised in the caller
+            errors.append(exc)
+
+    thread = threading.Thread(target=loop, daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join(timeout=30)
+    assert not thread.is_alive(), "the writer did not stop"
+    if errors:
+        raise errors[0]
+
+
+def bm25_corpus(size: int) -> Any:
+    """A `BM25Index` over documents ``d0 .. d{size-1}`` of the sliding corpus."""
+    from hybrid_retrievers import BM25Index
+
+    return BM25Index.from_texts([text_of(n) for n in range(size)],
+                                ids=[f"d{n}" for n in range(size)],
+                                metadatas=[meta_of(n) for n in range(size)])
