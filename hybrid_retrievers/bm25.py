@@ -61,8 +61,8 @@ class BM25Index:
         ...     ["the cat sat on the mat", "dogs chase cats", "a bird sang"],
         ...     ids=["a", "b", "c"],
         ... )
-        >>> [hit.id for hit in index.search("cats", k=2)]
-        ['b', 'a']
+        >>> [hit.id for hit in index.search("dogs", k=2)]
+        ['b']
     """
 
     def __init__(
