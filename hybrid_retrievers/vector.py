@@ -393,7 +393,9 @@ class VectorIndex:
     def enable_ann(self, config: HNSWConfig | None = None, **params: Any) -> VectorIndex:
         """Answer searches with an HNSW graph (faiss, the ``ann`` extra); returns ``self``.
 
-        The graph is built on the next search (or now, with `build_ann`). Approximate
+        The graph is built on the next search (or now, with `build_ann`); searches
+        that run while another thread builds it scan exactly instead of waiting. After
+        a `delete` or an `upsert` of existing ids it is rebuilt the same way. Approximate
         candidates are re-scored exactly, so scores match exact search; only recall may
         differ. ``search(..., exact=True)`` still scans every vector.
 
@@ -433,17 +435,26 @@ class VectorIndex:
         return self._state.ann
 
     @staticmethod
-    def _graph(st: _Snapshot) -> FaissHNSW:
-        """The HNSW graph of ``st``'s lineage, built over ``st``'s rows on first use."""
+    def _graph(st: _Snapshot, *, wait: bool = True) -> FaissHNSW | None:
+        """The HNSW graph of ``st``'s lineage, built over ``st``'s rows on first use.
+
+        With ``wait=False`` a graph another thread is building right now is not
+        waited for: ``None`` comes back and the caller searches exactly meanwhile.
+        """
         if st.ann is None:
             raise RuntimeError("approximate search is not enabled; call enable_ann() first")
         lineage = st.graphs
         graph = lineage.graph
         if graph is None:
-            with lineage.lock:  # one build per lineage, not one per concurrent reader
+            # One build per lineage, not one per concurrent reader.
+            if not lineage.lock.acquire(blocking=wait):
+                return None
+            try:
                 if lineage.graph is None:
                     lineage.graph = FaissHNSW.build(st.vectors, st.ann)
                 graph = lineage.graph
+            finally:
+                lineage.lock.release()
         return graph
 
     # ------------------------------------------------------------------ searching
@@ -581,9 +592,13 @@ class VectorIndex:
                 rows = mask = None
         margins = _margins(queries, st.max_norm())
         config = st.ann
+        graph = None
         if (config is not None and not exact
                 and (rows is None or rows.size > config.exact_below)):
-            results = self._ann_topk(st, queries, k, mask, margins)
+            # While another search builds the graph, search exactly instead of waiting.
+            graph = self._graph(st, wait=False)
+        if graph is not None:
+            results = self._ann_topk(st, graph, queries, k, mask, margins)
         elif rows is not None and rows.size < _GATHER_FRACTION * n:
             results = [(rows[i], s)
                        for i, s in _exact_topk(vectors[rows], queries, k, None, margins)]
@@ -594,9 +609,10 @@ class VectorIndex:
             for idx, sc in results
         ]
 
+    @staticmethod
     def _ann_topk(
-        self,
         st: _Snapshot,
+        graph: FaissHNSW,
         queries: NDArray[np.float32],
         k: int,
         mask: NDArray[np.bool_] | None,
@@ -604,7 +620,6 @@ class VectorIndex:
     ) -> list[tuple[NDArray[np.intp], NDArray[np.float32]]]:
         """Graph candidates, plus the rows the graph does not hold yet, scored exactly."""
         assert st.ann is not None
-        graph = self._graph(st)
         vectors, n, g = st.vectors, st.n, len(graph)
         allowed = mask
         if g > n:  # the graph has grown past this (older) snapshot: hide the newer rows

@@ -9,6 +9,7 @@ may raise. See ``tests/concurrency.py`` for the harness and the corpus.
 from __future__ import annotations
 
 import logging
+import os
 import random
 
 import numpy as np
@@ -27,7 +28,8 @@ from hybrid_retrievers import BM25Index, Doc, FusionSearcher, ParentChildSearche
 from hybrid_retrievers.models import HashingEmbedder
 
 START = 2000
-SECONDS = 2.0
+SECONDS = float(os.environ.get("HR_STRESS_SECONDS", "2"))
+"""Seconds per scenario; set HR_STRESS_SECONDS for a longer soak."""
 
 
 def _term(rng: random.Random, filtered: bool) -> str:
