@@ -8,9 +8,11 @@ of sometimes missing a true neighbour. The graph comes from faiss (``faiss-cpu``
 
 `VectorIndex` owns the vectors: the graph stores its own copy for navigation, and its
 candidates are re-scored exactly from the index's matrix, so an approximate hit carries
-the same score as the exact search would give it. Adding vectors extends the graph;
-deleting or replacing vectors marks it stale, and it is rebuilt on the next approximate
-search (HNSW graphs do not support removal).
+the same score as the exact search would give it. A graph that searches may be using
+is never modified (faiss cannot add rows while it searches): rows added later are
+scanned exactly next to the graph until `VectorIndex` folds them into a copy of it
+(`FaissHNSW.extended`); deleting or replacing vectors drops the graph, and it is rebuilt
+on the next approximate search (HNSW graphs do not support removal).
 """
 
 from __future__ import annotations
@@ -60,7 +62,11 @@ class HNSWConfig:
 
 
 class FaissHNSW:
-    """An inner-product HNSW graph over rows ``0..n-1`` of a float32 matrix."""
+    """An inner-product HNSW graph over rows ``0..n-1`` of a float32 matrix.
+
+    Concurrent `search` calls are safe; `add` is not safe while another thread
+    searches the same graph, so `VectorIndex` only adds to graphs nobody can see yet.
+    """
 
     def __init__(self, dimension: int, config: HNSWConfig) -> None:
         faiss = require("faiss", extra="ann", feature="approximate vector search")
@@ -78,6 +84,15 @@ class FaissHNSW:
     def __len__(self) -> int:
         return int(self._index.ntotal)
 
+    def extended(self, vectors: NDArray[np.float32]) -> FaissHNSW:
+        """A copy of this graph with ``vectors`` appended; this graph is left as it is."""
+        graph = FaissHNSW.__new__(FaissHNSW)
+        graph._faiss = self._faiss
+        graph.config = self.config
+        graph._index = self._faiss.clone_index(self._index)
+        graph.add(vectors)
+        return graph
+
     def add(self, vectors: NDArray[np.float32]) -> None:
         """Append rows; their labels continue from ``len(self)``."""
         if len(vectors):
@@ -88,11 +103,19 @@ class FaissHNSW:
         queries: NDArray[np.float32],
         k: int,
         allowed: NDArray[np.bool_] | None = None,
+        *,
+        ef_search: int | None = None,
     ) -> NDArray[np.int64]:
-        """Candidate rows per query, shape ``(m, k)``; ``-1`` pads missing ones."""
+        """Candidate rows per query, shape ``(m, k)``; ``-1`` pads missing ones.
+
+        Args:
+            allowed: one flag per row of the graph; rows flagged False are skipped.
+            ef_search: overrides ``config.ef_search`` for this call.
+        """
         faiss = self._faiss
         params = faiss.SearchParametersHNSW()
-        params.efSearch = max(int(self.config.ef_search), int(k))
+        ef = self.config.ef_search if ef_search is None else ef_search
+        params.efSearch = max(int(ef), int(k))
         bitmap = None
         if allowed is not None:
             # faiss reads bit i at byte i >> 3, position i & 7: little-endian bit order.

@@ -14,19 +14,19 @@ cached score would.
 
 from __future__ import annotations
 
-import json
 import os
 import threading
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
 from ._docs import check_docs, check_new_ids, make_docs
+from ._filters import cached_equality_mask
 from ._validation import check_k, check_queries, check_query
-from ._validation import check_filter_values, check_id_list
+from ._validation import check_id_list
 from .explanation import Explanation, TermContribution
 from .persistence import IndexFormatError, IndexReader, IndexWriter, atomic_index_dir
 from .scoring import DEFAULT_DELTA, BM25Method, get_variant, length_norm
@@ -37,7 +37,6 @@ from .types import Doc, Hit, MetadataFilter
 __all__ = ["BM25Index"]
 
 FORMAT_VERSION = 1
-_MISSING = object()
 _DENSE_SCAN = 8
 """A query with at least one posting per _DENSE_SCAN documents scans its accumulator."""
 _BATCHED_POSTINGS = 65_536
@@ -48,13 +47,23 @@ numpy calls and pruning checks would cost more than they save."""
 class BM25Index:
     """A BM25 index over documents, with incremental updates, explanations and persistence.
 
+    Concurrency: any number of threads may search while one thread edits. Every
+    search reads one immutable snapshot of the index (documents, vocabulary,
+    postings, score cache and filter masks), taken once when it starts, so it sees
+    the index as it was before an edit or after it, never a mix. Edits (`add`,
+    `upsert`, `delete`) build new arrays off to the side and publish them with one
+    reference swap; searches never wait for an edit, nor for each other. Writers
+    are serialised by a lock: two threads editing at once get the two edits one
+    after the other, each complete (in an unspecified order), and a search sees
+    none, one or both of them.
+
     Example:
         >>> index = BM25Index.from_texts(
         ...     ["the cat sat on the mat", "dogs chase cats", "a bird sang"],
         ...     ids=["a", "b", "c"],
         ... )
-        >>> [hit.id for hit in index.search("cats", k=2)]
-        ['b', 'a']
+        >>> [hit.id for hit in index.search("dogs", k=2)]
+        ['b']
     """
 
     def __init__(
@@ -81,18 +90,59 @@ class BM25Index:
                 f"analyzer must be a hybrid_retrievers.Analyzer, got {type(analyzer).__name__}"
             )
         self._analyzer = analyzer
-        self._docs: list[Doc] = []
-        self._positions: dict[str, int] = {}
-        self._vocab: dict[str, int] = {}
-        # Term-major postings: term t's documents are _post_docs[_indptr[t]:_indptr[t+1]],
-        # ascending, with raw term frequencies in _post_tf.
-        self._indptr: NDArray[np.int64] = np.zeros(1, dtype=np.int64)
-        self._post_docs: NDArray[np.int32] = np.zeros(0, dtype=np.int32)
-        self._post_tf: NDArray[np.unsignedinteger] = np.zeros(0, dtype=np.uint8)
-        self._doc_len: NDArray[np.int32] = np.zeros(0, dtype=np.int32)
-        self._lock = threading.RLock()
+        self._lock = threading.RLock()  # serialises writers; readers never take it
         self._scratch = threading.local()
-        self._invalidate()
+        self._state = _Snapshot.empty()
+
+    def _install(
+        self,
+        *,
+        docs: list[Doc],
+        vocab: dict[str, int],
+        indptr: NDArray[np.integer],
+        post_docs: NDArray[np.integer],
+        post_tf: NDArray[np.unsignedinteger],
+        doc_len: NDArray[np.integer],
+    ) -> None:
+        """Publish a complete new version of the index (used by `load`).
+
+        Raises:
+            ValueError: ``docs`` holds duplicate ids.
+        """
+        state = _Snapshot(docs, vocab, indptr, post_docs, post_tf, doc_len)
+        if len(state.positions) != len(docs):
+            raise ValueError("duplicate document ids")
+        with self._lock:
+            self._state = state
+
+    # Read-only views of the current snapshot, for code that reads one field (save).
+    @property
+    def _docs(self) -> list[Doc]:
+        return self._state.docs
+
+    @property
+    def _positions(self) -> dict[str, int]:
+        return self._state.positions
+
+    @property
+    def _vocab(self) -> dict[str, int]:
+        return self._state.vocab
+
+    @property
+    def _indptr(self) -> NDArray[np.int64]:
+        return self._state.indptr
+
+    @property
+    def _post_docs(self) -> NDArray[np.int32]:
+        return self._state.post_docs
+
+    @property
+    def _post_tf(self) -> NDArray[np.unsignedinteger]:
+        return self._state.post_tf
+
+    @property
+    def _doc_len(self) -> NDArray[np.int32]:
+        return self._state.doc_len
 
     # ------------------------------------------------------------------ building
 
@@ -138,7 +188,7 @@ class BM25Index:
         if not docs:
             raise ValueError("cannot build a BM25 index from an empty corpus; pass at least one text")
         index = cls(analyzer=analyzer, k1=k1, b=b, method=method, delta=delta)
-        index._append(docs, show_progress=show_progress)
+        index._state = index._written(index._state, docs, None, show_progress=show_progress)
         return index
 
     def add(
@@ -150,38 +200,91 @@ class BM25Index:
         show_progress: bool = False,
     ) -> list[str]:
         """Add texts and return their ids; an id already in the index is an error."""
-        docs = make_docs(texts, ids, metadatas, taken=self._positions)
+        docs = make_docs(texts, ids, metadatas, taken=self._state.positions)
         return self.add_docs(docs, show_progress=show_progress)
 
     def add_docs(self, docs: Iterable[Doc], *, show_progress: bool = False) -> list[str]:
         """Add documents and return their ids; N, avgdl and idf are updated for all."""
         docs = check_docs(docs)
         with self._lock:
-            check_new_ids(docs, self._positions, "delete them first to replace those documents")
-            self._append(docs, show_progress=show_progress)
+            state = self._state
+            check_new_ids(docs, state.positions, "use upsert() to replace them, or delete them first")
+            if docs:
+                self._state = self._written(state, docs, None, show_progress=show_progress)
+        return [d.id for d in docs]
+
+    def upsert(
+        self,
+        texts: Iterable[str],
+        ids: Iterable[str] | None = None,
+        metadatas: Iterable[Mapping[str, Any] | None] | None = None,
+        *,
+        show_progress: bool = False,
+    ) -> list[str]:
+        """Insert or replace: existing ids get the new text and metadata in place.
+
+        A replaced document keeps its position (so ties still go to the earlier
+        document); new ids are appended. Scores afterwards are exactly those of an
+        index rebuilt from the resulting documents. Without ids, content ids are
+        used, so upserting an unchanged text (and metadata) replaces it with itself.
+        """
+        return self.upsert_docs(make_docs(texts, ids, metadatas), show_progress=show_progress)
+
+    def upsert_docs(self, docs: Iterable[Doc], *, show_progress: bool = False) -> list[str]:
+        """`upsert` for `Doc` objects."""
+        docs = check_docs(docs)
+        with self._lock:
+            state = self._state
+            if docs:
+                rows = np.empty(len(docs), dtype=np.int64)
+                n = len(state.docs)
+                for j, d in enumerate(docs):
+                    pos = state.positions.get(d.id)
+                    if pos is None:
+                        pos, n = n, n + 1
+                    rows[j] = pos
+                self._state = self._written(state, docs, rows, show_progress=show_progress)
         return [d.id for d in docs]
 
     def delete(self, ids: Iterable[str]) -> None:
         """Remove documents by id; if any id is unknown nothing is removed."""
         ids = check_id_list(ids)
         with self._lock:
-            unknown = [i for i in ids if i not in self._positions]
+            state = self._state
+            unknown = [i for i in ids if i not in state.positions]
             if unknown:
                 raise KeyError(f"{len(unknown)} id(s) not in the index: {unknown[:5]}")
             if not ids:
                 return
-            alive = np.ones(len(self._docs), dtype=bool)
-            alive[[self._positions[i] for i in ids]] = False
-            self._compact(alive)
+            alive = np.ones(len(state.docs), dtype=bool)
+            alive[[state.positions[i] for i in ids]] = False
+            self._state = _compacted(state, alive)
 
-    def _append(self, docs: list[Doc], *, show_progress: bool) -> None:
+    def _written(
+        self,
+        state: _Snapshot,
+        docs: list[Doc],
+        rows: NDArray[np.int64] | None,
+        *,
+        show_progress: bool,
+    ) -> _Snapshot:
+        """A new snapshot: ``state`` with ``docs[j]`` at position ``rows[j]``.
+
+        A row below ``len(state.docs)`` replaces that document; the others are the
+        next positions, in order (``rows=None``: all of ``docs`` appended). ``state``
+        is not modified: its arrays are only read, so searches on it go on safely.
+        """
         from scipy import sparse
 
         token_lists = self._analyzer.tokenize_many(
             [d.text for d in docs], show_progress=show_progress
         )
-        offset = len(self._docs)
-        vocab = self._vocab
+        offset = len(state.docs)
+        if rows is None:
+            rows = np.arange(offset, offset + len(docs), dtype=np.int64)
+        replaced = rows[rows < offset]
+        n_docs = offset + len(docs) - replaced.size
+        vocab = dict(state.vocab)
         lengths = np.fromiter((len(t) for t in token_lists), dtype=np.int32, count=len(docs))
         new_terms = np.fromiter(
             (vocab[t] if t in vocab else vocab.setdefault(t, len(vocab))
@@ -189,83 +292,61 @@ class BM25Index:
             dtype=np.int32,
             count=int(lengths.sum()),
         )
-        new_docs = np.repeat(np.arange(offset, offset + len(docs), dtype=np.int32), lengths)
+        new_docs = np.repeat(rows.astype(np.int32), lengths)
         old_terms = np.repeat(
-            np.arange(len(self._indptr) - 1, dtype=np.int32), np.diff(self._indptr)
+            np.arange(len(state.indptr) - 1, dtype=np.int32), np.diff(state.indptr)
         )
+        old_docs, old_tf = state.post_docs, state.post_tf
+        if replaced.size:
+            keep = np.ones(offset, dtype=bool)
+            keep[replaced] = False
+            keep = keep[old_docs]
+            old_terms, old_docs, old_tf = old_terms[keep], old_docs[keep], old_tf[keep]
         # Term-major CSR; converting from COO counts repeated (term, doc) pairs into
         # term frequencies and keeps each term's documents ascending.
         matrix = sparse.csr_array(
             (
-                np.concatenate([self._post_tf.astype(np.int32), np.ones(new_terms.size, np.int32)]),
-                (np.concatenate([old_terms, new_terms]),
-                 np.concatenate([self._post_docs, new_docs])),
+                np.concatenate([old_tf.astype(np.int32), np.ones(new_terms.size, np.int32)]),
+                (np.concatenate([old_terms, new_terms]), np.concatenate([old_docs, new_docs])),
             ),
-            shape=(len(vocab), offset + len(docs)),
+            shape=(len(vocab), n_docs),
         )
         matrix.sum_duplicates()
-        self._set_postings(np.diff(matrix.indptr), matrix.indices, matrix.data)
-        self._doc_len = np.concatenate([self._doc_len, lengths])
-        self._docs.extend(docs)
-        for j, d in enumerate(docs):
-            self._positions[d.id] = offset + j
-        self._invalidate()
-
-    def _compact(self, alive: NDArray[np.bool_]) -> None:
-        new_pos = np.cumsum(alive) - 1
-        terms = np.repeat(np.arange(len(self._indptr) - 1), np.diff(self._indptr))
-        keep = alive[self._post_docs]
-        terms = terms[keep]
-        df = np.bincount(terms, minlength=len(self._vocab))
-        # Drop terms no remaining document has, so the vocabulary (and Robertson's
-        # mean idf) is what a rebuild on the remaining documents would have.
-        live_terms = df > 0
-        term_map = np.cumsum(live_terms) - 1
-        self._vocab = {
-            t: int(term_map[i]) for t, i in self._vocab.items() if live_terms[i]
-        }
-        self._set_postings(
-            df[live_terms], new_pos[self._post_docs[keep]], self._post_tf[keep]
-        )
-        self._doc_len = self._doc_len[alive]
-        self._docs = [d for d, a in zip(self._docs, alive.tolist()) if a]
-        self._positions = {d.id: i for i, d in enumerate(self._docs)}
-        self._invalidate()
-
-    def _set_postings(
-        self, df: NDArray[np.integer], docs: NDArray[np.integer], tf: NDArray[np.integer]
-    ) -> None:
-        self._indptr = np.zeros(len(df) + 1, dtype=np.int64)
-        np.cumsum(df, out=self._indptr[1:])
-        self._post_docs = docs.astype(np.int32)
-        self._post_tf = tf.astype(_smallest_uint(int(tf.max()) if tf.size else 0))
-
-    def _invalidate(self) -> None:
-        self._cache: _ScoreCache | None = None
-        self._filter_masks: dict[str, NDArray[np.bool_]] = {}
+        df = np.diff(matrix.indptr)
+        if replaced.size and not df.all():
+            # Terms only the replaced texts had: drop them, as a rebuild would.
+            vocab, df = _live_terms(vocab, df)
+        doc_len = np.zeros(n_docs, dtype=np.int32)
+        doc_len[:offset] = state.doc_len
+        doc_len[rows] = lengths
+        new_list = list(state.docs)
+        new_list.extend([None] * (n_docs - offset))  # type: ignore[list-item]
+        for row, d in zip(rows.tolist(), docs):
+            new_list[row] = d
+        return _Snapshot(new_list, vocab, _offsets(df), matrix.indices, _compact_tf(matrix.data),
+                         doc_len)
 
     # ------------------------------------------------------------------ scoring cache
 
-    @property
-    def _avgdl(self) -> float:
-        return float(self._doc_len.mean()) if self._doc_len.size else 0.0
-
-    def _scores(self) -> _ScoreCache:
-        """Per-posting scores and per-term statistics, rebuilt on demand after edits."""
-        cache = self._cache
+    def _scores(self, state: _Snapshot | None = None) -> _ScoreCache:
+        """Per-document norms and per-term statistics of ``state``, built on first use."""
+        if state is None:
+            state = self._state
+        cache = state.cache
         if cache is not None:
             return cache
-        with self._lock:
-            if self._cache is None:
-                self._cache = _ScoreCache.build(self)
-            return self._cache
+        with state.build_lock:  # one build per snapshot, not one per concurrent reader
+            if state.cache is None:
+                state.cache = _ScoreCache.build(self, state)
+            return state.cache
 
     def _query_terms(self, query: str) -> tuple[list[str], list[int]]:
         counts = Counter(self._analyzer.tokenize(query))
         return list(counts), list(counts.values())
 
-    def _buffers(self) -> tuple[NDArray[np.float32], NDArray[np.bool_]]:
-        n = len(self._docs)
+    def _buffers(self, n: int) -> tuple[NDArray[np.float32], NDArray[np.bool_]]:
+        # Per thread, and sized for the snapshot being searched: concurrent searches
+        # never share a buffer, and a search never indexes past its own corpus.
         acc = getattr(self._scratch, "acc", None)
         if acc is None or acc.shape[0] != n:
             self._scratch.acc = acc = np.zeros(n, dtype=np.float32)
@@ -278,6 +359,8 @@ class BM25Index:
         counts: list[int],
         k: int | None = None,
         allowed: NDArray[np.bool_] | None = None,
+        *,
+        state: _Snapshot | None = None,
     ) -> tuple[NDArray[np.int32], NDArray[np.float32]]:
         """Documents matching at least one term, with their full BM25 scores.
 
@@ -287,31 +370,32 @@ class BM25Index:
         can catch up, so the remaining (long, low-idf) posting lists only update
         the candidates already found (MaxScore; Turtle & Flood 1995).
         """
-        cache = self._scores()
-        ids = [(self._vocab[t], c) for t, c in zip(terms, counts) if t in self._vocab]
+        st = self._state if state is None else state
+        cache = self._scores(st)
+        ids = [(st.vocab[t], c) for t, c in zip(terms, counts) if t in st.vocab]
         if not ids:
             return np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.float32)
         constant = np.float32(
             0.0 if cache.absent is None else sum(float(cache.absent[t]) * c for t, c in ids)
         )
-        indptr, post_docs = self._indptr, self._post_docs
+        indptr, post_docs, post_tf = st.indptr, st.post_docs, st.post_tf
         if len(ids) == 1:
             t, c = ids[0]
             lo, hi = int(indptr[t]), int(indptr[t + 1])
             docs = post_docs[lo:hi]
-            weights = self._weigh(cache, self._post_tf[lo:hi], docs, float(cache.idf[t]) * c)
+            weights = self._weigh(cache, post_tf[lo:hi], docs, float(cache.idf[t]) * c)
             return docs, weights + constant
         lengths = [int(indptr[t + 1] - indptr[t]) for t, _ in ids]
         total = sum(lengths)
         if k is None or not cache.nonnegative or total <= _BATCHED_POSTINGS:
             # No MaxScore pruning possible or worth it.
-            return self._match_batched(cache, ids, constant, k, allowed)
+            return self._match_batched(st, cache, ids, constant, k, allowed)
         # Highest-impact (rarest) terms first, so the k-th score rises early.
         order = sorted(range(len(ids)), key=lambda i: -cache.upper[ids[i][0]] * ids[i][1])
         ids = [ids[i] for i in order]
         lengths = [lengths[i] for i in order]
         bounds = [float(cache.upper[t]) * c for t, c in ids]
-        acc, seen = self._buffers()
+        acc, seen = self._buffers(len(st.docs))
         found: list[NDArray[np.int32]] = []
         n_found = 0
         try:
@@ -323,7 +407,7 @@ class BM25Index:
                 found.append(fresh)
                 n_found += fresh.size
                 # Within one term a document appears once, so fancy-index += is exact.
-                acc[docs] += self._weigh(cache, self._post_tf[lo:hi], docs, float(cache.idf[t]) * c)
+                acc[docs] += self._weigh(cache, post_tf[lo:hi], docs, float(cache.idf[t]) * c)
                 rest = i + 1
                 if (
                     rest < len(ids)
@@ -340,7 +424,7 @@ class BM25Index:
                         present = docs2[j] == cand
                         hit_docs = cand[present]
                         acc[hit_docs] += self._weigh(
-                            cache, self._post_tf[lo2 + j[present]], hit_docs,
+                            cache, post_tf[lo2 + j[present]], hit_docs,
                             float(cache.idf[t2]) * c2,
                         )
                     break
@@ -368,6 +452,7 @@ class BM25Index:
 
     def _match_batched(
         self,
+        st: _Snapshot,
         cache: _ScoreCache,
         ids: list[tuple[int, int]],
         constant: np.float32,
@@ -382,7 +467,7 @@ class BM25Index:
         before removing duplicates: a document appears once per matching term, so
         that cut always keeps every entry of the top ``k`` documents.
         """
-        indptr, post_docs, post_tf = self._indptr, self._post_docs, self._post_tf
+        indptr, post_docs, post_tf = st.indptr, st.post_docs, st.post_tf
         spans = [(int(indptr[t]), int(indptr[t + 1])) for t, _ in ids]
         docs = np.concatenate([post_docs[lo:hi] for lo, hi in spans])
         tf = np.concatenate([post_tf[lo:hi] for lo, hi in spans])
@@ -391,7 +476,7 @@ class BM25Index:
             [hi - lo for lo, hi in spans],
         )
         w = self._weigh(cache, tf, docs, scale)
-        acc, _ = self._buffers()
+        acc, _ = self._buffers(len(st.docs))
         np.add.at(acc, docs, w)
         if cache.positive and acc.size <= _DENSE_SCAN * docs.size:
             # Postings cover a good share of the corpus: scanning the accumulator
@@ -416,15 +501,14 @@ class BM25Index:
             docs, totals = docs[best], totals[best]
             cand, first = np.unique(docs, return_index=True)
             return cand, totals[first] + constant
-        mark = self._marks()
+        mark = self._marks(len(st.docs))
         # Keep one occurrence per document: the last write to mark[d] wins.
         slots = np.arange(docs.size, dtype=np.int32)
         mark[docs] = slots
         first = mark[docs] == slots
         return docs[first], totals[first] + constant
 
-    def _marks(self) -> NDArray[np.int32]:
-        n = len(self._docs)
+    def _marks(self, n: int) -> NDArray[np.int32]:
         mark = getattr(self._scratch, "mark", None)
         if mark is None or mark.shape[0] != n:
             self._scratch.mark = mark = np.empty(n, dtype=np.int32)
@@ -471,7 +555,9 @@ class BM25Index:
         """
         check_query(query)
         k = check_k(k)
-        return self._search_terms(query, *self._query_terms(query), k, filter, explain)
+        return self._search_terms(
+            self._state, query, *self._query_terms(query), k, filter, explain
+        )
 
     def search_many(
         self,
@@ -481,20 +567,22 @@ class BM25Index:
         filter: MetadataFilter | None = None,
         explain: bool = False,
     ) -> list[list[Hit]]:
-        """`search` for each query, in order."""
+        """`search` for each query, in order, all on the same snapshot of the index."""
         queries = check_queries(queries)
         k = check_k(k)
         token_lists = self._analyzer.tokenize_many(queries)
+        state = self._state
         out = []
         for query, tokens in zip(queries, token_lists):
             counts = Counter(tokens)
-            out.append(
-                self._search_terms(query, list(counts), list(counts.values()), k, filter, explain)
-            )
+            out.append(self._search_terms(
+                state, query, list(counts), list(counts.values()), k, filter, explain
+            ))
         return out
 
     def _search_terms(
         self,
+        st: _Snapshot,
         query: str,
         terms: list[str],
         counts: list[int],
@@ -503,16 +591,16 @@ class BM25Index:
         explain: bool,
     ) -> list[Hit]:
         if filter is None:
-            cand, scores = self._match(terms, counts, k)
-        elif callable(filter):
+            cand, scores = self._match(terms, counts, k, state=st)
+        elif callable(filter) and not isinstance(filter, Mapping):
             # A predicate is only known per candidate, so every match must be seen.
-            cand, scores = self._match(terms, counts)
+            cand, scores = self._match(terms, counts, state=st)
             if cand.size:
-                keep = self._filter_callable(filter, cand)
+                keep = _filter_callable(filter, st.docs, cand)
                 cand, scores = cand[keep], scores[keep]
         else:
-            allowed = self._filter_mask(filter)
-            cand, scores = self._match(terms, counts, k, allowed)
+            allowed = cached_equality_mask(filter, st.docs, st.masks)
+            cand, scores = self._match(terms, counts, k, allowed, state=st)
             keep = allowed[cand]
             cand, scores = cand[keep], scores[keep]
         if not cand.size:
@@ -523,66 +611,39 @@ class BM25Index:
             pos = int(cand[i])
             expl: Mapping[str, Any] = {}
             if explain:
-                expl = {"bm25": self._explain_position(query, terms, counts, pos).as_dict()}
-            hits.append(Hit(self._docs[pos], float(scores[i]), rank, expl))
+                expl = {"bm25": self._explain_position(st, query, terms, counts, pos).as_dict()}
+            hits.append(Hit(st.docs[pos], float(scores[i]), rank, expl))
         return hits
-
-    def _filter_callable(
-        self, filter: Callable[[Doc], bool], cand: NDArray[np.int32]
-    ) -> NDArray[np.bool_]:
-        docs = self._docs
-        return np.fromiter((bool(filter(docs[p])) for p in cand.tolist()), bool, cand.size)
-
-    def _filter_mask(self, filter: Any) -> NDArray[np.bool_]:
-        """The corpus-wide mask of a metadata-equality filter, cached until the next edit."""
-        if not isinstance(filter, Mapping):
-            raise TypeError(
-                "filter must be a mapping of metadata equalities or a callable(Doc) -> bool, "
-                f"got {type(filter).__name__}"
-            )
-        check_filter_values(filter)
-        key = json.dumps(sorted((str(k), repr(v)) for k, v in filter.items()))
-        mask = self._filter_masks.get(key)
-        if mask is None:
-            items = list(filter.items())
-            mask = np.fromiter(
-                (all(d.metadata.get(f, _MISSING) == v for f, v in items) for d in self._docs),
-                bool,
-                len(self._docs),
-            )
-            if len(self._filter_masks) >= 64:
-                self._filter_masks.clear()
-            self._filter_masks[key] = mask
-        return mask
 
     # ------------------------------------------------------------------ explaining
 
     def explain(self, query: str, doc_id: str) -> Explanation:
         """Per query term: idf, tf, document length and contribution; they sum to the score."""
         check_query(query)
-        pos = self._positions.get(doc_id) if isinstance(doc_id, str) else None
+        st = self._state
+        pos = st.positions.get(doc_id) if isinstance(doc_id, str) else None
         if pos is None:
             raise KeyError(f"document {doc_id!r} is not in the index")
-        return self._explain_position(query, *self._query_terms(query), pos)
+        return self._explain_position(st, query, *self._query_terms(query), pos)
 
     def _explain_position(
-        self, query: str, terms: list[str], counts: list[int], pos: int
+        self, st: _Snapshot, query: str, terms: list[str], counts: list[int], pos: int
     ) -> Explanation:
-        cache = self._scores()
+        cache = self._scores(st)
         v = self._variant
-        dl = int(self._doc_len[pos])
-        avgdl = self._avgdl
+        dl = int(st.doc_len[pos])
+        avgdl = st.avgdl
         norm = float(length_norm(np.float64(dl), avgdl, self._b))
         rows = []
         for term, c in zip(terms, counts):
-            t = self._vocab.get(term)
+            t = st.vocab.get(term)
             if t is None:
                 rows.append(TermContribution(term, c, 0, 0.0, 0, dl, avgdl, 0.0))
                 continue
-            lo, hi = int(self._indptr[t]), int(self._indptr[t + 1])
-            docs = self._post_docs[lo:hi]
+            lo, hi = int(st.indptr[t]), int(st.indptr[t + 1])
+            docs = st.post_docs[lo:hi]
             j = int(np.searchsorted(docs, pos))
-            tf = int(self._post_tf[lo + j]) if j < docs.size and docs[j] == pos else 0
+            tf = int(st.post_tf[lo + j]) if j < docs.size and docs[j] == pos else 0
             if tf == 0 and not v.scores_absent_terms:
                 weight = 0.0
             else:
@@ -590,7 +651,7 @@ class BM25Index:
             idf = float(cache.idf[t])
             rows.append(TermContribution(term, c, hi - lo, idf, tf, dl, avgdl, c * idf * weight))
         return Explanation(
-            query=query, doc_id=self._docs[pos].id, method=self._method.value,
+            query=query, doc_id=st.docs[pos].id, method=self._method.value,
             k1=self._k1, b=self._b, delta=self._delta,
             score=sum(r.contribution for r in rows), terms=tuple(rows),
         )
@@ -598,33 +659,36 @@ class BM25Index:
     # ------------------------------------------------------------------ access
 
     def __len__(self) -> int:
-        return len(self._docs)
+        return len(self._state.docs)
 
     def __contains__(self, doc_id: object) -> bool:
-        return doc_id in self._positions
+        return doc_id in self._state.positions
 
     def __repr__(self) -> str:
+        st = self._state
         return (
-            f"BM25Index(docs={len(self)}, terms={len(self._vocab)}, method={self._method.value!r}, "
-            f"k1={self._k1}, b={self._b}, analyzer={self._analyzer!r})"
+            f"BM25Index(docs={len(st.docs)}, terms={len(st.vocab)}, "
+            f"method={self._method.value!r}, k1={self._k1}, b={self._b}, "
+            f"analyzer={self._analyzer!r})"
         )
 
     def get(self, doc_id: str) -> Doc:
         """The stored document with ``doc_id``."""
+        st = self._state
         try:
-            return self._docs[self._positions[doc_id]]
+            return st.docs[st.positions[doc_id]]
         except KeyError:
             raise KeyError(f"document {doc_id!r} is not in the index") from None
 
     @property
     def ids(self) -> list[str]:
         """Document ids in index order."""
-        return [d.id for d in self._docs]
+        return [d.id for d in self._state.docs]
 
     @property
     def docs(self) -> list[Doc]:
         """Documents in index order (a copy of the list; the documents are immutable)."""
-        return list(self._docs)
+        return list(self._state.docs)
 
     @property
     def analyzer(self) -> Analyzer:
@@ -649,12 +713,13 @@ class BM25Index:
 
     @property
     def vocabulary_size(self) -> int:
-        return len(self._vocab)
+        return len(self._state.vocab)
 
     def nbytes(self) -> int:
         """Bytes held by the index arrays (postings, lengths, cache), not texts or vocabulary."""
-        cache = self._scores()
-        arrays = [self._indptr, self._post_docs, self._post_tf, self._doc_len,
+        st = self._state
+        cache = self._scores(st)
+        arrays = [st.indptr, st.post_docs, st.post_tf, st.doc_len,
                   cache.norm, cache.idf, cache.upper, cache.absent]
         return int(sum(a.nbytes for a in arrays if a is not None))
 
@@ -730,17 +795,94 @@ class BM25Index:
             raise IndexFormatError(f"{path}: postings refer to documents outside 0..{n_docs - 1}")
         if doc_len.size and doc_len.min() < 0:
             raise IndexFormatError(f"{path}: negative document lengths")
-        index._vocab = {t: i for i, t in enumerate(terms)}
-        index._indptr = indptr.astype(np.int64)
-        index._post_docs = post_docs if post_docs.dtype == np.int32 else post_docs.astype(np.int32)
-        index._post_tf = post_tf
-        index._doc_len = doc_len.astype(np.int32)
-        index._docs = docs
-        index._positions = {d.id: i for i, d in enumerate(docs)}
-        if len(index._positions) != len(docs):
-            raise IndexFormatError(f"{path}: docs.jsonl has duplicate ids")
-        index._invalidate()
+        try:
+            index._install(docs=docs, vocab={t: i for i, t in enumerate(terms)}, indptr=indptr,
+                           post_docs=post_docs, post_tf=post_tf, doc_len=doc_len)
+        except ValueError:
+            raise IndexFormatError(f"{path}: docs.jsonl has duplicate ids") from None
         return index
+
+
+class _Snapshot:
+    """One version of the index: everything a search reads, never modified once published.
+
+    Searches take ``index._state`` once and read only it; edits build a new snapshot
+    and replace the reference. Only the lazily built ``cache`` (under ``build_lock``)
+    and the memo of filter masks are filled in later, and both are pure functions of
+    the fields, so every reader sees the same values.
+
+    Fields: ``docs`` (index order), ``positions`` (id -> position), ``vocab`` (term ->
+    term id), term-major postings (term t's documents are
+    ``post_docs[indptr[t]:indptr[t+1]]``, ascending, with raw term frequencies in
+    ``post_tf``) and ``doc_len``.
+    """
+
+    __slots__ = ("docs", "positions", "vocab", "indptr", "post_docs", "post_tf", "doc_len",
+                 "avgdl", "cache", "masks", "build_lock")
+
+    def __init__(
+        self,
+        docs: list[Doc],
+        vocab: dict[str, int],
+        indptr: NDArray[np.integer],
+        post_docs: NDArray[np.integer],
+        post_tf: NDArray[np.integer],
+        doc_len: NDArray[np.integer],
+        positions: dict[str, int] | None = None,
+    ) -> None:
+        self.docs = docs
+        self.positions = {d.id: i for i, d in enumerate(docs)} if positions is None else positions
+        self.vocab = vocab
+        self.indptr = np.asarray(indptr, dtype=np.int64)
+        self.post_docs = post_docs if post_docs.dtype == np.int32 else post_docs.astype(np.int32)
+        self.post_tf = post_tf
+        self.doc_len = doc_len if doc_len.dtype == np.int32 else doc_len.astype(np.int32)
+        self.avgdl = float(self.doc_len.mean()) if self.doc_len.size else 0.0
+        self.cache: _ScoreCache | None = None
+        self.masks: dict[Hashable, NDArray[np.bool_]] = {}
+        self.build_lock = threading.Lock()
+
+    @classmethod
+    def empty(cls) -> _Snapshot:
+        return cls([], {}, np.zeros(1, np.int64), np.zeros(0, np.int32), np.zeros(0, np.uint8),
+                   np.zeros(0, np.int32))
+
+
+def _compacted(state: _Snapshot, alive: NDArray[np.bool_]) -> _Snapshot:
+    """A new snapshot holding only the documents where ``alive`` is True."""
+    new_pos = np.cumsum(alive) - 1
+    terms = np.repeat(np.arange(len(state.indptr) - 1), np.diff(state.indptr))
+    keep = alive[state.post_docs]
+    df = np.bincount(terms[keep], minlength=len(state.vocab))
+    # Drop terms no remaining document has, so the vocabulary (and Robertson's
+    # mean idf) is what a rebuild on the remaining documents would have.
+    vocab, df = _live_terms(state.vocab, df)
+    docs = [d for d, a in zip(state.docs, alive.tolist()) if a]
+    return _Snapshot(docs, vocab, _offsets(df), new_pos[state.post_docs[keep]],
+                     _compact_tf(state.post_tf[keep]), state.doc_len[alive])
+
+
+def _live_terms(
+    vocab: dict[str, int], df: NDArray[np.integer]
+) -> tuple[dict[str, int], NDArray[np.integer]]:
+    """The vocabulary without terms of document frequency 0, renumbered in order."""
+    live = df > 0
+    if live.all():
+        return vocab, df
+    term_map = np.cumsum(live) - 1
+    return {t: int(term_map[i]) for t, i in vocab.items() if live[i]}, df[live]
+
+
+def _offsets(df: NDArray[np.integer]) -> NDArray[np.int64]:
+    indptr = np.zeros(len(df) + 1, dtype=np.int64)
+    np.cumsum(df, out=indptr[1:])
+    return indptr
+
+
+def _filter_callable(
+    filter: Callable[[Doc], bool], docs: list[Doc], cand: NDArray[np.int32]
+) -> NDArray[np.bool_]:
+    return np.fromiter((bool(filter(docs[p])) for p in cand.tolist()), bool, cand.size)
 
 
 class _ScoreCache:
@@ -774,12 +916,12 @@ class _ScoreCache:
         self.positive = bool(idf.min() > 0) if idf.size else True
 
     @classmethod
-    def build(cls, index: BM25Index) -> _ScoreCache:
+    def build(cls, index: BM25Index, state: _Snapshot) -> _ScoreCache:
         v = index._variant
-        indptr = index._indptr
+        indptr = state.indptr
         df = np.diff(indptr).astype(np.float64)
-        idf = v.idf(df, len(index._docs)).astype(np.float32)
-        norm = length_norm(index._doc_len.astype(np.float64), index._avgdl, index._b).astype(
+        idf = v.idf(df, len(state.docs)).astype(np.float32)
+        norm = length_norm(state.doc_len.astype(np.float64), state.avgdl, index._b).astype(
             np.float32
         )
         absent_weight = 0.0
@@ -788,14 +930,14 @@ class _ScoreCache:
             absent_weight = float(v.tfw(np.float64(0.0), np.float64(1.0), index._k1, index._delta))
             absent = (idf * np.float32(absent_weight)).astype(np.float32)
         upper = np.zeros(len(df), dtype=np.float32)
-        if index._post_docs.size:
+        if state.post_docs.size:
             # The largest shifted tf weight of each term, computed in slabs so the
             # transient stays small for big corpora.
-            tf = index._post_tf
+            tf = state.post_tf
             for lo in range(0, len(df), _UPPER_SLAB_TERMS):
                 hi = min(lo + _UPPER_SLAB_TERMS, len(df))
                 a, b = int(indptr[lo]), int(indptr[hi])
-                w = v.tfw(tf[a:b].astype(np.float32), norm[index._post_docs[a:b]],
+                w = v.tfw(tf[a:b].astype(np.float32), norm[state.post_docs[a:b]],
                           index._k1, index._delta)
                 upper[lo:hi] = np.maximum.reduceat(w, indptr[lo:hi] - a)
             upper = (upper - np.float32(absent_weight)) * idf
@@ -803,6 +945,11 @@ class _ScoreCache:
 
 
 _UPPER_SLAB_TERMS = 65_536
+
+
+def _compact_tf(tf: NDArray[np.integer]) -> NDArray[np.unsignedinteger]:
+    """Term frequencies in the smallest unsigned type that holds them (most fit a byte)."""
+    return tf.astype(_smallest_uint(int(tf.max()) if tf.size else 0))
 
 
 def _smallest_uint(max_value: int) -> type[np.unsignedinteger]:

@@ -47,6 +47,7 @@ import os
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any, Protocol, runtime_checkable
 
 from ._docs import check_docs, make_docs
@@ -101,6 +102,10 @@ class ParentStoreLike(Protocol):
 class ParentStore:
     """Parents by id, in memory, in insertion order; saved as JSON lines (no pickle).
 
+    Concurrency: reads (`get`, `get_many`, iteration) see one version of the store,
+    before or after any edit; edits copy the id -> parent map and publish the copy
+    with one reference swap (O(n) per call: batch them), serialised by a lock.
+
     Example:
         >>> store = ParentStore([Doc("p1", "A whole section.")])
         >>> store.get("p1").text, len(store)
@@ -116,8 +121,11 @@ class ParentStore:
         """Insert or replace parents (by id)."""
         docs = check_docs(docs)
         with self._lock:
-            for d in docs:
-                self._docs[d.id] = d
+            if docs:
+                updated = dict(self._docs)  # copy-on-write: readers keep the old map
+                for d in docs:
+                    updated[d.id] = d
+                self._docs = updated
 
     def add(self, docs: Iterable[Doc]) -> list[str]:
         """Insert parents; an id already stored is an error (nothing is added then)."""
@@ -139,15 +147,20 @@ class ParentStore:
             raise KeyError(f"no parent with id {doc_id!r} in the store") from None
 
     def get_many(self, ids: Sequence[str]) -> list[Doc | None]:
-        """The parents for ``ids`` in order, ``None`` for unknown ids."""
-        return [self._docs.get(i) for i in ids]
+        """The parents for ``ids`` in order, ``None`` for unknown ids (one version)."""
+        docs = self._docs
+        return [docs.get(i) for i in ids]
+
+    def snapshot(self) -> Mapping[str, Doc]:
+        """A read-only view of the current version: later edits do not change it."""
+        return MappingProxyType(self._docs)
 
     def delete(self, ids: Iterable[str]) -> None:
         """Remove parents; unknown ids are ignored."""
-        ids = check_id_list(ids)
+        ids = set(check_id_list(ids))
         with self._lock:
-            for i in ids:
-                self._docs.pop(i, None)
+            if ids & self._docs.keys():
+                self._docs = {i: d for i, d in self._docs.items() if i not in ids}
 
     def __contains__(self, doc_id: object) -> bool:
         return doc_id in self._docs
@@ -251,6 +264,17 @@ def _existing_children(leaves: Sequence[Any]) -> dict[str, dict[str, Doc]]:
 class ParentChildSearcher:
     """Search children, return distinct parents ranked by their best child.
 
+    Concurrency: searches may run while one thread calls `add` or `delete`. The
+    child indexes and the parent store each give a search one consistent version;
+    edits are ordered so that a search never returns a child whose parent is missing
+    (`add` stores the parents before indexing their children, `delete` unindexes
+    the children before removing the parents, and a search that finds a child
+    deleted meanwhile takes its parent from the `ParentStore` version it started
+    with). With several child indexes (a
+    `FusionSearcher`), an edit reaches them one after the other, so during the edit
+    a search may see the new children in some of them only. Writers are serialised
+    by a lock.
+
     Example:
         >>> from hybrid_retrievers import BM25Index
         >>> searcher = ParentChildSearcher.from_docs(
@@ -303,8 +327,10 @@ class ParentChildSearcher:
         self._splitter = SentenceSplitter() if splitter is None else splitter
         self._merge = _check_threshold(merge_threshold)
         self._lock = threading.RLock()
-        self._children: dict[str, list[str]] = {
-            pid: list(kids) for pid, kids in _existing_children(self._leaves).items()
+        # parent id -> child ids; replaced (never modified) by edits, so a search can
+        # read it without a lock.
+        self._children: dict[str, tuple[str, ...]] = {
+            pid: tuple(kids) for pid, kids in _existing_children(self._leaves).items()
         }
 
     @classmethod
@@ -427,6 +453,14 @@ class ParentChildSearcher:
                         f"child id(s) {sorted(taken)[:5]} already in the child index; "
                         "a parent id must not collide with another parent's child ids"
                     )
+            before = self._children
+            updated = dict(before)
+            for c in children:
+                pid = c.metadata[PARENT_ID_KEY]
+                updated[pid] = (*updated.get(pid, ()), c.id)
+            # Parents first: a search that finds a new child always finds its parent.
+            self._store.put_many(parents)
+            self._children = updated
             done: list[Any] = []
             try:
                 if children:
@@ -436,10 +470,9 @@ class ParentChildSearcher:
             except BaseException:
                 for leaf in done:  # keep the leaves consistent with each other
                     leaf.delete([c.id for c in children])
+                self._children = before
+                self._store.delete([p.id for p in parents])
                 raise
-            self._store.put_many(parents)
-            for c in children:
-                self._children.setdefault(c.metadata[PARENT_ID_KEY], []).append(c.id)
         return [p.id for p in parents]
 
     def add_texts(
@@ -468,9 +501,10 @@ class ParentChildSearcher:
                 present = [c for c in child_ids if c in leaf]
                 if present:
                     leaf.delete(present)
+            # Children first: a search never finds a child whose parent is gone.
             self._store.delete(ids)
-            for i in ids:
-                self._children.pop(i, None)
+            gone = set(ids)
+            self._children = {p: c for p, c in self._children.items() if p not in gone}
 
     # ----------------------------------------------------------------- searching
 
@@ -499,15 +533,17 @@ class ParentChildSearcher:
         top = self._k if k is None else check_k(k, "k")
         n = self._fetch_for(top, fetch_k)
         threshold = self._merge if merge_threshold is None else _check_threshold(merge_threshold)
-        with self._lock:
-            children_of = {p: len(c) for p, c in self._children.items()}
+        children_of = self._children  # one version for this search; never modified
+        # The parents as they were before the child search: a parent deleted while it
+        # ran is still found (the child index snapshot may predate the delete).
+        before = self._store.snapshot() if isinstance(self._store, ParentStore) else None
         for _ in range(_MAX_DOUBLINGS):
             hits = self._child_searcher.search(query, n, filter=filter)
             items = self._group(hits, threshold, children_of)
             if len(items) >= top or len(hits) < n:
                 break
             n *= 2
-        return self._resolve(items, top)
+        return self._resolve(items, top, before)
 
     def _fetch_for(self, k: int, override: int | None) -> int:
         if override is not None:
@@ -517,7 +553,10 @@ class ParentChildSearcher:
         return default_parent_fetch_k(k)
 
     def _group(
-        self, hits: Sequence[Hit], threshold: float | None, children_of: Mapping[str, int]
+        self,
+        hits: Sequence[Hit],
+        threshold: float | None,
+        children_of: Mapping[str, Sequence[str]],
     ) -> list[tuple[str, Any]]:
         """Ordered result items: ("parent", info) or ("child", (hit, info))."""
         groups: dict[str, list[tuple[int, Hit]]] = {}
@@ -531,7 +570,7 @@ class ParentChildSearcher:
             groups.setdefault(pid, []).append((rank, hit))
         items: list[tuple[int, str, Any]] = []
         for pid, matched in groups.items():
-            total = max(children_of.get(pid, 0), len(matched))
+            total = max(len(children_of.get(pid, ())), len(matched))
             info = {
                 "parent_id": pid,
                 "score": float(matched[0][1].score),
@@ -549,10 +588,16 @@ class ParentChildSearcher:
         items.sort(key=lambda t: t[0])
         return [(kind, payload) for _, kind, payload in items]
 
-    def _resolve(self, items: list[tuple[str, Any]], top: int) -> list[Hit]:
+    def _resolve(
+        self, items: list[tuple[str, Any]], top: int, before: Mapping[str, Doc] | None = None
+    ) -> list[Hit]:
         out: list[Hit] = []
         wanted = [p["parent_id"] for kind, p in items if kind == "parent"]
         found = dict(zip(wanted, self._store.get_many(wanted))) if wanted else {}
+        if before is not None:
+            for pid, doc in found.items():
+                if doc is None:
+                    found[pid] = before.get(pid)
         for kind, payload in items:
             if len(out) >= top:
                 break

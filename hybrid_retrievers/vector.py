@@ -14,25 +14,28 @@ distinct text once, cached texts never again when an `EmbeddingCache` is given.
 Edit semantics: `add` refuses ids already in the index (like `BM25Index`); `upsert`
 replaces the text, metadata and vector of existing ids in place and appends new ones;
 `delete` removes ids and refuses unknown ones without removing anything.
+
+Concurrency: a search reads one immutable snapshot (matrix rows ``0..n-1``, documents,
+ANN graph, filter masks), so edits never tear it; see `VectorIndex`.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import threading
 import warnings
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
 from ._validation import check_k, check_queries, check_query
-from ._validation import check_filter_values, check_id_list
+from ._validation import check_id_list
 from .ann import FaissHNSW, HNSWConfig
 from ._docs import check_docs, check_new_ids, make_docs
 from ._docs import check_texts_argument
+from ._filters import cached_equality_mask
 from .embedding_cache import (
     DEFAULT_CHUNK,
     EmbeddingCache,
@@ -54,11 +57,26 @@ _QUERY_BLOCK = 256
 # A filter keeping less than this fraction of the corpus scores a gathered submatrix;
 # above it, the full matrix is scored and excluded rows are masked.
 _GATHER_FRACTION = 0.25
-_MISSING = object()
 
 
 class VectorIndex:
     """Dense vectors of documents, exact top-k search, edits, filters and persistence.
+
+    Concurrency: any number of threads may search while one thread edits. A search
+    takes the current snapshot once (rows ``0..n-1`` of the matrix, the document
+    list, the ANN graph, the filter-mask memo) and reads only it, so it sees the
+    index as it was before an edit or after it, never a mix; searches never wait for
+    an edit nor for each other. Edits never change what a published snapshot reads:
+    `add` writes rows past every snapshot's ``n`` (or into a new, larger matrix),
+    `upsert` of existing ids and `delete` copy the matrix (O(n·d) per call: batch
+    them), and the HNSW graph is never modified once searched (rows added later are
+    scanned exactly until the next edit folds them into a copy of the graph).
+    Writers are serialised by a lock: two threads editing at once get both edits,
+    one after the other (in an unspecified order); a search sees none, one or both.
+
+    Scores are deterministic: candidates found by the matrix product are re-scored
+    with one fixed summation order, so `search`, `search_many`, filtered and
+    approximate search give a document the same score and ties the same order.
 
     Example:
         >>> from hybrid_retrievers.models import HashingEmbedder
@@ -112,14 +130,46 @@ class VectorIndex:
         if dimension is None and embedder is not None:
             dimension = _embedder_dimension(embedder)
         self._dim: int | None = None if dimension is None else _check_dimension(dimension)
-        self._buf: NDArray[np.float32] = np.zeros((0, self._dim or 0), dtype=np.float32)
-        self._n = 0
-        self._docs: list[Doc] = []
-        self._positions: dict[str, int] = {}
-        self._lock = threading.RLock()
-        self._ann_config: HNSWConfig | None = None
-        self._ann: FaissHNSW | None = None
-        self._invalidate()
+        self._lock = threading.RLock()  # serialises writers; readers never take it
+        self._state = _Snapshot(np.zeros((0, self._dim or 0), dtype=np.float32), 0, [], {},
+                                max_norm=0.0)
+
+    def _install(
+        self,
+        vectors: NDArray[np.float32],
+        docs: list[Doc],
+        *,
+        positions: dict[str, int] | None = None,
+        ann: HNSWConfig | None = None,
+    ) -> None:
+        """Publish a complete new version of the index (used by `load`).
+
+        ``vectors`` are stored as given (already normalised for cosine; may be a
+        read-only memory map): one row per document of ``docs``.
+        """
+        with self._lock:
+            self._state = _Snapshot(vectors, len(docs), docs, positions, ann=ann)
+
+    # Read-only views of the current snapshot, for code that reads one field (save).
+    @property
+    def _buf(self) -> NDArray[np.float32]:
+        return self._state.buf
+
+    @property
+    def _n(self) -> int:
+        return self._state.n
+
+    @property
+    def _docs(self) -> list[Doc]:
+        return self._state.docs
+
+    @property
+    def _positions(self) -> dict[str, int]:
+        return self._state.positions
+
+    @property
+    def _ann_config(self) -> HNSWConfig | None:
+        return self._state.ann
 
     # ------------------------------------------------------------------ building
 
@@ -212,7 +262,7 @@ class VectorIndex:
         show_progress: bool = False,
     ) -> list[str]:
         """Encode and add texts; return their ids. An id already in the index is an error."""
-        docs = make_docs(texts, ids, metadatas, taken=self._positions)
+        docs = make_docs(texts, ids, metadatas, taken=self._state.positions)
         return self.add_docs(docs, show_progress=show_progress)
 
     def add_docs(self, docs: Iterable[Doc], *, show_progress: bool = False) -> list[str]:
@@ -234,7 +284,7 @@ class VectorIndex:
         matrix = _check_matrix(vectors, _rows(vectors), "vectors")
         if docs is None:
             docs = _docs_for_vectors(matrix.shape[0], ids, metadatas, texts, "add_vectors",
-                                     taken=self._positions)
+                                     taken=self._state.positions)
         docs = check_docs(docs)
         if len(docs) != matrix.shape[0]:
             raise ValueError(
@@ -281,22 +331,24 @@ class VectorIndex:
         """Remove documents by id; if any id is unknown nothing is removed (KeyError)."""
         ids = check_id_list(ids)
         with self._lock:
-            unknown = [i for i in ids if i not in self._positions]
+            st = self._state
+            unknown = [i for i in ids if i not in st.positions]
             if unknown:
                 raise KeyError(f"{len(unknown)} id(s) not in the index: {unknown[:5]}")
             if not ids:
                 return
-            alive = np.ones(self._n, dtype=bool)
-            alive[[self._positions[i] for i in ids]] = False
-            self._buf = np.ascontiguousarray(self._buf[: self._n][alive])
-            self._n = int(self._buf.shape[0])
-            self._docs = [d for d, a in zip(self._docs, alive.tolist()) if a]
-            self._positions = {d.id: i for i, d in enumerate(self._docs)}
-            self._ann = None  # rebuilt on the next approximate search
-            self._invalidate()
+            alive = np.ones(st.n, dtype=bool)
+            alive[[st.positions[i] for i in ids]] = False
+            buf = np.ascontiguousarray(st.vectors[alive])  # a copy: st is left as it was
+            docs = [d for d, a in zip(st.docs, alive.tolist()) if a]
+            # A new graph lineage: HNSW cannot remove rows, so it is rebuilt on demand.
+            # The old largest norm still bounds the remaining rows (see _margins).
+            self._state = _Snapshot(buf, len(docs), docs, None, ann=st.ann,
+                                    max_norm=st._max_norm)
 
     def _check_new(self, docs: list[Doc]) -> None:
-        check_new_ids(docs, self._positions, "use upsert() to replace them, or delete them first")
+        check_new_ids(docs, self._state.positions,
+                      "use upsert() to replace them, or delete them first")
 
     def _encode(self, docs: list[Doc], show_progress: bool) -> NDArray[np.float32]:
         if self._embedder is None:
@@ -319,50 +371,31 @@ class VectorIndex:
         if self._metric == "cosine":
             matrix = _normalize(matrix)
         with self._lock:
+            st = self._state
             if self._dim is None:
                 self._dim = int(matrix.shape[1])
-                self._buf = np.zeros((0, self._dim), dtype=np.float32)
+            elif matrix.shape[1] != self._dim:  # another thread set it first
+                raise ValueError(
+                    f"vectors must be {self._dim}-d (this index's dimension), "
+                    f"got {matrix.shape[1]}-d"
+                )
             if not replace:
                 self._check_new(docs)
                 old, new = [], list(range(len(docs)))
             else:
-                old = [j for j, d in enumerate(docs) if d.id in self._positions]
-                new = [j for j, d in enumerate(docs) if d.id not in self._positions]
-            if old:
-                if not self._buf.flags.writeable:  # a memory-mapped, read-only load
-                    self._buf = np.array(self._buf[: self._n])
-                rows = [self._positions[docs[j].id] for j in old]
-                self._buf[rows] = matrix[old]
-                for j, row in zip(old, rows):
-                    self._docs[row] = docs[j]
-                self._ann = None  # HNSW cannot replace vectors: rebuild lazily
-            if new:
-                start = self._n
-                need = start + len(new)
-                if need > self._buf.shape[0] or not self._buf.flags.writeable:
-                    cap = need if start == 0 else max(need, start + start // 2)
-                    grown = np.empty((cap, self._dim), dtype=np.float32)
-                    grown[:start] = self._buf[:start]
-                    self._buf = grown
-                self._buf[start:need] = matrix[new] if len(new) != len(docs) else matrix
-                self._docs.extend(docs[j] for j in new)
-                for offset, j in enumerate(new):
-                    self._positions[docs[j].id] = start + offset
-                self._n = need
-                if self._ann is not None:
-                    self._ann.add(self._buf[start:need])
-            self._invalidate()
+                old = [j for j, d in enumerate(docs) if d.id in st.positions]
+                new = [j for j, d in enumerate(docs) if d.id not in st.positions]
+            self._state = st.edited(docs, matrix, old, new, self._dim)
         return [d.id for d in docs]
-
-    def _invalidate(self) -> None:
-        self._filter_masks: dict[str, NDArray[np.bool_]] = {}
 
     # ------------------------------------------------------------------ approximate
 
     def enable_ann(self, config: HNSWConfig | None = None, **params: Any) -> VectorIndex:
         """Answer searches with an HNSW graph (faiss, the ``ann`` extra); returns ``self``.
 
-        The graph is built on the next search (or now, with `build_ann`). Approximate
+        The graph is built on the next search (or now, with `build_ann`); searches
+        that run while another thread builds it scan exactly instead of waiting. After
+        a `delete` or an `upsert` of existing ids it is rebuilt the same way. Approximate
         candidates are re-scored exactly, so scores match exact search; only recall may
         differ. ``search(..., exact=True)`` still scans every vector.
 
@@ -379,38 +412,50 @@ class VectorIndex:
 
         require("faiss", extra="ann", feature="approximate vector search")
         with self._lock:
-            old = self._ann_config
-            if self._ann is not None and old is not None and (
-                (old.m, old.ef_construction) == (config.m, config.ef_construction)
-            ):
-                self._ann.config = config  # search-time settings only: keep the graph
-            else:
-                self._ann = None
-            self._ann_config = config
+            st = self._state
+            old = st.ann
+            graphs = st.graphs
+            if old is None or (old.m, old.ef_construction) != (config.m, config.ef_construction):
+                graphs = _GraphLineage()  # another graph shape: build a new one
+            self._state = st.derived(ann=config, graphs=graphs)
         return self
 
     def disable_ann(self) -> None:
         """Drop the graph; searches are exact again."""
         with self._lock:
-            self._ann_config = None
-            self._ann = None
+            self._state = self._state.derived(ann=None, graphs=_GraphLineage())
 
     def build_ann(self) -> None:
         """Build the graph now (it is otherwise built by the first approximate search)."""
-        self._graph()
+        self._graph(self._state)
 
     @property
     def ann_config(self) -> HNSWConfig | None:
         """The approximate backend's parameters, or ``None`` for exact search."""
-        return self._ann_config
+        return self._state.ann
 
-    def _graph(self) -> FaissHNSW:
-        if self._ann_config is None:
+    @staticmethod
+    def _graph(st: _Snapshot, *, wait: bool = True) -> FaissHNSW | None:
+        """The HNSW graph of ``st``'s lineage, built over ``st``'s rows on first use.
+
+        With ``wait=False`` a graph another thread is building right now is not
+        waited for: ``None`` comes back and the caller searches exactly meanwhile.
+        """
+        if st.ann is None:
             raise RuntimeError("approximate search is not enabled; call enable_ann() first")
-        with self._lock:
-            if self._ann is None:
-                self._ann = FaissHNSW.build(self._buf[: self._n], self._ann_config)
-            return self._ann
+        lineage = st.graphs
+        graph = lineage.graph
+        if graph is None:
+            # One build per lineage, not one per concurrent reader.
+            if not lineage.lock.acquire(blocking=wait):
+                return None
+            try:
+                if lineage.graph is None:
+                    lineage.graph = FaissHNSW.build(st.vectors, st.ann)
+                graph = lineage.graph
+            finally:
+                lineage.lock.release()
+        return graph
 
     # ------------------------------------------------------------------ searching
 
@@ -524,123 +569,132 @@ class VectorIndex:
     def _search_block(
         self, queries: NDArray[np.float32], k: int, filter: MetadataFilter | None, exact: bool
     ) -> list[list[Hit]]:
-        with self._lock:  # a consistent snapshot; the arithmetic runs outside the lock
-            n = self._n
-            vectors = self._buf[:n]
-            docs = self._docs
-            use_ann = self._ann_config is not None and not exact
+        st = self._state  # the one snapshot this search reads
+        n = st.n
         m = queries.shape[0]
         if n == 0:
             return [[] for _ in range(m)]
+        vectors = st.vectors
+        if queries.shape[1] != vectors.shape[1]:
+            raise ValueError(
+                f"query vectors have dimension {queries.shape[1]} but this index holds "
+                f"{vectors.shape[1]}-d vectors"
+            )
+        docs = st.docs
         rows: NDArray[np.intp] | None = None
         mask: NDArray[np.bool_] | None = None
         if filter is not None:
-            mask = self._filter_mask(filter, docs)
+            mask = _filter_mask(filter, st)
             rows = np.flatnonzero(mask)
             if rows.size == 0:
                 return [[] for _ in range(m)]
             if rows.size == n:
                 rows = mask = None
-        config = self._ann_config
-        if use_ann and config is not None and (rows is None or rows.size > config.exact_below):
-            results = self._ann_topk(vectors, queries, k, mask)
+        margins = _margins(queries, st.max_norm())
+        config = st.ann
+        graph = None
+        if (config is not None and not exact
+                and (rows is None or rows.size > config.exact_below)):
+            # While another search builds the graph, search exactly instead of waiting.
+            graph = self._graph(st, wait=False)
+        if graph is not None:
+            results = self._ann_topk(st, graph, queries, k, mask, margins)
         elif rows is not None and rows.size < _GATHER_FRACTION * n:
-            results = [(rows[i], s) for i, s in _exact_topk(vectors[rows], queries, k)]
+            results = [(rows[i], s)
+                       for i, s in _exact_topk(vectors[rows], queries, k, None, margins)]
         else:
-            results = _exact_topk(vectors, queries, k, mask)
+            results = _exact_topk(vectors, queries, k, mask, margins)
         return [
             [Hit(docs[p], s, r) for r, (p, s) in enumerate(zip(idx.tolist(), sc.tolist()), 1)]
             for idx, sc in results
         ]
 
+    @staticmethod
     def _ann_topk(
-        self,
-        vectors: NDArray[np.float32],
+        st: _Snapshot,
+        graph: FaissHNSW,
         queries: NDArray[np.float32],
         k: int,
         mask: NDArray[np.bool_] | None,
+        margins: NDArray[np.float64],
     ) -> list[tuple[NDArray[np.intp], NDArray[np.float32]]]:
-        graph = self._graph()
-        if len(graph) != vectors.shape[0]:  # an edit raced with this search
-            return _exact_topk(vectors, queries, k, mask)
-        labels = graph.search(queries, min(k, vectors.shape[0]), mask)
+        """Graph candidates, plus the rows the graph does not hold yet, scored exactly."""
+        assert st.ann is not None
+        vectors, n, g = st.vectors, st.n, len(graph)
+        allowed = mask
+        if g > n:  # the graph has grown past this (older) snapshot: hide the newer rows
+            allowed = np.zeros(g, dtype=bool)
+            allowed[:n] = True if mask is None else mask
+        elif mask is not None and g < n:
+            allowed = mask[:g]
+        labels = graph.search(queries, min(k, g), allowed, ef_search=st.ann.ef_search)
+        tail: list[tuple[NDArray[np.intp], NDArray[np.float32]]] | None = None
+        if g < n:
+            tail_mask = None if mask is None else mask[g:n]
+            if tail_mask is None or tail_mask.any():
+                tail = _exact_topk(vectors[g:n], queries, k, tail_mask, margins)
         out = []
         for qi in range(queries.shape[0]):
             cand = labels[qi]
             cand = np.unique(cand[cand >= 0]).astype(np.intp)
-            scores = vectors[cand] @ queries[qi]
-            best = top_k(scores, k)
+            scores = _rescore(vectors, cand, queries[qi])
+            if tail is not None:
+                cand = np.concatenate([cand, tail[qi][0] + g])
+                scores = np.concatenate([scores, tail[qi][1]])
+            best = top_k(scores, k, tiebreak=cand)
             out.append((cand[best], scores[best]))
         return out
-
-    def _filter_mask(self, filter: Any, docs: list[Doc]) -> NDArray[np.bool_]:
-        """Which documents pass ``filter``; equality masks are cached until the next edit."""
-        if callable(filter) and not isinstance(filter, Mapping):
-            return np.fromiter((bool(filter(d)) for d in docs), bool, len(docs))
-        if not isinstance(filter, Mapping):
-            raise TypeError(
-                "filter must be a mapping of metadata equalities or a callable(Doc) -> bool, "
-                f"got {type(filter).__name__}"
-            )
-        check_filter_values(filter)
-        key = json.dumps(sorted((str(k), repr(v)) for k, v in filter.items()))
-        masks = self._filter_masks
-        mask = masks.get(key)
-        if mask is None or mask.size != len(docs):
-            items = list(filter.items())
-            mask = np.fromiter(
-                (all(d.metadata.get(f, _MISSING) == v for f, v in items) for d in docs),
-                bool, len(docs),
-            )
-            if len(masks) >= 64:
-                masks.clear()
-            masks[key] = mask
-        return mask
 
     # ------------------------------------------------------------------ access
 
     def __len__(self) -> int:
-        return self._n
+        return self._state.n
 
     def __contains__(self, doc_id: object) -> bool:
-        return doc_id in self._positions
+        return doc_id in self._state.positions
 
     def __repr__(self) -> str:
+        st = self._state
         return (
-            f"VectorIndex(docs={self._n}, dimension={self._dim}, metric={self._metric!r}, "
-            f"model_id={self.model_id!r}, ann={self._ann_config is not None})"
+            f"VectorIndex(docs={st.n}, dimension={self._dim}, metric={self._metric!r}, "
+            f"model_id={self.model_id!r}, ann={st.ann is not None})"
         )
 
     def get(self, doc_id: str) -> Doc:
         """The stored document with ``doc_id``."""
+        st = self._state
         try:
-            return self._docs[self._positions[doc_id]]
+            return st.docs[st.positions[doc_id]]
         except KeyError:
             raise KeyError(f"document {doc_id!r} is not in the index") from None
 
     def get_vector(self, doc_id: str) -> NDArray[np.float32]:
         """A copy of the stored (normalised, for cosine) vector of ``doc_id``."""
-        with self._lock:
-            if doc_id not in self._positions:
-                raise KeyError(f"document {doc_id!r} is not in the index")
-            return np.array(self._buf[self._positions[doc_id]])
+        st = self._state
+        if doc_id not in st.positions:
+            raise KeyError(f"document {doc_id!r} is not in the index")
+        return np.array(st.buf[st.positions[doc_id]])
 
     @property
     def vectors(self) -> NDArray[np.float32]:
-        """The ``(n, d)`` matrix, read-only view (rows in index order)."""
-        view = self._buf[: self._n].view()
+        """The ``(n, d)`` matrix, read-only view (rows in index order).
+
+        The view stays valid (and unchanged) after later edits: they never write rows
+        a published snapshot can see.
+        """
+        view = self._state.vectors.view()
         view.flags.writeable = False
         return view
 
     @property
     def ids(self) -> list[str]:
         """Document ids in index order."""
-        return [d.id for d in self._docs]
+        return [d.id for d in self._state.docs]
 
     @property
     def docs(self) -> list[Doc]:
         """Documents in index order (a copy of the list; documents are immutable)."""
-        return list(self._docs)
+        return list(self._state.docs)
 
     @property
     def dimension(self) -> int | None:
@@ -667,7 +721,9 @@ class VectorIndex:
 
     def nbytes(self) -> int:
         """Bytes of the vector matrix (allocated capacity included) and of the ANN graph."""
-        return int(self._buf.nbytes) + (self._ann.nbytes() if self._ann is not None else 0)
+        st = self._state
+        graph = st.graphs.graph if st.ann is not None else None
+        return int(st.buf.nbytes) + (graph.nbytes() if graph is not None else 0)
 
     # ------------------------------------------------------------------ persistence
 
@@ -764,20 +820,195 @@ class VectorIndex:
         index = cls(embedder=None, metric=metric, dimension=dim, cache=cache)
         index._embedder = embedder
         index._loaded_model_id = saved_id
-        index._buf = vectors if mmap else np.ascontiguousarray(vectors)
-        index._n = n_docs
-        index._docs = docs
-        index._positions = positions
+        ann_config = None
         if ann is not None:
             try:
-                index._ann_config = HNSWConfig.from_config(ann)
+                ann_config = HNSWConfig.from_config(ann)
             except (TypeError, ValueError) as exc:
                 raise IndexFormatError(f"{path}: invalid ann parameters ({exc})") from None
-        index._invalidate()
+        index._install(vectors if mmap else np.ascontiguousarray(vectors), docs,
+                       positions=positions, ann=ann_config)
         return index
 
 
+# ---------------------------------------------------------------------- snapshots
+
+_ANN_TAIL_MIN = 1024
+_ANN_TAIL_SHARE = 64
+"""Rows appended after the graph was built are scanned exactly; once there are more
+than ``max(_ANN_TAIL_MIN, n // _ANN_TAIL_SHARE)`` of them, the next edit folds them
+into a copy of the graph (HNSW graphs cannot be searched while rows are added)."""
+
+
+class _GraphLineage:
+    """The HNSW graph shared by snapshots whose rows ``0..len(graph)-1`` are identical.
+
+    Appending rows keeps the lineage; replacing or deleting rows starts a new one. A
+    published graph is never modified: a fold replaces ``graph`` with a bigger copy.
+    """
+
+    __slots__ = ("graph", "lock")
+
+    def __init__(self) -> None:
+        self.graph: FaissHNSW | None = None
+        self.lock = threading.Lock()
+
+
+class _Snapshot:
+    """One version of the index: everything a search reads, never changed once published.
+
+    ``buf`` may have spare rows past ``n`` (amortised appends write there, which no
+    snapshot of this or an older version reads); ``docs``, ``positions`` and rows
+    ``0..n-1`` of ``buf`` are never modified. ``masks`` memoises filter masks over
+    ``docs``.
+    """
+
+    __slots__ = ("buf", "n", "docs", "positions", "ann", "graphs", "masks", "_max_norm")
+
+    def __init__(
+        self,
+        buf: NDArray[np.float32],
+        n: int,
+        docs: list[Doc],
+        positions: dict[str, int] | None,
+        *,
+        ann: HNSWConfig | None = None,
+        graphs: _GraphLineage | None = None,
+        masks: dict[Hashable, NDArray[np.bool_]] | None = None,
+        max_norm: float | None = None,
+    ) -> None:
+        self.buf = buf
+        self.n = n
+        self.docs = docs
+        self.positions = {d.id: i for i, d in enumerate(docs)} if positions is None else positions
+        self.ann = ann
+        self.graphs = _GraphLineage() if graphs is None else graphs
+        self.masks = {} if masks is None else masks
+        self._max_norm = max_norm
+
+    @property
+    def vectors(self) -> NDArray[np.float32]:
+        return self.buf[: self.n]
+
+    def max_norm(self) -> float:
+        """An upper bound on the row norms (for `_margins`); computed once if unknown."""
+        if self._max_norm is None:
+            self._max_norm = _max_row_norm(self.vectors)
+        return self._max_norm
+
+    def derived(self, **changes: Any) -> _Snapshot:
+        """The same rows and documents with other ANN settings (``ann``, ``graphs``)."""
+        fields = {"ann": self.ann, "graphs": self.graphs, "masks": self.masks,
+                  "max_norm": self._max_norm, **changes}
+        return _Snapshot(self.buf, self.n, self.docs, self.positions, **fields)
+
+    def edited(
+        self,
+        docs: list[Doc],
+        matrix: NDArray[np.float32],
+        old: list[int],
+        new: list[int],
+        dim: int,
+    ) -> _Snapshot:
+        """A new snapshot: ``docs[j]`` for ``j in old`` replace the documents (and rows)
+        with their ids, ``docs[j]`` for ``j in new`` are appended. ``self`` is untouched."""
+        n = self.n
+        need = n + len(new)
+        buf = self.buf if self.buf.shape[1] == dim else np.zeros((0, dim), dtype=np.float32)
+        docs_list = list(self.docs)
+        positions = dict(self.positions)
+        graphs = self.graphs
+        max_norm = self._max_norm
+        if old:
+            # Copy-on-write: searches on older snapshots keep reading the old rows.
+            grown = np.empty((_capacity(n, need), dim), dtype=np.float32)
+            grown[:n] = buf[:n]
+            rows = [positions[docs[j].id] for j in old]
+            grown[rows] = matrix[old]
+            for j, row in zip(old, rows):
+                docs_list[row] = docs[j]
+            buf = grown
+            graphs = _GraphLineage()  # HNSW cannot replace vectors: rebuilt on demand
+        if new:
+            if need > buf.shape[0] or not buf.flags.writeable:
+                grown = np.empty((_capacity(n, need), dim), dtype=np.float32)
+                grown[:n] = buf[:n]
+                buf = grown
+            # Rows n.. are past every published snapshot's end: nobody reads them yet.
+            added = matrix[new] if len(new) != len(docs) else matrix
+            buf[n:need] = added
+            for offset, j in enumerate(new):
+                docs_list.append(docs[j])
+                positions[docs[j].id] = n + offset
+        if max_norm is not None:  # an upper bound is all _margins needs
+            max_norm = max(max_norm, _max_row_norm(matrix))
+        state = _Snapshot(buf, need, docs_list, positions, ann=self.ann, graphs=graphs,
+                          max_norm=max_norm)
+        state._fold_tail()
+        return state
+
+    def _fold_tail(self) -> None:
+        """Fold rows the graph lacks into a copy of it once they are too many to scan."""
+        lineage = self.graphs
+        graph = lineage.graph
+        if self.ann is None or graph is None:
+            return
+        if self.n - len(graph) <= max(_ANN_TAIL_MIN, self.n // _ANN_TAIL_SHARE):
+            return
+        with lineage.lock:
+            graph = lineage.graph
+            if graph is not None and len(graph) < self.n:
+                lineage.graph = graph.extended(self.buf[len(graph) : self.n])
+
+
+def _capacity(n: int, need: int) -> int:
+    return need if n == 0 else max(need, n + n // 2)
+
+
+def _max_row_norm(vectors: NDArray[np.float32]) -> float:
+    if not vectors.shape[0]:
+        return 0.0
+    return float(np.sqrt(np.einsum("ij,ij->i", vectors, vectors).max(), dtype=np.float64))
+
+
+def _filter_mask(filter: Any, st: _Snapshot) -> NDArray[np.bool_]:
+    """Which documents of ``st`` pass ``filter``; equality masks are memoised per snapshot."""
+    if callable(filter) and not isinstance(filter, Mapping):
+        return np.fromiter((bool(filter(d)) for d in st.docs), bool, st.n)
+    return cached_equality_mask(filter, st.docs, st.masks)
+
+
 # ---------------------------------------------------------------------- kernels
+
+
+def _margins(queries: NDArray[np.float32], max_norm: float) -> NDArray[np.float64]:
+    """Per query, twice a bound on how far a BLAS float32 score can be from `_rescore`'s.
+
+    A float32 dot product of length d is within about ``d·u·|v|·|q|`` of the exact
+    value whatever the summation order (u = 2^-24), and `_rescore` is within ``u·|v|·|q|``
+    of it. Keeping every candidate within twice that bound of the k-th best means
+    no document that `_rescore` ranks in the top k is lost by the first, BLAS pass.
+    """
+    d = queries.shape[1]
+    return (d + 2) * 2.0**-22 * max_norm * np.linalg.norm(queries.astype(np.float64), axis=1)
+
+
+def _rescore(
+    vectors: NDArray[np.float32], rows: NDArray[np.intp], query: NDArray[np.float32]
+) -> NDArray[np.float32]:
+    """Scores of ``rows`` for ``query`` computed one fixed way, rounded to float32.
+
+    BLAS kernels sum in an order that depends on the matrix shape (one query or a
+    block, how many rows), so the same document could score ``0.0`` alone and
+    ``-1.4e-09`` in a batch and swap with a tied one. Here each score is float64
+    products summed pairwise along its own row: it depends on nothing but the two
+    vectors, so single, batched, filtered and approximate search agree exactly.
+    """
+    sub = vectors[rows].astype(np.float64)
+    sub *= query.astype(np.float64)
+    return sub.sum(axis=1).astype(np.float32)
+
+
 
 
 def _exact_topk(
@@ -785,21 +1016,26 @@ def _exact_topk(
     queries: NDArray[np.float32],
     k: int,
     mask: NDArray[np.bool_] | None = None,
+    margins: NDArray[np.float64] | None = None,
 ) -> list[tuple[NDArray[np.intp], NDArray[np.float32]]]:
     """Exact top ``k`` rows of ``vectors`` for each query, best first.
 
     Scores are computed in blocks of at most ``_BLOCK_ENTRIES`` (queries x rows); each
-    block keeps every row scoring at least its k-th best (ties included, so the final
-    `top_k` breaks ties by row exactly as a full sort would), and only the survivors
-    are sorted. Rows where ``mask`` is False are never returned.
+    block keeps every row scoring at least its k-th best minus the query's margin
+    (see `_margins`; ties included), and only the survivors are re-scored
+    (`_rescore`) and sorted, so the result does not depend on how the queries were
+    batched. Rows where ``mask`` is False are never returned.
     """
     n = vectors.shape[0]
     m = queries.shape[0]
     kk = min(k, n)
+    if margins is None:
+        margins = _margins(queries, _max_row_norm(vectors))
     cand_idx: list[list[NDArray[np.intp]]] = [[] for _ in range(m)]
     cand_sc: list[list[NDArray[np.float32]]] = [[] for _ in range(m)]
     for q0 in range(0, m, _QUERY_BLOCK):
         qb = queries[q0 : q0 + _QUERY_BLOCK]
+        slack = margins[q0 : q0 + _QUERY_BLOCK]
         width = max(1024, _BLOCK_ENTRIES // qb.shape[0])
         for d0 in range(0, n, width):
             block = vectors[d0 : d0 + width]
@@ -811,7 +1047,7 @@ def _exact_topk(
                 scores[:, ~mask[d0 : d0 + width]] = -np.inf
             c = scores.shape[1]
             if c > kk:
-                kth = np.partition(scores, c - kk, axis=1)[:, c - kk]
+                kth = np.partition(scores, c - kk, axis=1)[:, c - kk] - slack
                 r, col = np.nonzero(scores >= kth[:, None])
                 bounds = np.searchsorted(r, np.arange(qb.shape[0] + 1))
                 for j in range(qb.shape[0]):
@@ -826,10 +1062,9 @@ def _exact_topk(
     out = []
     for qi in range(m):
         idx = np.concatenate(cand_idx[qi])
-        sc = np.concatenate(cand_sc[qi])
         if mask is not None:
-            keep = sc > -np.inf
-            idx, sc = idx[keep], sc[keep]
+            idx = idx[np.concatenate(cand_sc[qi]) > -np.inf]
+        sc = _rescore(vectors, idx, queries[qi])
         best = top_k(sc, k, tiebreak=idx)
         out.append((idx[best], sc[best]))
     return out

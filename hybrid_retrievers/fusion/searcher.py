@@ -174,6 +174,13 @@ class FusionSearcher:
     scheduler time slice; ``max_workers=1`` runs them inline, one after the other
     (``benchmarks/fusion_latency.py`` measures both).
 
+    Concurrency: many threads may search one `FusionSearcher` at once, also while its
+    indexes are edited; it keeps no per-search state. Each child answers from its
+    own consistent snapshot (`BM25Index` and `VectorIndex` take one per search), so
+    every fused hit was live, and passed the filter, in the child that returned it.
+    The children are separate indexes: an edit applied to them one after another
+    may, while it runs, show in some children's lists and not in others'.
+
     Example:
         >>> from hybrid_retrievers import BM25Index, Analyzer
         >>> texts = ["wing lift at low speed", "lift of a flat plate", "bread dough"]
