@@ -12,7 +12,7 @@ from typing import Any
 from .ids import content_id
 from .types import Doc
 
-__all__ = ["make_docs", "check_docs", "check_new_ids"]
+__all__ = ["make_docs", "check_docs", "check_new_ids", "check_unicode", "check_content"]
 
 
 def make_docs(
@@ -39,6 +39,9 @@ def make_docs(
     for i, m in enumerate(metas):
         if m is not None and not isinstance(m, Mapping):
             raise TypeError(f"metadatas[{i}] must be a mapping or None, got {type(m).__name__}")
+    for i, (t, m) in enumerate(zip(texts, metas)):
+        # Before content ids are hashed: they encode the text and metadata as UTF-8.
+        check_content(None, t, m, f"texts[{i}] / metadatas[{i}]")
     if ids is None:
         given: list[str | None] = [None] * len(texts)
     else:
@@ -47,6 +50,9 @@ def make_docs(
         given = list(ids)
         if len(given) != len(texts):
             raise ValueError(f"got {len(texts)} texts but {len(given)} ids; pass one id per text")
+        for j, i in enumerate(given):
+            if isinstance(i, str) and not i.isascii():
+                check_unicode(i, "", None, f"ids[{j}]")
     # A None id means "content id for this one"; given ids are never rewritten.
     used = set(taken or ()) | {i for i in given if i is not None}
     id_list = []
@@ -72,6 +78,7 @@ def check_docs(docs: Iterable[Doc]) -> list[Doc]:
         if d.id in seen:
             dupes.append(d.id)
         seen.add(d.id)
+        check_content(d.id, d.text, d.metadata, f"document {d.id!r}")
     if dupes:
         raise ValueError(
             f"duplicate document ids: {sorted(set(dupes))[:5]}; ids must be unique "
@@ -85,3 +92,84 @@ def check_new_ids(docs: list[Doc], taken: Mapping[str, Any], fix: str) -> None:
     clash = [d.id for d in docs if d.id in taken]
     if clash:
         raise ValueError(f"{len(clash)} id(s) already in the index: {clash[:5]}; {fix}")
+
+
+def check_content(
+    doc_id: str | None, text: str, metadata: Mapping[Any, Any] | None, what: str
+) -> None:
+    """Refuse what could not be hashed or saved later, naming the document.
+
+    Checked at build time so that an index never holds a document that `save`, content
+    ids or the embedding cache would choke on: lone surrogates (not valid Unicode; they
+    cannot be encoded as UTF-8) in the id, text or metadata, and metadata keys that are
+    not strings at any depth (JSON would turn ``1`` into ``"1"``, so ``{1: .., "1": ..}``
+    would lose a value and filters would stop matching after a save). Other metadata
+    values are checked when saving, because an index that is never saved may hold any
+    value (see `IndexWriter.docs`).
+
+    Raises:
+        ValueError: a lone surrogate.
+        TypeError: a metadata key that is not a str.
+    """
+    check_unicode(doc_id, text, metadata, what)
+    if not metadata:
+        return
+    stack: list[Any] = [metadata]
+    seen: set[int] = set()
+    while stack:
+        value = stack.pop()
+        if id(value) in seen:
+            continue
+        seen.add(id(value))
+        if isinstance(value, Mapping):
+            for k, v in value.items():
+                if not isinstance(k, str):
+                    raise TypeError(
+                        f"metadata of {what} has the {type(k).__name__} key {k!r}; metadata "
+                        f"keys must be str (JSON, used to save indexes, would turn it into "
+                        f"{str(k)!r} and could merge it with another key)"
+                    )
+                if isinstance(v, (Mapping, list, tuple)):
+                    stack.append(v)
+        elif isinstance(value, (list, tuple)):
+            stack.extend(v for v in value if isinstance(v, (Mapping, list, tuple)))
+
+
+def check_unicode(
+    doc_id: str | None, text: str, metadata: Mapping[Any, Any] | None, what: str
+) -> None:
+    """Refuse lone surrogates (``"\\ud800"``) in an id, a text or metadata strings."""
+    for label, value in (("id", doc_id), ("text", text)):
+        if isinstance(value, str) and not value.isascii():
+            _check_str(value, f"the {label} of {what}")
+    if not metadata:
+        return
+    stack: list[Any] = [metadata]
+    seen: set[int] = set()
+    while stack:
+        value = stack.pop()
+        if isinstance(value, str):
+            if not value.isascii():
+                _check_str(value, f"the metadata of {what}")
+            continue
+        if id(value) in seen:
+            continue
+        seen.add(id(value))
+        if isinstance(value, Mapping):
+            for k, v in value.items():
+                if isinstance(k, str) or isinstance(v, (str, Mapping, list, tuple)):
+                    stack.append(k)
+                    stack.append(v)
+        elif isinstance(value, (list, tuple)):
+            stack.extend(v for v in value if isinstance(v, (str, Mapping, list, tuple)))
+
+
+def _check_str(value: str, where: str) -> None:
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise ValueError(
+            f"{where} holds a lone surrogate {value[exc.start]!r} at position {exc.start}, "
+            "which is not valid Unicode (it cannot be encoded as UTF-8, hashed or saved); "
+            "decode bytes with errors='replace' or remove it"
+        ) from None
