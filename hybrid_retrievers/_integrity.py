@@ -17,11 +17,20 @@ from numpy.typing import NDArray
 
 from .persistence import IndexFormatError
 
-__all__ = ["check_postings", "check_vectors", "check_unique_ids"]
+__all__ = ["check_offsets", "check_postings", "check_vectors", "check_unique_ids"]
 
 _BLOCK = 1 << 16
 UNIT_NORM_TOLERANCE = 1e-3
 """Cosine indexes store rows of length 1 (or 0); float32 rounding stays far below this."""
+
+
+def check_offsets(indptr: NDArray[np.integer], *, where: str) -> None:
+    """``indptr`` (per-term posting offsets) starts at 0 and never decreases."""
+    if indptr.size == 0 or int(indptr[0]) != 0 or bool(np.any(np.diff(indptr) < 0)):
+        raise IndexFormatError(
+            f"{where}/postings_indptr.npy is not a valid offset array (it must start at 0 "
+            "and never decrease)"
+        )
 
 
 def check_postings(
@@ -42,11 +51,7 @@ def check_postings(
     frequencies (the analyzer's token count).
     """
     n_docs = int(doc_len.shape[0])
-    if indptr.size == 0 or int(indptr[0]) != 0 or bool(np.any(np.diff(indptr) < 0)):
-        raise IndexFormatError(
-            f"{where}/postings_indptr.npy is not a valid offset array (it must start at 0 "
-            "and never decrease)"
-        )
+    check_offsets(indptr, where=where)
     if int(indptr[-1]) != post_docs.shape[0] or post_docs.shape != post_tf.shape:
         raise IndexFormatError(
             f"{where}: postings_indptr ends at {int(indptr[-1])} but postings_docs holds "

@@ -28,7 +28,7 @@ from numpy.typing import NDArray
 from ._docs import check_docs, check_new_ids, make_docs
 from ._validation import check_k, check_queries, check_query
 from .explanation import Explanation, TermContribution
-from ._integrity import check_postings, check_unique_ids
+from ._integrity import check_offsets, check_postings, check_unique_ids
 from .persistence import IndexFormatError, IndexReader, IndexWriter, atomic_index_dir, read_index
 from .scoring import DEFAULT_DELTA, BM25Method, get_variant, length_norm
 from .selection import top_k
@@ -745,7 +745,8 @@ class BM25Index:
         except (KeyError, TypeError, ValueError) as exc:
             raise IndexFormatError(f"{where}: invalid parameters in manifest ({exc})") from None
         indptr = r.array("postings_indptr", dtype_kind="i", ndim=1, length=vocabulary_size + 1)
-        n_postings = int(indptr[-1]) if indptr.size else 0
+        check_offsets(indptr, where=where)
+        n_postings = int(indptr[-1])
         post_docs = r.array("postings_docs", dtype_kind="i", ndim=1, length=n_postings,
                             mmap=mmap, verify=verify)
         post_tf = r.array("postings_tf", dtype_kind="u", ndim=1, length=n_postings,

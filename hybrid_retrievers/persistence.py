@@ -952,8 +952,10 @@ def _read_npy_header(fh: IO[bytes], path: Path) -> tuple[np.dtype[Any], tuple[in
             shape, fortran, dtype = npy_format.read_array_header_2_0(fh, _MAX_NPY_HEADER)
         else:
             raise ValueError(f"unsupported .npy format version {major}")
-    except (ValueError, OSError, EOFError, SyntaxError, TypeError) as exc:
-        raise IndexFormatError(f"{path} is not a readable .npy array: {exc}") from None
+    except Exception as exc:  # noqa: BLE001 - numpy's header parser raises many kinds
+        raise IndexFormatError(
+            f"{path} is not a readable .npy array: {type(exc).__name__}: {exc}"
+        ) from None
     if dtype.hasobject or dtype.fields is not None or dtype.subdtype is not None:
         raise IndexFormatError(
             f"{path} is not a readable .npy array: dtype {dtype} is not a plain numeric "

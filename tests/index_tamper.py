@@ -9,7 +9,7 @@ from typing import Any
 
 from hybrid_retrievers.persistence import MANIFEST, current_files
 
-__all__ = ["files_of", "rehash", "edit_manifest"]
+__all__ = ["files_of", "rehash", "rebind_pointer", "edit_manifest"]
 
 
 def files_of(path: Path) -> Path:
@@ -23,8 +23,13 @@ def _sha(path: Path) -> str:
 
 def rehash(path: Path) -> None:
     """Recompute every checksum (files, sub-manifests, pointer): a consistent forgery."""
+    _rehash_dir(files_of(path))
+    rebind_pointer(path)
+
+
+def rebind_pointer(path: Path) -> None:
+    """Make the pointer's checksum match the current manifest (nothing else changes)."""
     version = files_of(path)
-    _rehash_dir(version)
     pointer_path = path / MANIFEST
     pointer = json.loads(pointer_path.read_text())
     if "current" in pointer:
