@@ -111,57 +111,70 @@ def check_content(
         ValueError: a lone surrogate.
         TypeError: a metadata key that is not a str.
     """
-    check_unicode(doc_id, text, metadata, what)
-    if not metadata:
-        return
-    stack: list[Any] = [metadata]
-    seen: set[int] = set()
-    while stack:
-        value = stack.pop()
-        if id(value) in seen:
-            continue
-        seen.add(id(value))
-        if isinstance(value, Mapping):
-            for k, v in value.items():
-                if not isinstance(k, str):
-                    raise TypeError(
-                        f"metadata of {what} has the {type(k).__name__} key {k!r}; metadata "
-                        f"keys must be str (JSON, used to save indexes, would turn it into "
-                        f"{str(k)!r} and could merge it with another key)"
-                    )
-                if isinstance(v, (Mapping, list, tuple)):
-                    stack.append(v)
-        elif isinstance(value, (list, tuple)):
-            stack.extend(v for v in value if isinstance(v, (Mapping, list, tuple)))
+    _check_unicode_and_keys(doc_id, text, metadata, what, keys=True)
 
 
 def check_unicode(
     doc_id: str | None, text: str, metadata: Mapping[Any, Any] | None, what: str
 ) -> None:
     """Refuse lone surrogates (``"\\ud800"``) in an id, a text or metadata strings."""
-    for label, value in (("id", doc_id), ("text", text)):
-        if isinstance(value, str) and not value.isascii():
-            _check_str(value, f"the {label} of {what}")
+    _check_unicode_and_keys(doc_id, text, metadata, what, keys=False)
+
+
+_SCALARS = frozenset({int, float, bool, type(None)})
+
+
+def _check_unicode_and_keys(
+    doc_id: str | None, text: str, metadata: Mapping[Any, Any] | None, what: str, *, keys: bool
+) -> None:
+    # Fast paths first: this runs once per document at build time.
+    if doc_id is not None and not doc_id.isascii():
+        _check_str(doc_id, f"the id of {what}")
+    if not text.isascii():
+        _check_str(text, f"the text of {what}")
     if not metadata:
         return
-    stack: list[Any] = [metadata]
+    nested = []
+    for k, v in metadata.items():
+        if type(k) is str:
+            if not k.isascii():
+                _check_str(k, f"the metadata of {what}")
+        elif keys:
+            _bad_key(k, what)
+        tv = type(v)
+        if tv is str:
+            if not v.isascii():
+                _check_str(v, f"the metadata of {what}")
+        elif tv not in _SCALARS:
+            nested.append(v)
     seen: set[int] = set()
-    while stack:
-        value = stack.pop()
+    while nested:
+        value = nested.pop()
         if isinstance(value, str):
             if not value.isascii():
                 _check_str(value, f"the metadata of {what}")
             continue
-        if id(value) in seen:
+        if not isinstance(value, (Mapping, list, tuple)) or id(value) in seen:
             continue
         seen.add(id(value))
         if isinstance(value, Mapping):
             for k, v in value.items():
-                if isinstance(k, str) or isinstance(v, (str, Mapping, list, tuple)):
-                    stack.append(k)
-                    stack.append(v)
-        elif isinstance(value, (list, tuple)):
-            stack.extend(v for v in value if isinstance(v, (str, Mapping, list, tuple)))
+                if not isinstance(k, str):
+                    if keys:
+                        _bad_key(k, what)
+                else:
+                    nested.append(k)
+                nested.append(v)
+        else:
+            nested.extend(value)
+
+
+def _bad_key(key: Any, what: str) -> None:
+    raise TypeError(
+        f"metadata of {what} has the {type(key).__name__} key {key!r}; metadata keys must "
+        f"be str (JSON, used to save indexes, would turn it into {str(key)!r} and could "
+        "merge it with another key)"
+    )
 
 
 def _check_str(value: str, where: str) -> None:

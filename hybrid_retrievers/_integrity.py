@@ -69,15 +69,14 @@ def check_postings(
         )
     if int(post_tf.min()) < 1:
         raise IndexFormatError(f"{where}/postings_tf.npy: a term frequency is 0")
-    step = np.diff(post_docs.astype(np.int64))
-    # A step that ends a term's run may go down; every other step must go up.
-    starts = indptr[1:-1].astype(np.int64)
+    # Ids are in 0..n_docs-1 (checked above), so their differences fit the stored dtype.
+    bad = np.diff(post_docs) <= 0
+    # The step into the first posting of a term may go down; every other step must go up.
+    starts = indptr[1:-1]
     starts = starts[(starts > 0) & (starts < post_docs.size)]
-    inside = np.ones(step.size, dtype=bool)
-    inside[starts - 1] = False
-    bad = np.flatnonzero(inside & (step <= 0))
-    if bad.size:
-        pos = int(bad[0]) + 1
+    bad[starts - 1] = False
+    if bad.any():
+        pos = int(np.argmax(bad)) + 1
         term = int(np.searchsorted(indptr, pos, side="right")) - 1
         raise IndexFormatError(
             f"{where}/postings_docs.npy: the postings of term {term} are not strictly "
@@ -120,6 +119,8 @@ def check_vectors(vectors: NDArray[Any], *, metric: str, where: str, full: bool)
 
 def check_unique_ids(ids: list[str], *, where: str) -> None:
     """Document ids are unique (the first duplicate is named)."""
+    if len(set(ids)) == len(ids):
+        return
     seen: set[str] = set()
     for doc_id in ids:
         if doc_id in seen:

@@ -89,6 +89,7 @@ LOCK_TIMEOUT = 300.0
 
 _VERSION_RE = re.compile(r"v(\d{6,})-[0-9a-f]{8}\Z")
 _HEX64_RE = re.compile(r"[0-9a-f]{64}\Z")
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 _LEFTOVER_RE = re.compile(r"(\..*\.tmp-[0-9a-f]+|.*\.(npy|json|jsonl)|parents|children)\Z")
 """Entries a save may remove besides stale versions: its temporary files and the data
 files a format-1 directory held directly (user files such as notes.txt are left alone)."""
@@ -98,6 +99,8 @@ _MAX_NPY_HEADER = 64 * 1024
 _LOAD_ATTEMPTS = 8
 _CHUNK = 1 << 24
 
+_NO_LOCKS = {getattr(errno, n) for n in ("ENOLCK", "EOPNOTSUPP", "ENOSYS", "ENOTSUP")
+             if hasattr(errno, n)}
 _O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _O_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
 _O_BINARY = getattr(os, "O_BINARY", 0)
@@ -287,13 +290,14 @@ def _encode_lines(lines: list[str]) -> bytes:
         raise
 
 
-_JSON_SCALARS = (str, int, float, bool, type(None))
+_STR = frozenset({str})
+_JSON_SCALARS = frozenset({str, int, float, bool, type(None)})
 
 
 def _flat_json(metadata: Mapping[Any, Any]) -> bool:
     """True when metadata trivially round-trips: str keys and scalar values only."""
-    return all(type(k) is str for k in metadata) and all(
-        type(v) in _JSON_SCALARS for v in metadata.values()
+    return _STR.issuperset(map(type, metadata)) and _JSON_SCALARS.issuperset(
+        map(type, metadata.values())
     )
 
 
@@ -414,9 +418,11 @@ def _check_saveable(path: Path) -> None:
         if not names or (MANIFEST in names and _is_our_manifest(path / MANIFEST)):
             return
         # A first save that crashed before writing the pointer leaves only its lock,
-        # version directories and temporary files: still ours.
+        # version directories and temporary files: still ours (and so is a directory
+        # of that shape whose pointer was damaged: a new save repairs it).
         if LOCK in names and all(
-            n == LOCK or _VERSION_RE.match(n) or (n.startswith(".") and _LEFTOVER_RE.match(n))
+            n in (LOCK, MANIFEST) or _VERSION_RE.match(n)
+            or (n.startswith(".") and _LEFTOVER_RE.match(n))
             for n in names
         ):
             return
@@ -530,6 +536,8 @@ def _lock(fd: int, path: Path, deadline: float, timeout: float) -> None:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             return
         except OSError as exc:
+            if exc.errno in _NO_LOCKS:  # pragma: no cover - e.g. some network filesystems
+                return  # saves stay atomic; only concurrent savers are not serialised
             if exc.errno not in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK):
                 raise
         if time.monotonic() >= deadline:
@@ -786,16 +794,27 @@ class IndexReader:
 
         path = self.directory / f"{name}.jsonl"
         data = self._checked_bytes(path.name)
-        lines = data.split(b"\n")
-        if lines and lines[-1] == b"":
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            lineno = data.count(b"\n", 0, exc.start) + 1
+            raise IndexFormatError(
+                f"{path}, line {lineno}: bad document (not valid UTF-8: {exc.reason})"
+            ) from None
+        lines = text.split("\n")
+        if lines and lines[-1] == "":
             lines.pop()
+        # Only a \uD800-\uDFFF escape can decode to a lone surrogate (the writer never
+        # writes one), so only lines holding such an escape need the full check.
+        suspects = _SURROGATE_ESCAPE.search(text) is not None
         for lineno, line in enumerate(lines, 1):
             try:
                 row = json.loads(line)
-                if not isinstance(row, dict):
+                if type(row) is not dict:
                     raise TypeError(f"expected a JSON object, got {type(row).__name__}")
                 doc = Doc(row["id"], row["text"], row["metadata"])
-                check_unicode(doc.id, doc.text, doc.metadata, f"document {doc.id!r}")
+                if suspects and _SURROGATE_ESCAPE.search(line):
+                    check_unicode(doc.id, doc.text, doc.metadata, f"document {doc.id!r}")
             except (ValueError, KeyError, TypeError, RecursionError) as exc:
                 problem = "nested too deeply" if isinstance(exc, RecursionError) else exc
                 raise IndexFormatError(f"{path}, line {lineno}: bad document ({problem})") from None

@@ -140,6 +140,29 @@ def test_interrupted_first_save_is_reported_and_then_overwritten(tmp_path: Path)
     assert "v000001-0123abcd" not in os.listdir(path)
 
 
+def test_damaged_pointer_is_refused_on_load_and_repaired_by_the_next_save(tmp_path: Path) -> None:
+    path = tmp_path / "idx"
+    BM25Index.from_texts(["x"], ids=["x"]).save(path)
+    (path / MANIFEST).write_bytes(b"\x00garbage")
+    with pytest.raises(IndexFormatError, match="not valid"):
+        BM25Index.load(path)
+    BM25Index.from_texts(["y"], ids=["y"]).save(path)
+    assert BM25Index.load(path).ids == ["y"]
+    _only_live_entries(sorted(os.listdir(path)))
+
+
+def test_save_refuses_foreign_paths(tmp_path: Path) -> None:
+    (tmp_path / "file").write_text("precious")
+    (tmp_path / "dir").mkdir()
+    (tmp_path / "dir" / "notes.txt").write_text("precious")
+    index = BM25Index.from_texts(["x"], ids=["x"])
+    for name in ("file", "dir"):
+        with pytest.raises(FileExistsError, match="not a hybrid-retrievers index"):
+            index.save(tmp_path / name)
+    assert (tmp_path / "file").read_text() == "precious"
+    assert os.listdir(tmp_path / "dir") == ["notes.txt"]
+
+
 # ---------------------------------------------------------------------- symlinks (D19)
 
 
