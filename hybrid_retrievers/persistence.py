@@ -358,7 +358,10 @@ def atomic_index_dir(
     _check_saveable(path)
     with _save_lock(path, lock_timeout) as created:
         _check_saveable(path)
-        previous = _current_version(path)
+        previous, before_previous = _current_versions(path)
+        # Crash leftovers go first, so at most three versions ever exist: the current
+        # one, the previous one (a loader may still read it) and the one being written.
+        _remove_stale(path, keep={previous, before_previous}, data_files=False)
         seq = int(_VERSION_RE.match(previous).group(1)) + 1 if previous else 1  # type: ignore[union-attr]
         version = path / f"v{seq:06d}-{secrets.token_hex(4)}"
         version.mkdir()
@@ -378,6 +381,7 @@ def atomic_index_dir(
                 "library_version": __version__,
                 "current": version.name,
                 "manifest_sha256": hashlib.sha256(manifest).hexdigest(),
+                "previous": previous,
             }
             _replace_file(path / MANIFEST, json.dumps(pointer, indent=2).encode("utf-8"))
         except BaseException:
@@ -440,23 +444,33 @@ def _is_our_manifest(path: Path) -> bool:
         return False
 
 
-def _current_version(path: Path) -> str | None:
-    """The version the pointer names, or None (no pointer, format 1, or unreadable)."""
+def _current_versions(path: Path) -> tuple[str | None, str | None]:
+    """The current and previous versions the pointer names (None when unknown)."""
     try:
         pointer = json.loads(_read_bytes(path / MANIFEST, _MAX_POINTER_BYTES))
     except (IndexFormatError, ValueError, RecursionError):
-        return None
-    current = pointer.get("current") if isinstance(pointer, dict) else None
-    return current if isinstance(current, str) and _VERSION_RE.match(current) else None
+        return None, None
+    if not isinstance(pointer, dict):
+        return None, None
+    names = [pointer.get("current"), pointer.get("previous")]
+    current, previous = (n if isinstance(n, str) and _VERSION_RE.match(n) else None for n in names)
+    return current, previous if current else None
 
 
-def _remove_stale(path: Path, keep: set[str | None]) -> None:
-    """Remove versions other than ``keep`` and leftovers of crashed or format-1 saves."""
+def _remove_stale(path: Path, keep: set[str | None], data_files: bool = True) -> None:
+    """Remove versions other than ``keep`` and leftovers of crashed saves.
+
+    With ``data_files``, also the data files a format-1 directory held directly (only
+    once a format-2 pointer has replaced its manifest).
+    """
     for entry in os.scandir(path):
         name = entry.name
         if name in (MANIFEST, LOCK) or name in keep:
             continue
-        if not (_VERSION_RE.match(name) or _LEFTOVER_RE.match(name)):
+        if not (
+            _VERSION_RE.match(name)
+            or (_LEFTOVER_RE.match(name) and (data_files or name.startswith(".")))
+        ):
             continue
         with contextlib.suppress(OSError):
             if entry.is_dir(follow_symlinks=False):
@@ -806,7 +820,9 @@ class IndexReader:
             lines.pop()
         # Only a \uD800-\uDFFF escape can decode to a lone surrogate (the writer never
         # writes one), so only lines holding such an escape need the full check.
-        suspects = _SURROGATE_ESCAPE.search(text) is not None
+        suspects = ("\\ud" in text or "\\uD" in text) and (
+            _SURROGATE_ESCAPE.search(text) is not None
+        )
         for lineno, line in enumerate(lines, 1):
             try:
                 row = json.loads(line)

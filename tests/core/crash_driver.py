@@ -169,6 +169,17 @@ def first_rename(root: Path, kind: str) -> dict:
     return {"code": code, "gen": generation(kind, root / "idx"), "left": leftovers(root / "idx")}
 
 
+def _fork_saver(indexes: list, path: Path, first: int) -> int:
+    """Fork a process that saves the indexes in turn, forever; return its pid."""
+    pid = os.fork()
+    if pid == 0:
+        i = first
+        while True:
+            indexes[i % len(indexes)].save(path)
+            i += 1
+    return pid
+
+
 def random_kills(root: Path, kind: str, rounds: int, seed: int) -> dict:
     """A saver alternating two generations, SIGKILLed at random moments."""
     rng = random.Random(seed)
@@ -180,12 +191,7 @@ def random_kills(root: Path, kind: str, rounds: int, seed: int) -> dict:
     save_time = time.perf_counter() - t0
     gens, errors = [], []
     for _ in range(rounds):
-        pid = os.fork()
-        if pid == 0:
-            i = 0
-            while True:
-                indexes[i % 2].save(path)
-                i += 1
+        pid = _fork_saver(indexes, path, 0)
         time.sleep(rng.uniform(0, 3 * save_time))
         os.kill(pid, signal.SIGKILL)
         os.waitpid(pid, 0)
@@ -204,12 +210,7 @@ def loader_race(root: Path, kind: str, seconds: float, mmap: bool) -> dict:
     indexes = [build(kind, 0), build(kind, 1)]
     path = root / "idx"
     indexes[0].save(path)
-    pid = os.fork()
-    if pid == 0:
-        i = 1
-        while True:
-            indexes[i % 2].save(path)
-            i += 1
+    pid = _fork_saver(indexes, path, 1)
     ok, errors, gens = 0, [], set()
     deadline = time.perf_counter() + seconds
     while time.perf_counter() < deadline:
