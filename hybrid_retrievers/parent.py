@@ -678,6 +678,12 @@ class ParentChildSearcher:
             )
         else:
             raise IndexFormatError(f"{r.where('manifest.json')}: unknown child_kind {kind!r}")
+        unnamed = [d.id for d in child.docs if not isinstance(d.metadata.get(PARENT_ID_KEY), str)]
+        if unnamed:
+            raise IndexFormatError(
+                f"{r.where('children')}: {len(unnamed)} child chunk(s) have no "
+                f"{PARENT_ID_KEY!r} metadata naming their parent, e.g. {unnamed[:3]}"
+            )
         return cls(child, store, **kwargs)
 
 

@@ -502,3 +502,12 @@ def test_fuzz_every_file_of_every_kind_gives_only_index_format_errors(tmp_path: 
                         pytest.fail(f"{kind} {rel} {label} forged={forge}: "
                                     f"{type(exc).__name__}: {exc}")
     assert tried >= 200 and refused >= tried * 0.8, (tried, refused, loaded)
+
+
+def test_D11_forged_child_without_parent_id_is_a_format_error(tmp_path: Path) -> None:
+    path = _pcs(tmp_path / "pcs")
+    docs = files_of(path) / "children" / "docs.jsonl"
+    docs.write_text(docs.read_text().replace('"parent_id"', '"parent_xx"'))
+    rehash(path)
+    with pytest.raises(IndexFormatError, match="parent_id"):
+        ParentChildSearcher.load(path)
