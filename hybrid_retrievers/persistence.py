@@ -362,7 +362,8 @@ def atomic_index_dir(
         # Crash leftovers go first, so at most three versions ever exist: the current
         # one, the previous one (a loader may still read it) and the one being written.
         _remove_stale(path, keep={previous, before_previous}, data_files=False)
-        seq = int(_VERSION_RE.match(previous).group(1)) + 1 if previous else 1  # type: ignore[union-attr]
+        match = _VERSION_RE.match(previous) if previous else None
+        seq = int(match.group(1)) + 1 if match else 1
         version = path / f"v{seq:06d}-{secrets.token_hex(4)}"
         version.mkdir()
         try:
@@ -728,7 +729,9 @@ class IndexReader:
         """A manifest count: an int >= 0."""
         value = self.field(key, int)
         if value < 0:
-            raise IndexFormatError(f"{self.directory / MANIFEST}: {key!r} must be >= 0, got {value}")
+            raise IndexFormatError(
+                f"{self.directory / MANIFEST}: {key!r} must be >= 0, got {value}"
+            )
         return value
 
     def where(self, filename: str | None = None) -> str:
@@ -876,7 +879,9 @@ def _check_kind(manifest: Mapping[str, Any], kind: str, where: Path) -> None:
         )
 
 
-def _check_version(version: Any, max_version: int, where: Path, manifest: Mapping[str, Any]) -> None:
+def _check_version(
+    version: Any, max_version: int, where: Path, manifest: Mapping[str, Any]
+) -> None:
     if type(version) is not int or version < 1:
         raise IndexFormatError(f"{where}: invalid format_version {version!r}")
     if version > max_version:
