@@ -12,7 +12,8 @@ from typing import Any
 from .ids import content_id
 from .types import Doc
 
-__all__ = ["make_docs", "check_docs", "check_new_ids", "check_texts_argument"]
+__all__ = ["make_docs", "check_docs", "check_new_ids", "check_texts_argument", "check_unicode",
+           "check_content"]
 
 
 def make_docs(
@@ -34,12 +35,18 @@ def make_docs(
     for i, m in enumerate(metas):
         if m is not None and not isinstance(m, Mapping):
             raise TypeError(f"metadatas[{i}] must be a mapping or None, got {type(m).__name__}")
+    for i, (t, m) in enumerate(zip(texts, metas)):
+        # Before content ids are hashed: they encode the text and metadata as UTF-8.
+        check_content(None, t, m, f"texts[{i}] / metadatas[{i}]")
     if ids is None:
         given: list[str | None] = [None] * len(texts)
     else:
         given = _ids_column(ids)
         if len(given) != len(texts):
             raise ValueError(f"got {len(texts)} texts but {len(given)} ids; pass one id per text")
+        for j, i in enumerate(given):
+            if isinstance(i, str) and not i.isascii():
+                check_unicode(i, "", None, f"ids[{j}]")
     # A None id means "content id for this one"; given ids are never rewritten.
     used = set(taken or ()) | {i for i in given if i is not None}
     id_list = []
@@ -112,6 +119,7 @@ def check_docs(docs: Iterable[Doc]) -> list[Doc]:
         if d.id in seen:
             dupes.append(d.id)
         seen.add(d.id)
+        check_content(d.id, d.text, d.metadata, f"document {d.id!r}")
     if dupes:
         raise ValueError(
             f"duplicate document ids: {sorted(set(dupes))[:5]}; ids must be unique "
@@ -125,3 +133,97 @@ def check_new_ids(docs: list[Doc], taken: Mapping[str, Any], fix: str) -> None:
     clash = [d.id for d in docs if d.id in taken]
     if clash:
         raise ValueError(f"{len(clash)} id(s) already in the index: {clash[:5]}; {fix}")
+
+
+def check_content(
+    doc_id: str | None, text: str, metadata: Mapping[Any, Any] | None, what: str
+) -> None:
+    """Refuse what could not be hashed or saved later, naming the document.
+
+    Checked at build time so that an index never holds a document that `save`, content
+    ids or the embedding cache would choke on: lone surrogates (not valid Unicode; they
+    cannot be encoded as UTF-8) in the id, text or metadata, and metadata keys that are
+    not strings at any depth (JSON would turn ``1`` into ``"1"``, so ``{1: .., "1": ..}``
+    would lose a value and filters would stop matching after a save). Other metadata
+    values are checked when saving, because an index that is never saved may hold any
+    value (see `IndexWriter.docs`).
+
+    Raises:
+        ValueError: a lone surrogate.
+        TypeError: a metadata key that is not a str.
+    """
+    _check_unicode_and_keys(doc_id, text, metadata, what, keys=True)
+
+
+def check_unicode(
+    doc_id: str | None, text: str, metadata: Mapping[Any, Any] | None, what: str
+) -> None:
+    """Refuse lone surrogates (``"\\ud800"``) in an id, a text or metadata strings."""
+    _check_unicode_and_keys(doc_id, text, metadata, what, keys=False)
+
+
+_SCALARS = frozenset({int, float, bool, type(None)})
+
+
+def _check_unicode_and_keys(
+    doc_id: str | None, text: str, metadata: Mapping[Any, Any] | None, what: str, *, keys: bool
+) -> None:
+    # Fast paths first: this runs once per document at build time.
+    if doc_id is not None and not doc_id.isascii():
+        _check_str(doc_id, f"the id of {what}")
+    if not text.isascii():
+        _check_str(text, f"the text of {what}")
+    if not metadata:
+        return
+    nested = []
+    for k, v in metadata.items():
+        if type(k) is str:
+            if not k.isascii():
+                _check_str(k, f"the metadata of {what}")
+        elif keys:
+            _bad_key(k, what)
+        tv = type(v)
+        if tv is str:
+            if not v.isascii():
+                _check_str(v, f"the metadata of {what}")
+        elif tv not in _SCALARS:
+            nested.append(v)
+    seen: set[int] = set()
+    while nested:
+        value = nested.pop()
+        if isinstance(value, str):
+            if not value.isascii():
+                _check_str(value, f"the metadata of {what}")
+            continue
+        if not isinstance(value, (Mapping, list, tuple)) or id(value) in seen:
+            continue
+        seen.add(id(value))
+        if isinstance(value, Mapping):
+            for k, v in value.items():
+                if not isinstance(k, str):
+                    if keys:
+                        _bad_key(k, what)
+                else:
+                    nested.append(k)
+                nested.append(v)
+        else:
+            nested.extend(value)
+
+
+def _bad_key(key: Any, what: str) -> None:
+    raise TypeError(
+        f"metadata of {what} has the {type(key).__name__} key {key!r}; metadata keys must "
+        f"be str (JSON, used to save indexes, would turn it into {str(key)!r} and could "
+        "merge it with another key)"
+    )
+
+
+def _check_str(value: str, where: str) -> None:
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise ValueError(
+            f"{where} holds a lone surrogate {value[exc.start]!r} at position {exc.start}, "
+            "which is not valid Unicode (it cannot be encoded as UTF-8, hashed or saved); "
+            "decode bytes with errors='replace' or remove it"
+        ) from None

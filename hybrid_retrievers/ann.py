@@ -47,10 +47,15 @@ class HNSWConfig:
     exact_below: int = 20_000
 
     def __post_init__(self) -> None:
-        for name in ("m", "ef_construction", "ef_search", "exact_below"):
+        for name, limit in _LIMITS.items():
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
                 raise ValueError(f"HNSWConfig.{name} must be a positive int, got {value!r}")
+            if value > limit:
+                raise ValueError(
+                    f"HNSWConfig.{name} must be at most {limit}, got {value!r} (larger values "
+                    "only cost memory: faiss allocates per node and per query from them)"
+                )
 
     def to_config(self) -> dict[str, Any]:
         """JSON-ready parameters (saved in an index manifest)."""
@@ -58,7 +63,18 @@ class HNSWConfig:
 
     @classmethod
     def from_config(cls, config: dict[str, Any]) -> HNSWConfig:
+        """The config saved by `to_config`; unknown keys or bad values raise."""
+        if not isinstance(config, dict):
+            raise TypeError(f"an HNSW config must be a dict, got {type(config).__name__}")
+        unknown = sorted(set(map(str, config)) - set(_LIMITS))
+        if unknown:
+            raise TypeError(f"unknown HNSW config keys {unknown[:5]}; expected {list(_LIMITS)}")
         return cls(**config)
+
+
+_LIMITS = {"m": 512, "ef_construction": 100_000, "ef_search": 100_000, "exact_below": 2**62}
+"""Upper bounds: faiss's HNSW memory grows with ``m`` per node and ``ef`` per query, and
+useful values are far below these (``m`` 8-64, ``ef`` in the hundreds)."""
 
 
 class FaissHNSW:

@@ -18,6 +18,7 @@ import os
 import threading
 from collections import Counter
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -28,7 +29,8 @@ from ._filters import cached_equality_mask
 from ._validation import check_k, check_queries, check_query
 from ._validation import check_id_list
 from .explanation import Explanation, TermContribution
-from .persistence import IndexFormatError, IndexReader, IndexWriter, atomic_index_dir
+from ._integrity import check_offsets, check_postings, check_unique_ids
+from .persistence import IndexFormatError, IndexReader, IndexWriter, atomic_index_dir, read_index
 from .scoring import DEFAULT_DELTA, BM25Method, get_variant, length_norm
 from .selection import top_k
 from .tokenization import Analyzer
@@ -726,19 +728,35 @@ class BM25Index:
     # ------------------------------------------------------------------ persistence
 
     def save(self, path: str | os.PathLike[str]) -> None:
-        """Write the index to directory ``path`` atomically (no pickle)."""
-        analyzer_config = self._analyzer.to_config()
+        """Write the index to directory ``path`` atomically and durably (no pickle).
+
+        A crash at any moment leaves ``path`` loading as the previous save or this one;
+        a concurrent `load` gets one complete version; concurrent saves to one path run
+        one after the other. A symbolic link at ``path`` is followed (the index is saved
+        into its target). See `hybrid_retrievers.persistence` for the layout.
+
+        Raises:
+            TypeError: ``path`` is not a str or path, or metadata is not JSON data
+                that would load back unchanged (the previous save is kept).
+            FileExistsError: ``path`` exists and is not an index.
+        """
         with self._lock, atomic_index_dir(path) as tmp:
-            w = IndexWriter(tmp)
+            self._save_into(tmp)
+
+    def _save_into(self, directory: Path) -> None:
+        """Write the index files and their manifest into an existing empty directory."""
+        with self._lock:
+            analyzer_config = self._analyzer.to_config()
+            w = IndexWriter(directory)
             terms = [""] * len(self._vocab)
             for t, i in self._vocab.items():
                 terms[i] = t
+            w.docs("docs", self._docs)  # first: it is what refuses bad metadata
             w.json("vocabulary", terms)
             w.array("postings_indptr", self._indptr)
             w.array("postings_docs", self._post_docs)
             w.array("postings_tf", self._post_tf)
             w.array("doc_lengths", self._doc_len)
-            w.docs("docs", self._docs)
             w.manifest(
                 "bm25",
                 FORMAT_VERSION,
@@ -753,26 +771,59 @@ class BM25Index:
             )
 
     @classmethod
-    def load(cls, path: str | os.PathLike[str], *, mmap: bool = False) -> BM25Index:
-        """Read an index saved by `save`; every file is validated before use.
+    def load(
+        cls, path: str | os.PathLike[str], *, mmap: bool = False, verify: bool = False
+    ) -> BM25Index:
+        """Read an index saved by `save`; nothing in it is trusted before it is checked.
+
+        Every file read into memory is checksummed, and the manifest (parameters
+        included) is covered by a checksum too. The postings are checked for
+        structure: document ids in range, each term's documents strictly increasing,
+        term frequencies >= 1, document lengths equal to their postings' token counts.
 
         Args:
-            mmap: memory-map the posting arrays instead of reading them (the
-                checksums of memory-mapped files are not verified).
+            mmap: memory-map the two posting arrays instead of reading them: loading
+                is faster and they are paged in on demand. Their size, shape and dtype
+                are still checked, but their checksums and the per-posting checks are
+                skipped unless ``verify``.
+            verify: with ``mmap``, also run the full checks (reads the mapped files once).
 
         Raises:
-            IndexFormatError: the directory is missing, corrupt, truncated, foreign
-                or from a newer format version.
+            TypeError: ``path`` is not a str or path.
+            IndexFormatError: the directory is missing, corrupt, truncated, foreign,
+                structurally invalid or from a newer format version.
         """
-        r = IndexReader(path, kind="bm25", max_version=FORMAT_VERSION)
+        return read_index(
+            path, kind="bm25", max_version=FORMAT_VERSION,
+            read=lambda r: cls._from_reader(r, mmap=mmap, verify=verify),
+        )
+
+    @classmethod
+    def _from_reader(cls, r: IndexReader, *, mmap: bool = False, verify: bool = False) -> BM25Index:
+        where = r.where()
         params = r.field("params", dict)
-        n_docs = r.field("n_docs", int)
-        vocabulary_size = r.field("vocabulary_size", int)
+        n_docs = r.count("n_docs")
+        vocabulary_size = r.count("vocabulary_size")
         try:
             analyzer = Analyzer.from_config(r.field("analyzer", dict))
             index = cls(analyzer=analyzer, **{k: params[k] for k in ("method", "k1", "b", "delta")})
         except (KeyError, TypeError, ValueError) as exc:
-            raise IndexFormatError(f"{path}: invalid parameters in manifest ({exc})") from None
+            raise IndexFormatError(f"{where}: invalid parameters in manifest ({exc})") from None
+        indptr = r.array("postings_indptr", dtype_kind="i", ndim=1, length=vocabulary_size + 1)
+        check_offsets(indptr, where=where)
+        n_postings = int(indptr[-1])
+        post_docs = r.array("postings_docs", dtype_kind="i", ndim=1, length=n_postings,
+                            mmap=mmap, verify=verify)
+        post_tf = r.array("postings_tf", dtype_kind="u", ndim=1, length=n_postings,
+                          mmap=mmap, verify=verify)
+        doc_len = r.array("doc_lengths", dtype_kind="i", ndim=1, length=n_docs)
+        check_postings(indptr, post_docs, post_tf, doc_len, where=where,
+                       full=not mmap or verify)
+        if "n_postings" in r.manifest and r.manifest["n_postings"] != n_postings:
+            raise IndexFormatError(
+                f"{where}: manifest says {r.manifest['n_postings']!r} postings, "
+                f"postings_indptr ends at {n_postings}"
+            )
         terms = r.json("vocabulary")
         if (
             not isinstance(terms, list)
@@ -780,26 +831,16 @@ class BM25Index:
             or not all(isinstance(t, str) for t in terms)
             or len(set(terms)) != len(terms)
         ):
-            raise IndexFormatError(f"{path}: vocabulary.json must list {vocabulary_size} distinct terms")
-        indptr = r.array("postings_indptr", dtype_kind="i", ndim=1, length=vocabulary_size + 1)
-        n_postings = int(indptr[-1]) if indptr.size else 0
-        post_docs = r.array("postings_docs", dtype_kind="i", ndim=1, length=n_postings, mmap=mmap)
-        post_tf = r.array("postings_tf", dtype_kind="u", ndim=1, length=n_postings, mmap=mmap)
-        doc_len = r.array("doc_lengths", dtype_kind="i", ndim=1, length=n_docs)
+            raise IndexFormatError(f"{where}/vocabulary.json must list {vocabulary_size} distinct terms")
         docs = list(r.docs("docs"))
         if len(docs) != n_docs:
-            raise IndexFormatError(f"{path}: docs.jsonl has {len(docs)} documents, manifest says {n_docs}")
-        if indptr[0] != 0 or np.any(np.diff(indptr) < 0):
-            raise IndexFormatError(f"{path}: postings_indptr is not a valid offset array")
-        if n_postings and (post_docs.min() < 0 or post_docs.max() >= n_docs):
-            raise IndexFormatError(f"{path}: postings refer to documents outside 0..{n_docs - 1}")
-        if doc_len.size and doc_len.min() < 0:
-            raise IndexFormatError(f"{path}: negative document lengths")
-        try:
-            index._install(docs=docs, vocab={t: i for i, t in enumerate(terms)}, indptr=indptr,
-                           post_docs=post_docs, post_tf=post_tf, doc_len=doc_len)
-        except ValueError:
-            raise IndexFormatError(f"{path}: docs.jsonl has duplicate ids") from None
+            raise IndexFormatError(f"{where}: docs.jsonl has {len(docs)} documents, manifest says {n_docs}")
+        check_unique_ids([d.id for d in docs], where=f"{where}/docs.jsonl")
+        index._install(
+            docs=docs, vocab={t: i for i, t in enumerate(terms)}, indptr=indptr.astype(np.int64),
+            post_docs=post_docs if post_docs.dtype == np.int32 else post_docs.astype(np.int32),
+            post_tf=post_tf, doc_len=doc_len.astype(np.int32),
+        )
         return index
 
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import threading
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -29,12 +30,14 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ._optional import require
-from .persistence import IndexFormatError, IndexReader, IndexWriter, atomic_index_dir
+from ._docs import check_unicode
+from .persistence import IndexFormatError, IndexReader, IndexWriter, atomic_index_dir, read_index
 
 __all__ = ["EmbeddingCache", "embed_texts", "embedder_identity", "text_key"]
 
 FORMAT_VERSION = 1
 DEFAULT_CHUNK = 1024
+_KEY_RE = re.compile(r"[0-9a-f]{32}\Z")
 
 
 def text_key(text: str) -> str:
@@ -43,8 +46,40 @@ def text_key(text: str) -> str:
     Example:
         >>> text_key("hello") == text_key("hello") != text_key("hello ")
         True
+
+    Raises:
+        TypeError: ``text`` is not a str.
+        ValueError: ``text`` holds a lone surrogate (it has no UTF-8 form).
     """
-    return hashlib.blake2b(text.encode("utf-8"), digest_size=16).hexdigest()
+    if not isinstance(text, str):
+        raise TypeError(f"text must be a str, got {type(text).__name__}: {text!r:.80}")
+    try:
+        data = text.encode("utf-8")
+    except UnicodeEncodeError:
+        check_unicode(None, text, None, "the text to embed")
+        raise
+    return hashlib.blake2b(data, digest_size=16).hexdigest()
+
+
+def _text_keys(texts: Sequence[str]) -> list[str]:
+    """`text_key` of each text; an error names the position of a bad one."""
+    try:
+        return [text_key(t) for t in texts]
+    except (TypeError, ValueError):
+        for i, t in enumerate(texts):
+            try:
+                text_key(t)
+            except (TypeError, ValueError) as exc:
+                raise type(exc)(f"texts[{i}]: {exc}") from None
+        raise
+
+
+def _check_model_id(model_id: Any) -> str:
+    if not isinstance(model_id, str) or not model_id.strip():
+        raise TypeError(f"model_id must be a non-empty str, got {model_id!r}")
+    if not model_id.isascii():
+        check_unicode(None, model_id, None, "model_id")
+    return model_id
 
 
 def embedder_identity(embedder: Any, model_id: str | None = None) -> str | None:
@@ -54,12 +89,10 @@ def embedder_identity(embedder: Any, model_id: str | None = None) -> str | None:
     when it is a non-empty str; otherwise ``None`` (unknown: not cacheable).
     """
     if model_id is not None:
-        if not isinstance(model_id, str) or not model_id.strip():
-            raise TypeError(f"model_id must be a non-empty str, got {model_id!r}")
-        return model_id
+        return _check_model_id(model_id)
     value = getattr(embedder, "model_id", None)
     if isinstance(value, str) and value.strip():
-        return value
+        return _check_model_id(value)
     return None
 
 
@@ -122,7 +155,7 @@ class EmbeddingCache:
         Returns ``(None, all-False)`` when nothing is cached for ``model_id``. Does not
         change the hit/miss counters.
         """
-        keys = [text_key(t) for t in texts]
+        keys = _text_keys(texts)
         with self._lock:
             store = self._stores.get(model_id)
             if store is None:
@@ -135,10 +168,9 @@ class EmbeddingCache:
 
     def put_many(self, model_id: str, texts: Sequence[str], vectors: NDArray[Any]) -> None:
         """Remember ``vectors[i]`` as the embedding of ``texts[i]`` under ``model_id``."""
-        if not isinstance(model_id, str) or not model_id:
-            raise TypeError(f"model_id must be a non-empty str, got {model_id!r}")
+        _check_model_id(model_id)
         vectors = _check_matrix(vectors, len(texts), "vectors")
-        keys = [text_key(t) for t in texts]
+        keys = _text_keys(texts)
         with self._lock:
             store = self._stores.get(model_id)
             if store is None:
@@ -197,7 +229,11 @@ class EmbeddingCache:
     # ------------------------------------------------------------------ persistence
 
     def save(self, path: str | os.PathLike[str]) -> None:
-        """Write the cache to directory ``path`` atomically (``.npy`` + JSON, no pickle)."""
+        """Write the cache to directory ``path`` atomically (``.npy`` + JSON, no pickle).
+
+        The save is atomic and durable, and a concurrent `load` sees the old or the
+        new cache (see `hybrid_retrievers.persistence`).
+        """
         with self._lock, atomic_index_dir(path) as tmp:
             w = IndexWriter(tmp)
             models = []
@@ -217,30 +253,56 @@ class EmbeddingCache:
         """Read a cache written by `save`; every file is validated first.
 
         Raises:
+            TypeError: ``path`` is not a str or path.
             IndexFormatError: missing, corrupt or foreign directory.
         """
-        r = IndexReader(path, kind="embedding-cache", max_version=FORMAT_VERSION)
+        return read_index(path, kind="embedding-cache", max_version=FORMAT_VERSION,
+                          read=cls._from_reader)
+
+    @classmethod
+    def _from_reader(cls, r: IndexReader) -> EmbeddingCache:
+        where = r.where("manifest.json")
         cache = cls()
+        files: set[int] = set()
         for entry in r.field("models", list):
             try:
                 model_id, dim, size, i = (entry["model_id"], entry["dimension"], entry["size"],
                                           entry["file"])
             except (KeyError, TypeError):
-                raise IndexFormatError(f"{path}: bad model entry {entry!r}") from None
-            if not (isinstance(model_id, str) and isinstance(i, int) and isinstance(size, int)):
-                raise IndexFormatError(f"{path}: bad model entry {entry!r}")
+                raise IndexFormatError(f"{where}: bad model entry {entry!r:.200}") from None
+            if not (
+                isinstance(model_id, str) and model_id.strip()
+                and all(type(x) is int for x in (dim, size, i))
+                and dim >= 1 and size >= 0 and 0 <= i < 1_000_000
+            ):
+                raise IndexFormatError(f"{where}: bad model entry {entry!r:.200}")
+            if model_id in cache._stores or i in files:
+                raise IndexFormatError(f"{where}: model {model_id!r} or file {i} listed twice")
+            files.add(i)
+            try:
+                _check_model_id(model_id)
+            except (TypeError, ValueError) as exc:
+                raise IndexFormatError(f"{where}: bad model entry: {exc}") from None
             matrix = r.array(f"vectors_{i}", dtype_kind="f", ndim=2, length=size)
+            if matrix.dtype != np.float32 or matrix.shape[1] != dim:
+                raise IndexFormatError(
+                    f"{r.where(f'vectors_{i}.npy')}: expected float32 rows of {dim} values, "
+                    f"got {matrix.dtype} with shape {matrix.shape}"
+                )
             keys = r.json(f"keys_{i}")
             if (
-                matrix.shape[1] != dim
-                or not isinstance(keys, list)
+                not isinstance(keys, list)
                 or len(keys) != size
+                or not all(isinstance(k, str) and _KEY_RE.match(k) for k in keys)
                 or len(set(keys)) != size
-                or not all(isinstance(k, str) and len(k) == 32 for k in keys)
             ):
-                raise IndexFormatError(f"{path}: vectors_{i}/keys_{i} do not match the manifest")
+                raise IndexFormatError(
+                    f"{r.where(f'keys_{i}.json')}: must list {size} distinct 32-hex-digit keys"
+                )
             if not np.isfinite(matrix).all():
-                raise IndexFormatError(f"{path}: vectors_{i}.npy holds NaN or infinite values")
+                raise IndexFormatError(
+                    f"{r.where(f'vectors_{i}.npy')} holds NaN or infinite values"
+                )
             store = _Store(int(dim))
             store.matrix = np.ascontiguousarray(matrix, dtype=np.float32)
             store.rows = {k: j for j, k in enumerate(keys)}

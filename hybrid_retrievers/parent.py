@@ -53,7 +53,7 @@ from typing import Any, Protocol, runtime_checkable
 from ._docs import check_docs, make_docs
 from ._validation import check_k, check_query
 from ._validation import check_id_list
-from .persistence import IndexFormatError, IndexReader, IndexWriter, atomic_index_dir
+from .persistence import IndexFormatError, IndexReader, IndexWriter, atomic_index_dir, read_index
 from .splitting import PARENT_ID_KEY, SentenceSplitter, split_parents
 from .types import Doc, Hit, MetadataFilter
 
@@ -180,9 +180,17 @@ class ParentStore:
         return list(self._docs)
 
     def save(self, path: str | os.PathLike[str]) -> None:
-        """Write the store to directory ``path`` atomically (manifest + JSON lines)."""
+        """Write the store to directory ``path`` atomically and durably (JSON lines).
+
+        A crash at any moment leaves the previous save or this one (see
+        `hybrid_retrievers.persistence`).
+        """
         with self._lock, atomic_index_dir(path) as tmp:
-            w = IndexWriter(tmp)
+            self._save_into(tmp)
+
+    def _save_into(self, directory: Path) -> None:
+        with self._lock:
+            w = IndexWriter(directory)
             w.docs("parents", self._docs.values())
             w.manifest("parent_store", STORE_FORMAT_VERSION, {"n_docs": len(self._docs)})
 
@@ -191,17 +199,24 @@ class ParentStore:
         """Read a store written by `save`.
 
         Raises:
+            TypeError: ``path`` is not a str or path.
             IndexFormatError: missing, corrupt, foreign or newer-format directory.
         """
-        r = IndexReader(path, kind="parent_store", max_version=STORE_FORMAT_VERSION)
-        n = r.field("n_docs", int)
+        return read_index(path, kind="parent_store", max_version=STORE_FORMAT_VERSION,
+                          read=cls._from_reader)
+
+    @classmethod
+    def _from_reader(cls, r: IndexReader) -> ParentStore:
+        n = r.count("n_docs")
         docs = list(r.docs("parents"))
         if len(docs) != n:
-            raise IndexFormatError(f"{path}: parents.jsonl has {len(docs)} parents, manifest says {n}")
+            raise IndexFormatError(
+                f"{r.where()}: parents.jsonl has {len(docs)} parents, manifest says {n}"
+            )
         try:
             return cls(docs)
         except ValueError as exc:
-            raise IndexFormatError(f"{path}: {exc}") from None
+            raise IndexFormatError(f"{r.where()}/parents.jsonl: {exc}") from None
 
 
 # ------------------------------------------------------------ child indexes
@@ -645,9 +660,13 @@ class ParentChildSearcher:
                 "that store with its own mechanism and save the child index separately"
             )
         with self._lock, atomic_index_dir(path) as tmp:
-            self._store.save(Path(tmp) / "parents")
-            child.save(Path(tmp) / "children")
-            w = IndexWriter(Path(tmp))
+            w = IndexWriter(tmp)
+            self._store._save_into(w.subdirectory("parents"))
+            child._save_into(w.subdirectory("children"))
+            # The manifest binds both halves: each one's manifest (which checksums its
+            # files) is checksummed here, so neither can be swapped for another.
+            w.bind("parents")
+            w.bind("children")
             w.manifest(
                 "parent_child",
                 SEARCHER_FORMAT_VERSION,
@@ -667,23 +686,48 @@ class ParentChildSearcher:
     ) -> ParentChildSearcher:
         """Load a searcher saved with `save` (``embedder`` for a dense child index).
 
+        Both halves are checked against the checksums in the top manifest, so neither
+        can be replaced by another saved store or index.
+
         Raises:
-            IndexFormatError: missing, corrupt, foreign or newer-format directory.
+            TypeError: ``path`` is not a str or path.
+            IndexFormatError: missing, corrupt, foreign, inconsistent or newer-format
+                directory.
         """
+        return read_index(
+            path, kind="parent_child", max_version=SEARCHER_FORMAT_VERSION,
+            read=lambda r: cls._from_reader(r, embedder=embedder, k=k, fetch_k=fetch_k,
+                                            splitter=splitter, merge_threshold=merge_threshold),
+        )
+
+    @classmethod
+    def _from_reader(cls, r: IndexReader, *, embedder: Any, **kwargs: Any) -> ParentChildSearcher:
         from .bm25 import BM25Index
+        from .bm25 import FORMAT_VERSION as BM25_FORMAT_VERSION
+        from .vector import FORMAT_VERSION as VECTOR_FORMAT_VERSION
         from .vector import VectorIndex
 
-        r = IndexReader(path, kind="parent_child", max_version=SEARCHER_FORMAT_VERSION)
         kind = r.field("child_kind", str)
-        store = ParentStore.load(Path(path) / "parents")
+        store = ParentStore._from_reader(
+            r.subdir("parents", kind="parent_store", max_version=STORE_FORMAT_VERSION)
+        )
         if kind == "bm25":
-            child: Any = BM25Index.load(Path(path) / "children")
+            child: Any = BM25Index._from_reader(
+                r.subdir("children", kind="bm25", max_version=BM25_FORMAT_VERSION)
+            )
         elif kind == "vector":
-            child = VectorIndex.load(Path(path) / "children", embedder)
+            child = VectorIndex._from_reader(
+                r.subdir("children", kind="vector", max_version=VECTOR_FORMAT_VERSION), embedder
+            )
         else:
-            raise IndexFormatError(f"{path}: unknown child_kind {kind!r}")
-        return cls(child, store, k=k, fetch_k=fetch_k, splitter=splitter,
-                   merge_threshold=merge_threshold)
+            raise IndexFormatError(f"{r.where('manifest.json')}: unknown child_kind {kind!r}")
+        unnamed = [d.id for d in child.docs if not isinstance(d.metadata.get(PARENT_ID_KEY), str)]
+        if unnamed:
+            raise IndexFormatError(
+                f"{r.where('children')}: {len(unnamed)} child chunk(s) have no "
+                f"{PARENT_ID_KEY!r} metadata naming their parent, e.g. {unnamed[:3]}"
+            )
+        return cls(child, store, **kwargs)
 
 
 def default_child_index(children: list[Doc], embedder: Any = None) -> Any:

@@ -25,6 +25,7 @@ import os
 import threading
 import warnings
 from collections.abc import Hashable, Iterable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -43,7 +44,8 @@ from .embedding_cache import (
     embed_texts,
     embedder_identity,
 )
-from .persistence import IndexFormatError, IndexReader, IndexWriter, atomic_index_dir
+from ._integrity import check_unique_ids, check_vectors
+from .persistence import IndexFormatError, IndexReader, IndexWriter, atomic_index_dir, read_index
 from .selection import top_k
 from .types import Doc, Hit, MetadataFilter
 
@@ -728,15 +730,29 @@ class VectorIndex:
     # ------------------------------------------------------------------ persistence
 
     def save(self, path: str | os.PathLike[str]) -> None:
-        """Write the index to directory ``path`` atomically (``.npy`` + JSON, no pickle).
+        """Write the index to directory ``path`` atomically and durably (``.npy`` + JSON).
 
         The manifest records the metric, dimension and model identity. An ANN graph is
         not saved, only its parameters: it is rebuilt on the first approximate search.
+        A crash at any moment leaves ``path`` loading as the previous save or this one;
+        a concurrent `load` gets one complete version; concurrent saves run one after
+        the other. A symbolic link at ``path`` is followed (the index is saved into its
+        target). See `hybrid_retrievers.persistence` for the layout.
+
+        Raises:
+            TypeError: ``path`` is not a str or path, or metadata is not JSON data
+                that would load back unchanged (the previous save is kept).
+            FileExistsError: ``path`` exists and is not an index.
         """
         with self._lock, atomic_index_dir(path) as tmp:
-            w = IndexWriter(tmp)
+            self._save_into(tmp)
+
+    def _save_into(self, directory: Path) -> None:
+        """Write the index files and their manifest into an existing empty directory."""
+        with self._lock:
+            w = IndexWriter(directory)
+            w.docs("docs", self._docs)  # first: it is what refuses bad metadata
             w.array("vectors", self._buf[: self._n])
-            w.docs("docs", self._docs)
             w.manifest(
                 "vector",
                 FORMAT_VERSION,
@@ -758,50 +774,81 @@ class VectorIndex:
         *,
         mmap: bool = False,
         cache: EmbeddingCache | None = None,
+        verify: bool = False,
     ) -> VectorIndex:
-        """Read an index saved by `save`; every file is validated before use.
+        """Read an index saved by `save`; nothing in it is trusted before it is checked.
+
+        Every file read into memory is checksummed, the manifest too, and the vectors
+        must be finite (and of unit length for a cosine index).
 
         Args:
             embedder: for text queries and additions; its dimension must match.
                 A different ``model_id`` than the saved one warns (same size, maybe
                 another model).
-            mmap: memory-map the vectors read-only (not checksummed, not read into
-                memory); the first edit copies them into memory.
+            mmap: memory-map the vectors read-only (not read into memory); the first
+                edit copies them into memory. Their size, shape and dtype are checked,
+                their checksum and values only with ``verify``.
             cache: an `EmbeddingCache` for later additions.
+            verify: with ``mmap``, also run the full checks (reads the vectors once).
 
         Raises:
-            IndexFormatError: missing, corrupt, truncated, foreign or newer directory.
+            TypeError: ``path`` is not a str or path.
+            IndexFormatError: missing, corrupt, truncated, foreign, invalid or newer
+                directory.
             ValueError: the embedder's dimension differs from the saved vectors'.
         """
-        r = IndexReader(path, kind="vector", max_version=FORMAT_VERSION)
+        return read_index(
+            path, kind="vector", max_version=FORMAT_VERSION,
+            read=lambda r: cls._from_reader(r, embedder, mmap=mmap, cache=cache, verify=verify,
+                                            label=path),
+        )
+
+    @classmethod
+    def _from_reader(
+        cls,
+        r: IndexReader,
+        embedder: Any = None,
+        *,
+        mmap: bool = False,
+        cache: EmbeddingCache | None = None,
+        verify: bool = False,
+        label: Any = None,
+    ) -> VectorIndex:
+        where = r.where()
+        path = r.display if label is None else label
         metric = r.field("metric", str)
-        n_docs = r.field("n_docs", int)
+        n_docs = r.count("n_docs")
         dim = r.manifest.get("dimension")
         saved_id = r.manifest.get("model_id")
         ann = r.manifest.get("ann")
         if metric not in METRICS:
-            raise IndexFormatError(f"{path}: unknown metric {metric!r} in manifest")
+            raise IndexFormatError(f"{where}: unknown metric {metric!r} in manifest")
         if dim is not None and (not isinstance(dim, int) or isinstance(dim, bool) or dim < 1):
-            raise IndexFormatError(f"{path}: invalid dimension {dim!r} in manifest")
+            raise IndexFormatError(f"{where}: invalid dimension {dim!r} in manifest")
         if saved_id is not None and not isinstance(saved_id, str):
-            raise IndexFormatError(f"{path}: invalid model_id {saved_id!r} in manifest")
-        vectors = r.array("vectors", dtype_kind="f", ndim=2, length=n_docs, mmap=mmap)
+            raise IndexFormatError(f"{where}: invalid model_id {saved_id!r} in manifest")
+        ann_config = None
+        if ann is not None:
+            try:
+                ann_config = HNSWConfig.from_config(ann)
+            except (TypeError, ValueError) as exc:
+                raise IndexFormatError(f"{where}: invalid ann parameters ({exc})") from None
+        vectors = r.array("vectors", dtype_kind="f", ndim=2, length=n_docs, mmap=mmap,
+                          verify=verify)
         if dim is not None and vectors.shape[1] != dim:
             raise IndexFormatError(
-                f"{path}: vectors.npy is {vectors.shape[1]}-d, manifest says {dim}"
+                f"{where}: vectors.npy is {vectors.shape[1]}-d, manifest says {dim}"
             )
         if vectors.dtype != np.float32:
-            raise IndexFormatError(f"{path}: vectors.npy must be float32, got {vectors.dtype}")
-        if not mmap and not np.isfinite(vectors).all():
-            raise IndexFormatError(f"{path}: vectors.npy holds NaN or infinite values")
+            raise IndexFormatError(f"{where}: vectors.npy must be float32, got {vectors.dtype}")
+        check_vectors(vectors, metric=metric, where=where, full=not mmap or verify)
         docs = list(r.docs("docs"))
         if len(docs) != n_docs:
             raise IndexFormatError(
-                f"{path}: docs.jsonl has {len(docs)} documents, manifest says {n_docs}"
+                f"{where}: docs.jsonl has {len(docs)} documents, manifest says {n_docs}"
             )
+        check_unique_ids([d.id for d in docs], where=f"{where}/docs.jsonl")
         positions = {d.id: i for i, d in enumerate(docs)}
-        if len(positions) != len(docs):
-            raise IndexFormatError(f"{path}: docs.jsonl has duplicate ids")
         if embedder is not None:
             emb_dim = _embedder_dimension(embedder)
             if emb_dim is not None and dim is not None and emb_dim != dim:
@@ -815,17 +862,11 @@ class VectorIndex:
                     f"the index at {str(path)!r} was built with model {saved_id!r} but is loaded "
                     f"with {emb_id!r}; scores are meaningless if the two embed differently",
                     UserWarning,
-                    stacklevel=2,
+                    stacklevel=5,
                 )
         index = cls(embedder=None, metric=metric, dimension=dim, cache=cache)
         index._embedder = embedder
         index._loaded_model_id = saved_id
-        ann_config = None
-        if ann is not None:
-            try:
-                ann_config = HNSWConfig.from_config(ann)
-            except (TypeError, ValueError) as exc:
-                raise IndexFormatError(f"{path}: invalid ann parameters ({exc})") from None
         index._install(vectors if mmap else np.ascontiguousarray(vectors), docs,
                        positions=positions, ann=ann_config)
         return index

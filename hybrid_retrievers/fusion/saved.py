@@ -21,7 +21,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..persistence import IndexFormatError, IndexReader, IndexWriter, atomic_index_dir
+from ..persistence import IndexFormatError, IndexReader, IndexWriter, atomic_index_dir, read_index
 
 __all__ = ["CHILD_KINDS", "SavedChild", "save_fusion", "read_fusion"]
 
@@ -57,16 +57,19 @@ def read_fusion(path: str | os.PathLike[str]) -> tuple[dict[str, Any], list[tupl
     Raises:
         IndexFormatError: a missing, foreign or malformed folder.
     """
-    reader = IndexReader(path, kind="fusion", max_version=FORMAT_VERSION)
-    settings = reader.field("settings", dict)
-    entries = reader.field("children", list)
-    children = []
-    for entry in entries:
-        if (not isinstance(entry, dict) or entry.get("kind") not in CHILD_KINDS
-                or not isinstance(entry.get("dir"), str) or not _CHILD_DIR.fullmatch(entry["dir"])
-                or not isinstance(entry.get("settings"), dict)):
-            raise IndexFormatError(f"{path}: bad child entry {entry!r:.120} in manifest.json")
-        children.append((entry["kind"], Path(path) / entry["dir"], entry["settings"]))
-    if not children:
-        raise IndexFormatError(f"{path}: manifest.json lists no children")
-    return settings, children
+    def read(reader: IndexReader) -> tuple[dict[str, Any], list[tuple[str, Path, dict[str, Any]]]]:
+        settings = reader.field("settings", dict)
+        entries = reader.field("children", list)
+        children = []
+        for entry in entries:
+            if (not isinstance(entry, dict) or entry.get("kind") not in CHILD_KINDS
+                    or not isinstance(entry.get("dir"), str)
+                    or not _CHILD_DIR.fullmatch(entry["dir"])
+                    or not isinstance(entry.get("settings"), dict)):
+                raise IndexFormatError(f"{path}: bad child entry {entry!r:.120} in manifest.json")
+            children.append((entry["kind"], reader.directory / entry["dir"], entry["settings"]))
+        if not children:
+            raise IndexFormatError(f"{path}: manifest.json lists no children")
+        return settings, children
+
+    return read_index(path, kind="fusion", max_version=FORMAT_VERSION, read=read)

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from hybrid_retrievers.fusion.saved import read_fusion, save_fusion
-from hybrid_retrievers.persistence import IndexFormatError
+from hybrid_retrievers.persistence import IndexFormatError, current_files
 
 from .dense import DenseRetriever
 from .retrievers import BM25Retriever
@@ -90,4 +90,4 @@ def _core_index_dir(folder_path: Any, path: Path, child: dict[str, Any]) -> Path
         return path
     if sub != "index":
         raise IndexFormatError(f"{folder_path}: bad index_dir {sub!r:.60} in manifest.json")
-    return path / sub
+    return current_files(path) / sub

@@ -158,8 +158,7 @@ class CoreSearcherRetriever(QueryChecked, BaseRetriever):
 
         Per-call arguments that are not ``None`` win over the saved settings.
         """
-        settings, nodes, legacy = read_retriever(persist_dir, cls.__name__, legacy_kinds)
-        folder = legacy if legacy is not None else Path(persist_dir) / "index"
+        settings, nodes, folder = read_retriever(persist_dir, cls.__name__, legacy_kinds)
         saved_filter = filter_from_json(settings.get("filter"), str(persist_dir))
         kwargs = {
             "similarity_top_k": settings.get("similarity_top_k", 4)

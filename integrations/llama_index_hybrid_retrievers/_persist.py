@@ -27,6 +27,7 @@ from hybrid_retrievers.persistence import (
     IndexReader,
     IndexWriter,
     atomic_index_dir,
+    read_index,
 )
 
 __all__ = ["KIND", "filter_from_json", "filter_to_json", "read_retriever", "write_retriever"]
@@ -92,8 +93,8 @@ def write_retriever(
 
 def read_retriever(
     persist_dir: str | os.PathLike[str], retriever_class: str, legacy_kinds: tuple[str, ...]
-) -> tuple[dict[str, Any], dict[str, Any], Path | None]:
-    """``(settings, node fields, None)``; for a bare core index ``({}, {}, persist_dir)``.
+) -> tuple[dict[str, Any], dict[str, Any], Path]:
+    """``(settings, node fields, core index folder)``; a bare core index gives ``({}, {}, persist_dir)``.
 
     Raises:
         IndexFormatError: a missing, corrupt or foreign directory, or one written by
@@ -106,14 +107,17 @@ def read_retriever(
         kind = None
     if kind in legacy_kinds:
         return {}, {}, path
-    r = IndexReader(path, kind=KIND, max_version=FORMAT_VERSION)
-    saved_class = r.field("retriever_class", str)
-    if saved_class != retriever_class:
-        raise IndexFormatError(
-            f"{str(path)!r} holds a persisted {saved_class}, not a {retriever_class}; "
-            f"load it with {saved_class}.from_persist_dir"
-        )
-    settings, nodes = r.json("retriever"), r.json("nodes")
-    if not isinstance(settings, dict) or not isinstance(nodes, dict):
-        raise IndexFormatError(f"{path}: retriever.json and nodes.json must hold objects")
-    return settings, nodes, None
+
+    def read(r: IndexReader) -> tuple[dict[str, Any], dict[str, Any], Path]:
+        saved_class = r.field("retriever_class", str)
+        if saved_class != retriever_class:
+            raise IndexFormatError(
+                f"{str(path)!r} holds a persisted {saved_class}, not a {retriever_class}; "
+                f"load it with {saved_class}.from_persist_dir"
+            )
+        settings, nodes = r.json("retriever"), r.json("nodes")
+        if not isinstance(settings, dict) or not isinstance(nodes, dict):
+            raise IndexFormatError(f"{path}: retriever.json and nodes.json must hold objects")
+        return settings, nodes, r.directory / "index"
+
+    return read_index(path, kind=KIND, max_version=FORMAT_VERSION, read=read)

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-from pathlib import Path
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -220,9 +219,9 @@ class ParentDocumentRetriever(QueryChecked, BaseRetriever):
             hybrid_retrievers.persistence.IndexFormatError: for a missing, corrupt
                 or foreign directory.
         """
-        settings, fields, _ = read_retriever(persist_dir, cls.__name__, ())
+        settings, fields, folder = read_retriever(persist_dir, cls.__name__, ())
         searcher = ParentChildSearcher.load(
-            Path(persist_dir) / "index",
+            folder,
             embedder=None if embed_model is None else as_embedder(embed_model),
             splitter=splitter,
         )

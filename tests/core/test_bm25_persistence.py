@@ -9,6 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from index_tamper import edit_manifest, files_of, rehash
+
 from hybrid_retrievers import Analyzer, BM25Index, IndexFormatError
 
 
@@ -84,9 +86,7 @@ def _saved(index: BM25Index, tmp_path: Path) -> Path:
 
 
 def _edit_manifest(path: Path, **changes) -> None:
-    m = json.loads((path / "manifest.json").read_text())
-    m.update(changes)
-    (path / "manifest.json").write_text(json.dumps(m))
+    edit_manifest(path, **changes)  # consistently re-hashed: the loader's own checks must refuse
 
 
 @pytest.mark.parametrize(
@@ -94,17 +94,18 @@ def _edit_manifest(path: Path, **changes) -> None:
     [
         (lambda p: (p / "manifest.json").unlink(), "manifest.json is missing"),
         (lambda p: (p / "manifest.json").write_text("{not json"), "not valid JSON"),
+        (lambda p: (files_of(p) / "manifest.json").write_text("{not json"), "corrupt or was edited"),
         (lambda p: _edit_manifest(p, format="something-else"), "not a hybrid-retrievers manifest"),
         (lambda p: _edit_manifest(p, kind="vector"), "holds a 'vector' index"),
         (lambda p: _edit_manifest(p, format_version=99), "upgrade hybrid-retrievers"),
         (lambda p: _edit_manifest(p, format_version="1"), "invalid format_version"),
         (lambda p: _edit_manifest(p, n_docs=3), "n_docs|rows|documents"),
         (lambda p: _edit_manifest(p, params={"method": "nope", "k1": 1, "b": 0.7, "delta": 0}), "invalid parameters"),
-        (lambda p: (p / "postings_docs.npy").unlink(), "missing"),
-        (lambda p: _truncate(p / "postings_tf.npy"), "truncated"),
-        (lambda p: _flip_byte(p / "postings_docs.npy"), "corrupt"),
-        (lambda p: _flip_byte(p / "docs.jsonl"), "corrupt"),
-        (lambda p: _flip_byte(p / "vocabulary.json"), "corrupt"),
+        (lambda p: (files_of(p) / "postings_docs.npy").unlink(), "missing"),
+        (lambda p: _truncate(files_of(p) / "postings_tf.npy"), "truncated"),
+        (lambda p: _flip_byte(files_of(p) / "postings_docs.npy"), "corrupt"),
+        (lambda p: _flip_byte(files_of(p) / "docs.jsonl"), "corrupt"),
+        (lambda p: _flip_byte(files_of(p) / "vocabulary.json"), "corrupt"),
     ],
 )
 def test_corrupt_directories_raise_clear_errors(index, tmp_path: Path, damage, match) -> None:
@@ -121,15 +122,10 @@ def test_pickle_file_posing_as_array_is_refused(index, tmp_path: Path) -> None:
         def __reduce__(self):
             return (exec, ("raise SystemExit('code ran')",))
 
-    target = path / "postings_docs.npy"
+    target = files_of(path) / "postings_docs.npy"
     np.save(target, np.array([Boom()], dtype=object), allow_pickle=True)
-    # Even with the manifest updated to match, loading must not unpickle.
-    m = json.loads((path / "manifest.json").read_text())
-    import hashlib
-
-    m["files"]["postings_docs.npy"]["bytes"] = target.stat().st_size
-    m["files"]["postings_docs.npy"]["sha256"] = hashlib.sha256(target.read_bytes()).hexdigest()
-    (path / "manifest.json").write_text(json.dumps(m))
+    # Even with every checksum updated to match, loading must not unpickle.
+    rehash(path)
     with pytest.raises(IndexFormatError, match="not a readable"):
         BM25Index.load(path)
     raw = pickle.dumps({"x": 1})

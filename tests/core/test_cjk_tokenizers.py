@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from hybrid_retrievers import Analyzer, BM25Index, ParentChildSearcher
+from hybrid_retrievers.persistence import current_files
 from hybrid_retrievers.tokenization import (
     BUILTIN_TOKENIZERS,
     UnknownTokenizerError,
@@ -249,7 +250,7 @@ def test_a_registered_callable_saves_by_name_and_load_restores_it(registered: st
                                      analyzer=analyzer)
         path = tmp_path / analyzer.__class__.__name__ / str(id(analyzer))
         index.save(path)
-        manifest = json.loads((path / "manifest.json").read_text())
+        manifest = json.loads((current_files(path) / "manifest.json").read_text())
         assert manifest["analyzer"]["tokenizer"] == registered
         loaded = BM25Index.load(path)
         assert loaded.analyzer.tokenizer == registered

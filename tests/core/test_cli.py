@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from hybrid_retrievers.persistence import current_files
+from index_tamper import rebind_pointer, rehash
 from hybrid_retrievers.cli import main
 
 
@@ -190,22 +192,18 @@ def test_search_refuses_a_tampered_index_without_a_traceback(tmp_path: Path, cap
 
     src = _messy_folder(tmp_path)
     main(["index", str(src), "--out", str(tmp_path / "idx")])
-    manifest = tmp_path / "idx" / "manifest.json"
+    manifest = current_files(tmp_path / "idx") / "manifest.json"
     data = json.loads(manifest.read_text())
     data["vocabulary_size"] = {"nested": 1}
     manifest.write_text(json.dumps(data))
+    rebind_pointer(tmp_path / "idx")  # a consistent forgery: only the value is wrong
     assert main(["search", str(tmp_path / "idx"), "proxy"]) == 1
     assert "vocabulary_size" in capsys.readouterr().err
     main(["index", str(src), "--out", str(tmp_path / "idx2")])
-    import hashlib
-
-    target = tmp_path / "idx2" / "doc_lengths.npy"
+    target = current_files(tmp_path / "idx2") / "doc_lengths.npy"
     with target.open("wb") as fh:
         np.savez(fh, a=np.arange(3))
-    data = json.loads((tmp_path / "idx2" / "manifest.json").read_text())
-    data["files"]["doc_lengths.npy"].update(bytes=target.stat().st_size,
-                                            sha256=hashlib.sha256(target.read_bytes()).hexdigest())
-    (tmp_path / "idx2" / "manifest.json").write_text(json.dumps(data))
+    rehash(tmp_path / "idx2")
     assert main(["search", str(tmp_path / "idx2"), "proxy"]) == 1
     assert "error:" in capsys.readouterr().err
 

@@ -7,6 +7,8 @@ import json
 import numpy as np
 import pytest
 
+from index_tamper import files_of
+
 from hybrid_retrievers import IndexFormatError
 from hybrid_retrievers.embedding_cache import EmbeddingCache, embed_texts, embedder_identity, text_key
 from hybrid_retrievers.models import HashingEmbedder
@@ -87,9 +89,9 @@ def test_save_and_load_round_trip(tmp_path) -> None:  # type: ignore[no-untyped-
     cache.embed(emb, texts)
     cache.embed(other, texts[:5])
     cache.save(tmp_path / "cache")
-    files = sorted(p.name for p in (tmp_path / "cache").iterdir())
+    files = sorted(p.name for p in files_of(tmp_path / "cache").iterdir())
     assert all(f.endswith((".npy", ".json")) for f in files)
-    manifest = json.loads((tmp_path / "cache" / "manifest.json").read_text())
+    manifest = json.loads((files_of(tmp_path / "cache") / "manifest.json").read_text())
     assert manifest["kind"] == "embedding-cache"
     loaded = EmbeddingCache.load(tmp_path / "cache")
     fresh = HashingEmbedder(dimension=16)
@@ -103,6 +105,6 @@ def test_load_refuses_tampered_files(tmp_path) -> None:  # type: ignore[no-untyp
     cache = EmbeddingCache()
     cache.embed(HashingEmbedder(dimension=8), ["a", "b"])
     cache.save(tmp_path / "cache")
-    (tmp_path / "cache" / "keys_0.json").write_text('["x"]')
+    (files_of(tmp_path / "cache") / "keys_0.json").write_text('["x"]')
     with pytest.raises(IndexFormatError):
         EmbeddingCache.load(tmp_path / "cache")

@@ -6,6 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from index_tamper import files_of
+
 from hybrid_retrievers import BM25Index, Doc, FusionSearcher, IndexFormatError, VectorIndex
 from hybrid_retrievers.models import HashingEmbedder
 from hybrid_retrievers.parent import ParentChildSearcher, ParentStore, default_parent_fetch_k
@@ -176,7 +178,7 @@ def test_parent_store_save_load_round_trip(tmp_path: Path) -> None:
     store.save(tmp_path / "store")
     loaded = ParentStore.load(tmp_path / "store")
     assert list(loaded) == list(store) and loaded.ids == [p.id for p in PARENTS]
-    (tmp_path / "store" / "parents.jsonl").write_text("garbage\n")
+    (files_of(tmp_path / "store") / "parents.jsonl").write_text("garbage\n")
     with pytest.raises(IndexFormatError):
         ParentStore.load(tmp_path / "store")
     with pytest.raises(IndexFormatError):

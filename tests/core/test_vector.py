@@ -8,6 +8,8 @@ import warnings
 import numpy as np
 import pytest
 
+from index_tamper import files_of
+
 from hybrid_retrievers import Doc, Hit, IndexFormatError
 from hybrid_retrievers.embedding_cache import EmbeddingCache
 from hybrid_retrievers.models import HashingEmbedder
@@ -423,7 +425,7 @@ def test_cache_with_anonymous_embedder_is_refused(passages: list[str]) -> None:
 
 def test_save_load_round_trip(tmp_path, index: VectorIndex, embedder: HashingEmbedder) -> None:  # type: ignore[no-untyped-def]
     index.save(tmp_path / "idx")
-    manifest = json.loads((tmp_path / "idx" / "manifest.json").read_text())
+    manifest = json.loads((files_of(tmp_path / "idx") / "manifest.json").read_text())
     assert manifest["kind"] == "vector"
     assert manifest["dimension"] == 128 and manifest["metric"] == "cosine"
     assert manifest["model_id"] == embedder.model_id
@@ -478,7 +480,7 @@ def test_load_with_other_model_of_same_dimension_warns(tmp_path, index: VectorIn
 
 def test_corrupt_or_foreign_directories_are_refused(tmp_path, index: VectorIndex) -> None:  # type: ignore[no-untyped-def]
     index.save(tmp_path / "idx")
-    vec = tmp_path / "idx" / "vectors.npy"
+    vec = files_of(tmp_path / "idx") / "vectors.npy"
     data = bytearray(vec.read_bytes())
     data[-1] ^= 0xFF
     vec.write_bytes(bytes(data))

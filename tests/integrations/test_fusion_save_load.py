@@ -9,6 +9,7 @@ import pytest
 pytest.importorskip("langchain_core")
 pytest.importorskip("llama_index.core")
 
+from hybrid_retrievers.persistence import current_files
 from hybrid_retrievers.models import HashingEmbedder  # noqa: E402
 from hybrid_retrievers.persistence import IndexFormatError  # noqa: E402
 
@@ -40,7 +41,7 @@ def test_langchain_hybrid_and_nested_fusion_round_trip(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="embedding="):
         HybridRetriever.load_local(tmp_path / "hybrid")
     with pytest.raises(IndexFormatError, match="holds a 'bm25' index, not 'fusion'"):
-        HybridRetriever.load_local(tmp_path / "hybrid" / "child_0", embedding=emb)
+        HybridRetriever.load_local(current_files(tmp_path / "hybrid") / "child_0", embedding=emb)
 
 
 def test_langchain_fusion_of_a_foreign_retriever_refuses_to_save(tmp_path: Path) -> None:

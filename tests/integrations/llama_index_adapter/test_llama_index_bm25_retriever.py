@@ -25,6 +25,7 @@ from llama_index.core.vector_stores.types import (
 )
 
 import llama_index_hybrid_retrievers
+from hybrid_retrievers.persistence import current_files
 from hybrid_retrievers import Analyzer, BM25Index, Doc
 from llama_index_hybrid_retrievers import BM25Retriever
 
@@ -243,7 +244,7 @@ def test_persist_round_trip(tmp_path: Path, nodes: list[TextNode]) -> None:
             assert r.node.text == original.text
             assert r.node.metadata == original.metadata
     # BM25Index.load reads the index folder: the index format belongs to the core.
-    core = BM25Index.load(tmp_path / "bm25" / "index")
+    core = BM25Index.load(current_files(tmp_path / "bm25") / "index")
     assert [h.id for h in core.search(WING_QUERY, 3)] == _ids(loaded.retrieve(WING_QUERY))
 
 

@@ -36,6 +36,7 @@ from llama_index.core.vector_stores.types import (
 from pydantic import PrivateAttr
 
 import llama_index_hybrid_retrievers
+from hybrid_retrievers.persistence import current_files
 from hybrid_retrievers import Doc
 from hybrid_retrievers.embedding_cache import EmbeddingCache
 from hybrid_retrievers.models import HashingEmbedder
@@ -546,7 +547,7 @@ def test_persist_round_trip(tmp_path: Path, nodes: list[TextNode]) -> None:
     assert not list((tmp_path / "dense").rglob("*.pkl"))
     # VectorIndex.load reads the index folder: the index format belongs to the core.
     with pytest.warns(UserWarning, match="built with model"):  # same vectors, other name
-        core = VectorIndex.load(tmp_path / "dense" / "index", HashingEmbedder(dimension=DIM))
+        core = VectorIndex.load(current_files(tmp_path / "dense") / "index", HashingEmbedder(dimension=DIM))
     assert [h.id for h in core.search(WING_QUERY, 3)] == _ids(loaded.retrieve(WING_QUERY))
 
 

@@ -1,0 +1,128 @@
+"""Structural checks of loaded index arrays: what a checksum cannot promise.
+
+A checksum proves the bytes are those that were saved; these checks prove they make a
+valid index (a consistently re-hashed edit, or a bug in another writer, passes the
+first but not the second). Each function takes arrays, raises `IndexFormatError`
+naming the file and the rule, and returns nothing. ``full=False`` runs only the checks
+that do not read every posting or vector (for memory-mapped loads, where reading all
+of it is what mapping avoids); ``full=True`` runs them all.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from .persistence import IndexFormatError
+
+__all__ = ["check_offsets", "check_postings", "check_vectors", "check_unique_ids"]
+
+_BLOCK = 1 << 16
+UNIT_NORM_TOLERANCE = 1e-3
+"""Cosine indexes store rows of length 1 (or 0); float32 rounding stays far below this."""
+
+
+def check_offsets(indptr: NDArray[np.integer], *, where: str) -> None:
+    """``indptr`` (per-term posting offsets) starts at 0 and never decreases."""
+    if indptr.size == 0 or int(indptr[0]) != 0 or bool(np.any(np.diff(indptr) < 0)):
+        raise IndexFormatError(
+            f"{where}/postings_indptr.npy is not a valid offset array (it must start at 0 "
+            "and never decrease)"
+        )
+
+
+def check_postings(
+    indptr: NDArray[np.integer],
+    post_docs: NDArray[np.integer],
+    post_tf: NDArray[np.integer],
+    doc_len: NDArray[np.integer],
+    *,
+    where: str,
+    full: bool,
+) -> None:
+    """Validate term-major postings of a BM25 index.
+
+    Always: ``indptr`` starts at 0, never decreases and ends at the number of postings;
+    document lengths are >= 0. With ``full``: every posting's document is in range,
+    each term's documents are strictly increasing (sorted, no duplicates), every term
+    frequency is >= 1, and each document's length equals the sum of its term
+    frequencies (the analyzer's token count).
+    """
+    n_docs = int(doc_len.shape[0])
+    check_offsets(indptr, where=where)
+    if int(indptr[-1]) != post_docs.shape[0] or post_docs.shape != post_tf.shape:
+        raise IndexFormatError(
+            f"{where}: postings_indptr ends at {int(indptr[-1])} but postings_docs holds "
+            f"{post_docs.shape[0]} and postings_tf {post_tf.shape[0]} postings"
+        )
+    if doc_len.size and int(doc_len.min()) < 0:
+        raise IndexFormatError(f"{where}/doc_lengths.npy: negative document lengths")
+    if not full or post_docs.size == 0:
+        return
+    lo, hi = int(post_docs.min()), int(post_docs.max())
+    if lo < 0 or hi >= n_docs:
+        raise IndexFormatError(
+            f"{where}/postings_docs.npy: postings refer to documents outside 0..{n_docs - 1} "
+            f"(found {lo if lo < 0 else hi})"
+        )
+    if int(post_tf.min()) < 1:
+        raise IndexFormatError(f"{where}/postings_tf.npy: a term frequency is 0")
+    # Ids are in 0..n_docs-1 (checked above), so their differences fit the stored dtype.
+    bad = np.diff(post_docs) <= 0
+    # The step into the first posting of a term may go down; every other step must go up.
+    starts = indptr[1:-1]
+    starts = starts[(starts > 0) & (starts < post_docs.size)]
+    bad[starts - 1] = False
+    if bad.any():
+        pos = int(np.argmax(bad)) + 1
+        term = int(np.searchsorted(indptr, pos, side="right")) - 1
+        raise IndexFormatError(
+            f"{where}/postings_docs.npy: the postings of term {term} are not strictly "
+            f"increasing (document {int(post_docs[pos])} after {int(post_docs[pos - 1])}: "
+            "out of order or duplicated)"
+        )
+    lengths = np.bincount(post_docs, weights=post_tf, minlength=n_docs)
+    mismatch = np.flatnonzero(lengths != doc_len)
+    if mismatch.size:
+        d = int(mismatch[0])
+        raise IndexFormatError(
+            f"{where}/doc_lengths.npy: document {d} has length {int(doc_len[d])} but its "
+            f"postings hold {int(lengths[d])} tokens ({mismatch.size} documents disagree)"
+        )
+
+
+def check_vectors(vectors: NDArray[Any], *, metric: str, where: str, full: bool) -> None:
+    """Validate a vector matrix: finite values and, for cosine, rows of length 1 or 0.
+
+    Only with ``full`` (both read every value); blocks keep the transient memory small.
+    """
+    if not full:
+        return
+    for lo in range(0, vectors.shape[0], _BLOCK):
+        block = np.asarray(vectors[lo : lo + _BLOCK])
+        finite = np.isfinite(block).all(axis=1)
+        if not finite.all():
+            row = lo + int(np.flatnonzero(~finite)[0])
+            raise IndexFormatError(f"{where}: vectors.npy row {row} holds NaN or infinite values")
+        if metric == "cosine":
+            norms = np.sqrt(np.einsum("ij,ij->i", block, block, dtype=np.float64))
+            bad = (np.abs(norms - 1.0) > UNIT_NORM_TOLERANCE) & (norms != 0.0)
+            if bad.any():
+                row = int(np.flatnonzero(bad)[0])
+                raise IndexFormatError(
+                    f"{where}: vectors.npy row {lo + row} has length {norms[row]:.6g}; a "
+                    "cosine index stores unit-length rows"
+                )
+
+
+def check_unique_ids(ids: list[str], *, where: str) -> None:
+    """Document ids are unique (the first duplicate is named)."""
+    if len(set(ids)) == len(ids):
+        return
+    seen: set[str] = set()
+    for doc_id in ids:
+        if doc_id in seen:
+            raise IndexFormatError(f"{where}: duplicate document id {doc_id!r}")
+        seen.add(doc_id)
