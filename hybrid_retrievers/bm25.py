@@ -26,6 +26,7 @@ from numpy.typing import NDArray
 
 from ._docs import check_docs, check_new_ids, make_docs
 from ._validation import check_k, check_queries, check_query
+from .collection_stats import CollectionStats
 from .explanation import Explanation, TermContribution
 from .persistence import IndexFormatError, IndexReader, IndexWriter, atomic_index_dir
 from .scoring import DEFAULT_DELTA, BM25Method, get_variant, length_norm
@@ -91,6 +92,7 @@ class BM25Index:
         self._doc_len: NDArray[np.int32] = np.zeros(0, dtype=np.int32)
         self._lock = threading.RLock()
         self._scratch = threading.local()
+        self._collection_stats: CollectionStats | None = None  # collection-stats hook
         self._invalidate()
 
     # ------------------------------------------------------------------ building
@@ -249,7 +251,64 @@ class BM25Index:
 
     @property
     def _avgdl(self) -> float:
+        if self._collection_stats is not None:  # collection-stats hook
+            return self._collection_stats.avgdl
         return float(self._doc_len.mean()) if self._doc_len.size else 0.0
+
+    # --- collection-stats hook (sharding): begin -----------------------------------
+    def set_collection_stats(self, stats: CollectionStats | None) -> None:
+        """Score with corpus-wide N, avgdl and df instead of this index's own.
+
+        A shard of a larger corpus given the whole corpus's `CollectionStats` scores
+        every one of its documents exactly as one index over the whole corpus would
+        (same idf, same length norm), so shards' top-k lists can be merged by score.
+        The statistics must cover this index's documents and terms; after an edit
+        here they are stale until new ones are set. ``None`` returns to local
+        statistics. They are not saved with the index.
+        """
+        if stats is not None and not isinstance(stats, CollectionStats):
+            raise TypeError(
+                f"stats must be a CollectionStats or None, got {type(stats).__name__}"
+            )
+        with self._lock:
+            if stats is not None and stats.n_docs < len(self._docs):
+                raise ValueError(
+                    f"the collection statistics count {stats.n_docs} documents but this index "
+                    f"alone holds {len(self._docs)}; they are stale or belong to another corpus"
+                )
+            self._collection_stats = stats
+            self._invalidate()
+
+    @property
+    def collection_stats(self) -> CollectionStats | None:
+        """The corpus-wide statistics in use, or ``None`` (this index's own)."""
+        return self._collection_stats
+
+    def _term_df(self, term: str, local_df: int) -> int:
+        stats = self._collection_stats
+        return local_df if stats is None else stats.df.get(term, local_df)
+
+    def _global_idf(self, term: str) -> float:
+        """The idf of a term this index lacks but the collection has (else 0)."""
+        stats = self._collection_stats
+        if stats is None or term not in stats.df:
+            return 0.0
+        return float(np.float32(stats.idf_for({term: 0}, self._variant)[0]))
+
+    def _absent_constant(
+        self, cache: _ScoreCache, terms: list[str], counts: list[int]
+    ) -> np.float32:
+        """BM25L/BM25+'s weight of absent terms, counting terms only other shards hold."""
+        total = 0.0
+        for term, c in zip(terms, counts):
+            t = self._vocab.get(term)
+            if t is not None:
+                total += float(cache.absent[t]) * c
+            elif term in self._collection_stats.df:
+                idf = np.float32(self._global_idf(term))
+                total += float(np.float32(idf * np.float32(cache.absent_weight))) * c
+        return np.float32(total)
+    # --- collection-stats hook (sharding): end -------------------------------------
 
     def _scores(self) -> _ScoreCache:
         """Per-posting scores and per-term statistics, rebuilt on demand after edits."""
@@ -295,6 +354,8 @@ class BM25Index:
         constant = np.float32(
             0.0 if cache.absent is None else sum(float(cache.absent[t]) * c for t, c in ids)
         )
+        if cache.absent is not None and self._collection_stats is not None:
+            constant = self._absent_constant(cache, terms, counts)  # collection-stats hook
         indptr, post_docs = self._indptr, self._post_docs
         if len(ids) == 1:
             t, c = ids[0]
@@ -577,7 +638,13 @@ class BM25Index:
         for term, c in zip(terms, counts):
             t = self._vocab.get(term)
             if t is None:
-                rows.append(TermContribution(term, c, 0, 0.0, 0, dl, avgdl, 0.0))
+                # collection-stats hook: a term only other shards hold still has an idf.
+                idf = self._global_idf(term)
+                weight = 0.0
+                if idf and v.scores_absent_terms:
+                    weight = float(v.tfw(np.float64(0.0), np.float64(norm), self._k1, self._delta))
+                rows.append(TermContribution(term, c, self._term_df(term, 0), idf, 0, dl, avgdl,
+                                             c * idf * weight))
                 continue
             lo, hi = int(self._indptr[t]), int(self._indptr[t + 1])
             docs = self._post_docs[lo:hi]
@@ -588,7 +655,8 @@ class BM25Index:
             else:
                 weight = float(v.tfw(np.float64(tf), np.float64(norm), self._k1, self._delta))
             idf = float(cache.idf[t])
-            rows.append(TermContribution(term, c, hi - lo, idf, tf, dl, avgdl, c * idf * weight))
+            rows.append(TermContribution(term, c, self._term_df(term, hi - lo), idf, tf, dl, avgdl,
+                                         c * idf * weight))
         return Explanation(
             query=query, doc_id=self._docs[pos].id, method=self._method.value,
             k1=self._k1, b=self._b, delta=self._delta,
@@ -778,7 +846,11 @@ class _ScoreCache:
         v = index._variant
         indptr = index._indptr
         df = np.diff(indptr).astype(np.float64)
-        idf = v.idf(df, len(index._docs)).astype(np.float32)
+        stats = index._collection_stats  # collection-stats hook
+        if stats is None:
+            idf = v.idf(df, len(index._docs)).astype(np.float32)
+        else:
+            idf = stats.idf_for(index._vocab, v).astype(np.float32)
         norm = length_norm(index._doc_len.astype(np.float64), index._avgdl, index._b).astype(
             np.float32
         )
