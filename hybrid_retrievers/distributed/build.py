@@ -39,6 +39,8 @@ from .layout import ShardedManifest, check_n_shards, fair_cpus, save_shard, shar
 
 __all__ = ["build_bm25_shards", "build_vector_shards", "encode_corpus", "EncodedCorpus"]
 
+_LIGHT_CPUS = 0.1
+"""CPUs reserved by the small row-conversion tasks of an encoding pipeline."""
 _MAX_IN_FLIGHT = 4
 """Chunks per builder sent but not yet acknowledged (bounds the driver's memory)."""
 
@@ -212,6 +214,10 @@ class _EncodeBatch:
 
     def __init__(self, factory: Callable[[], Any], cached: Any, batch_size: int) -> None:
         self.embedder = factory()
+        if cached is not None and not isinstance(cached, tuple):  # an ObjectRef
+            import ray
+
+            cached = ray.get(cached)
         rows, matrix = cached if cached is not None else ({}, None)
         self.rows: dict[str, int] = rows
         self.matrix = matrix
@@ -246,7 +252,7 @@ def encode_corpus(
     batch_size: int = 64,
     concurrency: int = 1,
     num_gpus: float = 0,
-    num_cpus: float = 1,
+    num_cpus: float | None = None,
     text_column: str = "text",
     id_column: str = "id",
 ) -> EncodedCorpus:
@@ -265,7 +271,8 @@ def encode_corpus(
         batch_size: rows per ``map_batches`` batch (and per model call).
         concurrency: actors in the pool (models loaded at once).
         num_gpus: GPUs per actor (0 on CPU machines); the same code uses a cluster's GPUs.
-        num_cpus: CPUs per actor.
+        num_cpus: CPUs per actor (default: 1, or a fair share of a smaller cluster, so
+            the pool and the small read tasks feeding it can all be scheduled).
 
     Returns:
         `EncodedCorpus` with documents in corpus order.
@@ -278,6 +285,8 @@ def encode_corpus(
     if cache is not None and identity is None:
         raise TypeError("a cache needs a model identity: pass model_id= or use an embedder "
                         "with a model_id attribute")
+    if num_cpus is None:
+        num_cpus = fair_cpus(ray, concurrency, 1.0)
     ds = _as_dataset(ray, corpus, text_column, id_column)
     cached = None
     if cache is not None and identity is not None:
@@ -304,8 +313,10 @@ def encode_corpus(
             vectors = np.asarray(batch["embedding"], dtype=np.float32)
             fresh = ~np.asarray(batch["cached"], dtype=bool)
             if cache is not None and identity is not None and fresh.any():
-                cache.put_many(identity, [d.text for d, f in zip(new_docs, fresh) if f],
-                               vectors[fresh])
+                first: dict[str, int] = {}  # one row per distinct text
+                for j in np.flatnonzero(fresh).tolist():
+                    first.setdefault(new_docs[j].text, j)
+                cache.put_many(identity, list(first), vectors[list(first.values())])
             n_encoded += int(fresh.sum())
             docs.extend(new_docs)
             blocks.append(vectors)
@@ -339,7 +350,7 @@ def _as_dataset(ray: Any, corpus: Any, text_column: str, id_column: str) -> Any:
 
             return pa.Table.from_pylist(normalise(table.to_pylist()))
 
-        return ds.map_batches(convert, batch_format="pyarrow")
+        return ds.map_batches(convert, batch_format="pyarrow", num_cpus=_LIGHT_CPUS)
     rows: list[dict[str, str]] = []
     for docs in iter_doc_batches(corpus, 10_000, text_column=text_column, id_column=id_column):
         rows.extend(normalise(docs))

@@ -40,7 +40,7 @@ from .._validation import check_k, check_query
 from ..collection_stats import CollectionStats, StatsDelta
 from ..embedding_cache import EmbeddingCache, embed_texts, embedder_identity
 from ..types import Doc, Hit, MetadataFilter
-from .layout import ShardedManifest, ShardHit, fair_cpus, merge_top_k, shard_of
+from .layout import ShardedManifest, ShardHit, merge_top_k, shard_of
 from .shard import ShardServer
 
 __all__ = [
@@ -102,8 +102,9 @@ class ShardedSearcher:
         max_restarts: how often Ray restarts a dead shard actor (from its saved shard).
         timeout: seconds a call waits for the shards (None: no limit); per call too.
         allow_partial: return `PartialHits` instead of raising when shards are missing.
-        num_cpus: CPUs reserved by each shard actor (default: 0.5, or a fair share of
-            a smaller cluster).
+        num_cpus: CPUs reserved by each shard actor. Default 0: a serving shard waits
+            for queries most of the time, and a reservation would only keep builds and
+            encoders (which reserve CPUs) from being scheduled next to it.
         persist: shard actors save their shard after every edit (needed for restarts
             to keep edits).
         mmap: shard actors memory-map their arrays.
@@ -118,7 +119,7 @@ class ShardedSearcher:
         max_restarts: int = 1,
         timeout: float | None = 60.0,
         allow_partial: bool = False,
-        num_cpus: float | None = None,
+        num_cpus: float = 0,
         persist: bool = True,
         mmap: bool = False,
     ) -> None:
@@ -137,8 +138,6 @@ class ShardedSearcher:
         self._lock = threading.RLock()
         self._stats = (CollectionStats.load(self._root / "stats")
                        if self._kind == "bm25" else None)
-        if num_cpus is None:
-            num_cpus = fair_cpus(self._ray, len(self._manifest.shards), 0.5)
         Actor = self._ray.remote(ShardServer)
         stats_path = str(self._root / "stats") if self._kind == "bm25" else None
         self._actors = [

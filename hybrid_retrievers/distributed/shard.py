@@ -57,6 +57,16 @@ class ShardServer:
         """The process id serving this shard (for health checks and tests)."""
         return os.getpid()
 
+    def where(self) -> tuple[int, str | None]:
+        """``(process id, Ray node id)`` of this shard (node id None outside Ray)."""
+        try:
+            import ray
+
+            node: str | None = ray.get_runtime_context().get_node_id()
+        except Exception:  # noqa: BLE001 - not inside a Ray worker
+            node = None
+        return os.getpid(), node
+
     def size(self) -> int:
         return len(self.index)
 

@@ -17,6 +17,7 @@ from .fusion import FusionRetriever, HybridRetriever
 from .hyde import HyDERetriever
 from .parent import ParentDocumentRetriever
 from .retrievers import BM25Retriever
+from .searcher import SearcherRetriever
 
 __all__ = [
     "BM25Retriever",
@@ -29,6 +30,7 @@ __all__ = [
     "LangChainEmbedder",
     "ParentDocumentRetriever",
     "RerankingRetriever",
+    "SearcherRetriever",
     "__version__",
 ]
 

@@ -18,6 +18,7 @@ from .hyde import HyDERetriever
 from .parent import ParentDocumentRetriever
 from .postprocessors import CrossEncoderRerank, LLMRerank
 from .retrievers import BM25Retriever
+from .searcher import SearcherRetriever
 
 __all__ = [
     "BM25Retriever",
@@ -29,6 +30,7 @@ __all__ = [
     "LLMRerank",
     "LlamaIndexEmbedder",
     "ParentDocumentRetriever",
+    "SearcherRetriever",
     "__version__",
 ]
 
