@@ -50,11 +50,13 @@ def main() -> None:
         query = "heat transfer in a laminar boundary layer"
         for hit in bm25.search(query, k=3):
             print(f"{hit.rank}. {hit.id:5} {hit.score:.4f} shard {hit.explanation['shard']}")
-        assert [h.id for h in bm25.search(query, 10)] == [h.id for h in local_bm25.search(query, 10)]
+        assert [h.id for h in bm25.search(query, 10)] == \
+            [h.id for h in local_bm25.search(query, 10)]
 
         bm25.add(["laminar boundary layer heat transfer on a quokka"], ids=["new"])
         local_bm25.add(["laminar boundary layer heat transfer on a quokka"], ids=["new"])
-        assert [h.id for h in bm25.search(query, 10)] == [h.id for h in local_bm25.search(query, 10)]
+        assert [h.id for h in bm25.search(query, 10)] == \
+            [h.id for h in local_bm25.search(query, 10)]
 
         sharded_hybrid = FusionSearcher([bm25, dense], names=["bm25", "dense"])
         local_hybrid = FusionSearcher([local_bm25, local_dense], names=["bm25", "dense"])

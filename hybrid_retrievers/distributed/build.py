@@ -35,7 +35,15 @@ from ..embedding_cache import EmbeddingCache, embed_texts, embedder_identity, te
 from ..tokenization import Analyzer
 from ..types import Doc
 from .corpus import META_JSON, is_ray_dataset, iter_doc_batches, row_to_doc
-from .layout import ShardedManifest, check_n_shards, fair_cpus, save_shard, shard_folder, shard_of
+from .layout import (
+    ShardedManifest,
+    check_n_shards,
+    fair_cpus,
+    save_shard,
+    shard_folder,
+    shard_of,
+    spread_strategies,
+)
 
 __all__ = ["build_bm25_shards", "build_vector_shards", "encode_corpus", "EncodedCorpus"]
 
@@ -125,9 +133,9 @@ def build_bm25_shards(
         num_cpus = fair_cpus(ray, n_shards, 1.0)
     Builder = ray.remote(_BM25ShardBuilder)
     builders = [
-        Builder.options(num_cpus=num_cpus, scheduling_strategy="SPREAD").remote(
+        Builder.options(num_cpus=num_cpus, scheduling_strategy=place).remote(
             analyzer.to_config(), params)
-        for _ in range(n_shards)
+        for place in spread_strategies(ray, n_shards)
     ]
     try:
         n_docs = _stream_to_builders(ray, corpus, builders, batch_size, text_column, id_column)

@@ -50,6 +50,7 @@ __all__ = [
     "merge_top_k",
     "shard_folder",
     "fair_cpus",
+    "spread_strategies",
     "save_shard",
     "load_shard",
 ]
@@ -99,6 +100,24 @@ def fair_cpus(ray: Any, n_actors: int, cap: float) -> float:
     cpus = [c for c in cpus if c > 0] or [1.0]
     per_node = -(-max(n_actors, 1) // len(cpus))
     return max(0.01, min(cap, min(cpus) / per_node * 0.8))
+
+
+def spread_strategies(ray: Any, n_actors: int) -> list[Any]:
+    """One scheduling strategy per actor, placing actor ``i`` on alive node ``i mod nodes``.
+
+    Soft node affinity: shards are spread over the nodes deterministically (Ray's
+    ``"SPREAD"`` is best-effort, and actors reserving no CPU may all land on one node),
+    and an actor whose node is gone is still restarted elsewhere.
+    """
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    if not ray.is_initialized():
+        ray.init()
+    nodes = sorted(n["NodeID"] for n in ray.nodes() if n.get("Alive"))
+    if not nodes:
+        return ["SPREAD"] * n_actors
+    return [NodeAffinitySchedulingStrategy(nodes[i % len(nodes)], soft=True)
+            for i in range(n_actors)]
 
 
 def shard_folder(i: int) -> str:

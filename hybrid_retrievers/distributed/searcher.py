@@ -40,7 +40,7 @@ from .._validation import check_k, check_query
 from ..collection_stats import CollectionStats, StatsDelta
 from ..embedding_cache import EmbeddingCache, embed_texts, embedder_identity
 from ..types import Doc, Hit, MetadataFilter
-from .layout import ShardedManifest, ShardHit, merge_top_k, shard_of
+from .layout import ShardedManifest, ShardHit, merge_top_k, shard_of, spread_strategies
 from .shard import ShardServer
 
 __all__ = [
@@ -102,9 +102,10 @@ class ShardedSearcher:
         max_restarts: how often Ray restarts a dead shard actor (from its saved shard).
         timeout: seconds a call waits for the shards (None: no limit); per call too.
         allow_partial: return `PartialHits` instead of raising when shards are missing.
-        num_cpus: CPUs reserved by each shard actor. Default 0: a serving shard waits
-            for queries most of the time, and a reservation would only keep builds and
-            encoders (which reserve CPUs) from being scheduled next to it.
+        num_cpus: CPUs reserved by each shard actor. Default 0.01: a serving shard waits
+            for queries most of the time, and a larger reservation would only keep builds
+            and encoders (which reserve CPUs) from being scheduled next to it (a zero
+            reservation lets Ray ignore the node placement).
         persist: shard actors save their shard after every edit (needed for restarts
             to keep edits).
         mmap: shard actors memory-map their arrays.
@@ -119,7 +120,7 @@ class ShardedSearcher:
         max_restarts: int = 1,
         timeout: float | None = 60.0,
         allow_partial: bool = False,
-        num_cpus: float = 0,
+        num_cpus: float = 0.01,
         persist: bool = True,
         mmap: bool = False,
     ) -> None:
@@ -140,13 +141,15 @@ class ShardedSearcher:
                        if self._kind == "bm25" else None)
         Actor = self._ray.remote(ShardServer)
         stats_path = str(self._root / "stats") if self._kind == "bm25" else None
+        places = spread_strategies(self._ray, len(self._manifest.shards))
         self._actors = [
             Actor.options(max_restarts=max_restarts, max_task_retries=0, num_cpus=num_cpus,
-                          scheduling_strategy="SPREAD").remote(
+                          scheduling_strategy=place).remote(
                 str(self._root / name), stats_path, persist=persist, mmap=mmap)
-            for name in self._manifest.shards
+            for name, place in zip(self._manifest.shards, places)
         ]
-        self._call_all("ping", wait=None)  # fail now if a shard cannot load
+        # Fail now if a shard cannot load; starting actors may take a while on a busy cluster.
+        self._call_all("ping", wait=None if self._timeout is None else max(self._timeout, 120.0))
 
     # ------------------------------------------------------------------ properties
 

@@ -18,7 +18,8 @@ import pytest
 
 pytest.importorskip("chromadb", reason="the [chroma] extra is not installed")
 pytest.importorskip("langchain_chroma", reason="the [chroma] extra is not installed")
-pytest.importorskip("llama_index.vector_stores.chroma", reason="the [chroma] extra is not installed")
+pytest.importorskip("llama_index.vector_stores.chroma",
+                    reason="the [chroma] extra is not installed")
 
 from hybrid_retrievers import VectorIndex  # noqa: E402
 from hybrid_retrievers.models import HashingEmbedder  # noqa: E402
