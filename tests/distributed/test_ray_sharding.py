@@ -52,7 +52,7 @@ from hybrid_retrievers.distributed import (  # noqa: E402
 )
 from hybrid_retrievers.models import HashingEmbedder  # noqa: E402
 
-pytestmark = pytest.mark.ray
+pytestmark = [pytest.mark.ray, pytest.mark.filterwarnings("ignore::DeprecationWarning:ray.*")]
 
 DIM = 64
 EMBEDDER = functools.partial(HashingEmbedder, DIM)
