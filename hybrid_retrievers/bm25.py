@@ -28,6 +28,7 @@ from ._docs import check_docs, check_new_ids, make_docs
 from ._filters import cached_equality_mask
 from ._validation import check_k, check_queries, check_query
 from ._validation import check_id_list
+from .collection_stats import CollectionStats
 from .explanation import Explanation, TermContribution
 from ._integrity import check_offsets, check_postings, check_unique_ids
 from .persistence import IndexFormatError, IndexReader, IndexWriter, atomic_index_dir, read_index
@@ -94,6 +95,7 @@ class BM25Index:
         self._analyzer = analyzer
         self._lock = threading.RLock()  # serialises writers; readers never take it
         self._scratch = threading.local()
+        self._collection_stats: CollectionStats | None = None  # collection-stats hook
         self._state = _Snapshot.empty()
 
     def _install(
@@ -330,6 +332,70 @@ class BM25Index:
 
     # ------------------------------------------------------------------ scoring cache
 
+    # --- collection-stats hook (sharding): begin -----------------------------------
+    def set_collection_stats(self, stats: CollectionStats | None) -> None:
+        """Score with corpus-wide N, avgdl and df instead of this index's own.
+
+        A shard of a larger corpus given the whole corpus's `CollectionStats` scores
+        every one of its documents exactly as one index over the whole corpus would
+        (same idf, same length norm), so shards' top-k lists can be merged by score.
+        The statistics must cover this index's documents and terms; after an edit
+        here they are stale until new ones are set. ``None`` returns to local
+        statistics. They are not saved with the index.
+        """
+        if stats is not None and not isinstance(stats, CollectionStats):
+            raise TypeError(
+                f"stats must be a CollectionStats or None, got {type(stats).__name__}"
+            )
+        with self._lock:
+            st = self._state
+            if stats is not None and stats.n_docs < len(st.docs):
+                raise ValueError(
+                    f"the collection statistics count {stats.n_docs} documents but this index "
+                    f"alone holds {len(st.docs)}; they are stale or belong to another corpus"
+                )
+            self._collection_stats = stats
+            # The same postings in a new snapshot: its score cache is built with the new
+            # statistics, while searches already running keep the old one.
+            self._state = _Snapshot(st.docs, st.vocab, st.indptr, st.post_docs, st.post_tf,
+                                    st.doc_len, positions=st.positions)
+
+    @property
+    def collection_stats(self) -> CollectionStats | None:
+        """The corpus-wide statistics in use, or ``None`` (this index's own)."""
+        return self._collection_stats
+
+    def _term_df(self, term: str, local_df: int) -> int:
+        stats = self._collection_stats
+        return local_df if stats is None else stats.df.get(term, local_df)
+
+    def _global_idf(self, term: str) -> float:
+        """The idf of a term this index lacks but the collection has (else 0)."""
+        stats = self._collection_stats
+        if stats is None or term not in stats.df:
+            return 0.0
+        return float(np.float32(stats.idf_for({term: 0}, self._variant)[0]))
+
+    def _avgdl_of(self, state: _Snapshot) -> float:
+        """The average document length scoring uses: the collection's, when set."""
+        stats = self._collection_stats
+        return state.avgdl if stats is None else stats.avgdl
+
+    def _absent_constant(
+        self, cache: _ScoreCache, state: _Snapshot, terms: list[str], counts: list[int]
+    ) -> np.float32:
+        """BM25L/BM25+'s weight of absent terms, counting terms only other shards hold."""
+        total = 0.0
+        for term, c in zip(terms, counts):
+            t = state.vocab.get(term)
+            if t is not None:
+                total += float(cache.absent[t]) * c
+            elif term in self._collection_stats.df:
+                idf = np.float32(self._global_idf(term))
+                total += float(np.float32(idf * np.float32(cache.absent_weight))) * c
+        return np.float32(total)
+    # --- collection-stats hook (sharding): end -------------------------------------
+
     def _scores(self, state: _Snapshot | None = None) -> _ScoreCache:
         """Per-document norms and per-term statistics of ``state``, built on first use."""
         if state is None:
@@ -380,6 +446,8 @@ class BM25Index:
         constant = np.float32(
             0.0 if cache.absent is None else sum(float(cache.absent[t]) * c for t, c in ids)
         )
+        if cache.absent is not None and self._collection_stats is not None:
+            constant = self._absent_constant(cache, st, terms, counts)  # collection-stats hook
         indptr, post_docs, post_tf = st.indptr, st.post_docs, st.post_tf
         if len(ids) == 1:
             t, c = ids[0]
@@ -634,13 +702,19 @@ class BM25Index:
         cache = self._scores(st)
         v = self._variant
         dl = int(st.doc_len[pos])
-        avgdl = st.avgdl
+        avgdl = self._avgdl_of(st)
         norm = float(length_norm(np.float64(dl), avgdl, self._b))
         rows = []
         for term, c in zip(terms, counts):
             t = st.vocab.get(term)
             if t is None:
-                rows.append(TermContribution(term, c, 0, 0.0, 0, dl, avgdl, 0.0))
+                # collection-stats hook: a term only other shards hold still has an idf.
+                idf = self._global_idf(term)
+                weight = 0.0
+                if idf and v.scores_absent_terms:
+                    weight = float(v.tfw(np.float64(0.0), np.float64(norm), self._k1, self._delta))
+                rows.append(TermContribution(term, c, self._term_df(term, 0), idf, 0, dl, avgdl,
+                                             c * idf * weight))
                 continue
             lo, hi = int(st.indptr[t]), int(st.indptr[t + 1])
             docs = st.post_docs[lo:hi]
@@ -651,7 +725,8 @@ class BM25Index:
             else:
                 weight = float(v.tfw(np.float64(tf), np.float64(norm), self._k1, self._delta))
             idf = float(cache.idf[t])
-            rows.append(TermContribution(term, c, hi - lo, idf, tf, dl, avgdl, c * idf * weight))
+            rows.append(TermContribution(term, c, self._term_df(term, hi - lo), idf, tf, dl, avgdl,
+                                         c * idf * weight))
         return Explanation(
             query=query, doc_id=st.docs[pos].id, method=self._method.value,
             k1=self._k1, b=self._b, delta=self._delta,
@@ -961,8 +1036,12 @@ class _ScoreCache:
         v = index._variant
         indptr = state.indptr
         df = np.diff(indptr).astype(np.float64)
-        idf = v.idf(df, len(state.docs)).astype(np.float32)
-        norm = length_norm(state.doc_len.astype(np.float64), state.avgdl, index._b).astype(
+        stats = index._collection_stats  # collection-stats hook
+        if stats is None:
+            idf = v.idf(df, len(state.docs)).astype(np.float32)
+        else:
+            idf = stats.idf_for(state.vocab, v).astype(np.float32)
+        norm = length_norm(state.doc_len.astype(np.float64), index._avgdl_of(state), index._b).astype(
             np.float32
         )
         absent_weight = 0.0

@@ -21,6 +21,7 @@ from .hyde import HyDERetriever
 from .parent import ParentDocumentRetriever
 from .retrievers import BM25Retriever
 from .vectorstores import ScoredVectorStoreRetriever
+from .searcher import SearcherRetriever
 
 __all__ = [
     "BM25Retriever",
@@ -34,6 +35,7 @@ __all__ = [
     "ParentDocumentRetriever",
     "RerankingRetriever",
     "ScoredVectorStoreRetriever",
+    "SearcherRetriever",
     "__version__",
 ]
 

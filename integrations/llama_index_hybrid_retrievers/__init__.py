@@ -25,6 +25,7 @@ from .hyde import HyDERetriever
 from .parent import ParentDocumentRetriever
 from .postprocessors import CrossEncoderRerank, LLMRerank
 from .retrievers import BM25Retriever
+from .searcher import SearcherRetriever
 
 __all__ = [
     "BM25Retriever",
@@ -36,6 +37,7 @@ __all__ = [
     "LLMRerank",
     "LlamaIndexEmbedder",
     "ParentDocumentRetriever",
+    "SearcherRetriever",
     "__version__",
 ]
 

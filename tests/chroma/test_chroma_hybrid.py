@@ -1,0 +1,144 @@
+"""Hybrid retrieval over a real local Chroma server (``chroma run``), both frameworks.
+
+The server is started on 127.0.0.1 and a free port by a module fixture and stopped
+after; the tests skip (with the server's log) only when it cannot start. The corpus,
+adapters and retrievers are those of ``examples/chroma_hybrid.py``, so the example is
+what is tested.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("chromadb", reason="the [chroma] extra is not installed")
+pytest.importorskip("langchain_chroma", reason="the [chroma] extra is not installed")
+pytest.importorskip("llama_index.vector_stores.chroma",
+                    reason="the [chroma] extra is not installed")
+
+from hybrid_retrievers import VectorIndex  # noqa: E402
+from hybrid_retrievers.models import HashingEmbedder  # noqa: E402
+
+# Cosine similarities of signed hashing vectors can be negative: LangChain warns that its
+# relevance scores leave [0, 1], which is expected here.
+pytestmark = [pytest.mark.chroma,
+              pytest.mark.filterwarnings("ignore:Relevance scores must be between")]
+
+_EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "chroma_hybrid.py"
+
+
+def _load_example() -> Any:
+    spec = importlib.util.spec_from_file_location("chroma_hybrid_example", _EXAMPLE)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+ex = _load_example()
+VISUAL = "schlieren photo of a bow shock"
+PLAIN = "heat transfer in the boundary layer"
+
+
+@pytest.fixture(scope="module")
+def port(tmp_path_factory: Any) -> Any:
+    try:
+        server = ex.chroma_server(tmp_path_factory.mktemp("chroma") / "db")
+        port = server.__enter__()
+    except RuntimeError as exc:
+        pytest.skip(f"the local Chroma server could not start: {exc}")
+    yield port
+    server.__exit__(None, None, None)
+
+
+@pytest.fixture(scope="module")
+def docs() -> list[Any]:
+    return ex.corpus()
+
+
+@pytest.fixture(scope="module")
+def ours(docs: list[Any]) -> VectorIndex:
+    return VectorIndex.from_texts([d.page_content for d in docs], ids=[d.id for d in docs],
+                                  metadatas=[d.metadata for d in docs],
+                                  embedder=HashingEmbedder(ex.DIM))
+
+
+@pytest.fixture(scope="module")
+def langchain_rrf(port: int, docs: list[Any]) -> tuple[Any, Any]:
+    fusion, store, _ = ex.langchain_hybrid(port, docs)
+    return fusion, store
+
+
+def types(documents: list[Any]) -> set[str]:
+    return {d.metadata["type"] for d in documents}
+
+
+def test_default_embedding_function_never_runs(port: int) -> None:
+    collection = ex.client(port).get_or_create_collection("no_default_embedding")
+    with pytest.raises(Exception, match="would download a model"):
+        collection.add(ids=["a"], documents=["text without an embedding"])
+
+
+def test_chroma_scores_are_our_cosine_similarities(langchain_rrf: Any, ours: VectorIndex) -> None:
+    _, store = langchain_rrf
+    for query in [VISUAL, PLAIN, "flutter of panels"]:
+        for kind in ["text", "image"]:
+            got = store.similarity_search_with_relevance_scores(query, k=8, filter={"type": kind})
+            want = {h.id: h.score for h in ours.search(query, 200, filter={"type": kind})}
+            assert got and all(d.metadata["type"] == kind for d, _ in got)
+            for d, score in got:
+                assert score == pytest.approx(want[d.id], abs=1e-5)
+            assert [s for _, s in got] == pytest.approx(sorted(want.values(), reverse=True)[:8],
+                                                        abs=1e-5)
+
+
+def test_langchain_per_source_filters_and_query_weights(langchain_rrf: Any) -> None:
+    fusion, _ = langchain_rrf
+    assert types(fusion.invoke(PLAIN, weights=[1, 0, 1, 0])) == {"text"}
+    assert types(fusion.invoke(PLAIN, weights=[0, 1, 0, 1])) == {"image"}
+    visual = fusion.invoke(VISUAL)
+    assert visual[0].metadata["type"] == "image"
+    assert types(fusion.invoke(VISUAL, k=10)) == {"text", "image"}
+    assert types(fusion.invoke(PLAIN)) == {"text"}  # images weigh 0.5 without visual words
+    sources = {s["source"]: s for s in visual[0].metadata["fusion"]["sources"]}
+    assert set(sources) == {"bm25_image", "chroma_image"}
+    assert sources["chroma_image"]["weight"] == 2.0
+
+
+def test_langchain_score_fusion_reads_chroma_scores(port: int, docs: list[Any],
+                                                    langchain_rrf: Any) -> None:
+    _, store = langchain_rrf
+    fusion, _, _ = ex.langchain_hybrid(port, docs, mode="relative_score")
+    query = "pressure distribution on a cone figure"
+    relevance = {d.id: s for d, s in store.similarity_search_with_relevance_scores(query, k=20)}
+    hits = fusion.invoke(query, k=8)
+    read = [(d.id, s) for d in hits for s in d.metadata["fusion"]["sources"]
+            if s["source"].startswith("chroma")]
+    assert read
+    for doc_id, source in read:
+        assert source["score"] == pytest.approx(relevance[doc_id], abs=1e-9)
+    reranked = ex.reranked_hybrid(fusion).invoke(query)
+    assert len(reranked) == 3 and {d.id for d in reranked} <= {d.id for d in
+                                                              fusion.invoke(query, k=10)}
+
+
+def test_llama_index_chroma_hybrid(port: int, docs: list[Any], ours: VectorIndex) -> None:
+    rrf = ex.llama_index_hybrid(port, docs)
+    text_only = rrf.retrievers[2].retrieve(PLAIN)
+    assert {n.node.metadata["type"] for n in text_only} == {"text"}
+    want = {h.id: h.score for h in ours.search(PLAIN, 200, filter={"type": "text"})}
+    for n in text_only:  # LlamaIndex's Chroma store reports exp(-cosine distance)
+        assert n.score == pytest.approx(math.exp(-(1.0 - want[n.node.node_id])), abs=1e-5)
+    visual = rrf.retrieve(VISUAL)
+    assert visual[0].node.metadata["type"] == "image"
+    assert {n.node.metadata["type"] for n in rrf.retrieve(PLAIN)} == {"text"}
+    scored = ex.llama_index_hybrid(port, docs, mode="relative_score")
+    top = scored.retrieve(VISUAL)
+    sources = top[0].node.metadata["fusion"]["sources"]
+    assert any(s["source"] == "chroma_image" and s["score"] > 0 for s in sources)
