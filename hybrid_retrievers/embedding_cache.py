@@ -111,7 +111,12 @@ class _Store:
         return int(self.matrix.shape[1])
 
     def put(self, keys: Sequence[str], vectors: NDArray[np.float32]) -> None:
-        fresh = [j for j, key in enumerate(keys) if key not in self.rows]
+        # First occurrence of each new key: a text repeated in one call is stored once.
+        first: dict[str, int] = {}
+        for j, key in enumerate(keys):
+            if key not in self.rows:
+                first.setdefault(key, j)
+        fresh = list(first.values())
         if not fresh:
             return
         need = self.size + len(fresh)

@@ -108,3 +108,16 @@ def test_load_refuses_tampered_files(tmp_path) -> None:  # type: ignore[no-untyp
     (files_of(tmp_path / "cache") / "keys_0.json").write_text('["x"]')
     with pytest.raises(IndexFormatError):
         EmbeddingCache.load(tmp_path / "cache")
+
+
+def test_a_text_repeated_in_one_call_is_stored_once() -> None:
+    import numpy as np
+
+    from hybrid_retrievers import EmbeddingCache
+
+    cache = EmbeddingCache()
+    vectors = np.eye(3, dtype=np.float32)
+    cache.put_many("m", ["same", "other", "same"], vectors)
+    assert cache.size("m") == 2
+    got, found = cache.get_many("m", ["same", "other"])
+    assert found.all() and np.array_equal(got, vectors[:2])
