@@ -70,7 +70,9 @@ def test_blocks_are_found_and_few_are_skipped() -> None:
     assert langs.count("python") >= 5 and langs.count("bash") >= 1
     skipped = [(line, mark) for lang, _, mark, line in BLOCKS if mark and mark.startswith("skip")]
     slow = [(line, mark) for lang, _, mark, line in BLOCKS if mark and mark.startswith("slow")]
-    assert len(skipped) <= 4 and len(slow) <= 1, (skipped, slow)
+    # Skipped: the two set-up commands, the own-project install, the hub cross-encoder and
+    # the Chroma block (it needs a server; tests/chroma runs the same code against one).
+    assert len(skipped) <= 5 and len(slow) <= 1, (skipped, slow)
     for lang, code, reason, line in BLOCKS:
         assert lang in ("python", "bash", ""), f"README line {line}: unknown fence {lang!r}"
         if reason is None and lang == "bash":
