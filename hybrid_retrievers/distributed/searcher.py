@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -50,6 +51,10 @@ __all__ = [
     "PartialHits",
     "PartialResultsWarning",
 ]
+
+
+RESTART_WAIT = 60.0
+"""Seconds a call waits for a dead shard actor to be restarted before it counts as down."""
 
 
 class ShardUnavailableError(RuntimeError):
@@ -254,7 +259,7 @@ class ShardedSearcher:
                 except (asyncio.TimeoutError, TimeoutError):
                     return _Timeout()
                 except self._ray.exceptions.RayActorError:
-                    if attempt:
+                    if attempt or not await asyncio.to_thread(self._await_restart, i, wait):
                         return _Dead()
                 except self._ray.exceptions.RayTaskError as exc:
                     raise _cause(exc) from None
@@ -415,8 +420,30 @@ class ShardedSearcher:
         answers, missing = self._judge(results, partial_ok, wait)
         return answers, missing
 
+    def _await_restart(self, i: int, wait: float | None) -> bool:
+        """Wait until Ray has restarted shard ``i``'s actor; False if it stays dead.
+
+        A restarting actor refuses calls (``ActorUnavailableError``) until it has reloaded
+        its saved shard, which takes a while on a loaded machine; an actor out of
+        restarts fails at once (``ActorDiedError``).
+        """
+        deadline = time.monotonic() + (RESTART_WAIT if wait is None else wait)
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return False
+            try:
+                self._ray.get(self._actors[i].ping.remote(), timeout=remaining)
+                return True
+            except self._ray.exceptions.ActorUnavailableError:
+                time.sleep(0.05)
+            except (self._ray.exceptions.RayActorError, self._ray.exceptions.GetTimeoutError):
+                return False
+
     def _retry(self, i: int, method: str, args: tuple[Any, ...], wait: float | None) -> Any:
-        """One more try on a shard whose actor died (Ray restarts it from its save)."""
+        """One more try on a shard whose actor died, once Ray has restarted it from its save."""
+        if not self._await_restart(i, wait):
+            return _Dead()
         try:
             return self._ray.get(getattr(self._actors[i], method).remote(*args), timeout=wait)
         except self._ray.exceptions.GetTimeoutError:
