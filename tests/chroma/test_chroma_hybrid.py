@@ -142,3 +142,103 @@ def test_llama_index_chroma_hybrid(port: int, docs: list[Any], ours: VectorIndex
     top = scored.retrieve(VISUAL)
     sources = top[0].node.metadata["fusion"]["sources"]
     assert any(s["source"] == "chroma_image" and s["score"] > 0 for s in sources)
+
+
+# ---------------------------------------------------------------------- parent-document
+
+
+@pytest.fixture(scope="module")
+def parents_over_chroma(port: int, docs: list[Any]) -> tuple[Any, Any]:
+    """Our LangChain `ParentDocumentRetriever` whose children live in a Chroma collection."""
+    from langchain_chroma import Chroma
+
+    from langchain_hybrid_retrievers import ParentDocumentRetriever
+
+    children = Chroma(collection_name="lc_children",
+                      embedding_function=ex.LangChainHashingEmbeddings(),
+                      client=ex.client(port), collection_metadata={"hnsw:space": "cosine"})
+    retriever = ParentDocumentRetriever.from_documents(
+        docs[:40] + docs[-len(ex.IMAGES):], vectorstore=children, k=4,
+        chunk_size=200, chunk_overlap=0)
+    return retriever, children
+
+
+def test_parent_document_children_in_chroma(parents_over_chroma: Any, docs: list[Any]) -> None:
+    retriever, children = parents_over_chroma
+    by_id = {d.id: d for d in docs}
+    stored = children.get(limit=10_000)
+    assert len(stored["ids"]) > 48  # the texts were split: more children than parents
+    parent_of = {i: m["parent_id"] for i, m in zip(stored["ids"], stored["metadatas"])}
+    assert set(parent_of.values()) == {d.id for d in docs[:40] + docs[-len(ex.IMAGES):]}
+    child_text = dict(zip(stored["ids"], stored["documents"]))
+    for query in [PLAIN, VISUAL, "flutter of panels"]:
+        got = retriever.invoke(query)
+        assert len(got) == 4 and len({d.id for d in got}) == 4
+        # The best child decides: Chroma's own top child's parent comes first.
+        top_child = children.similarity_search(query, k=1)[0]
+        assert got[0].id == top_child.metadata["parent_id"]
+        for parent in got:
+            assert parent.page_content == by_id[parent.id].page_content  # the whole parent
+            matched = parent.metadata["matched_children"]
+            assert matched and parent.metadata["score"] == pytest.approx(matched[0]["score"])
+            for child in matched:
+                assert parent_of[child["id"]] == parent.id
+                assert child_text[child["id"]] in parent.page_content
+    assert len(retriever.invoke(PLAIN, k=7)) == 7
+
+
+def test_parent_document_filters_and_threshold_over_chroma(parents_over_chroma: Any) -> None:
+    retriever, _ = parents_over_chroma
+    images = retriever.invoke(PLAIN, filter={"type": "image"})  # Chroma's where= filter
+    assert len(images) == 4 and types(images) == {"image"}
+    texts = retriever.invoke(VISUAL, filter={"type": "text"})
+    assert len(texts) == 4 and types(texts) == {"text"}
+    scores = [d.metadata["score"] for d in retriever.invoke(PLAIN, k=8)]
+    assert scores == sorted(scores, reverse=True)
+    cut = (scores[1] + scores[2]) / 2
+    kept = retriever.model_copy(update={"score_threshold": cut}).invoke(PLAIN, k=8)
+    assert [d.metadata["score"] for d in kept] == scores[:2]
+
+
+# ---------------------------------------------------------------------- HyDE
+
+
+def test_hyde_expansion_drives_the_chroma_search(langchain_rrf: Any) -> None:
+    from langchain_core.language_models import FakeListLLM
+
+    from hybrid_retrievers.hyde import HyDE, HyDESearcher
+    from langchain_hybrid_retrievers import HyDERetriever
+    from langchain_hybrid_retrievers.parent import LangChainChildIndex
+
+    _, store = langchain_rrf
+    query = "vibrating skin measurements"
+    plain = store.similarity_search(query, k=3)
+    assert "img-07" not in {d.id for d in plain}
+    passage = "A photograph of a panel flutter test rig with accelerometers."
+    llm = FakeListLLM(responses=[passage])
+    # The query-expansion side: Chroma is searched with the query plus the passage, which
+    # the store embeds with the collection's own embeddings.
+    hyde = HyDE(llm_generator(llm), ex.HashingEmbedder(ex.DIM), prompt="technical")
+    retriever = HyDERetriever(searcher=HyDESearcher(hyde, expand=LangChainChildIndex(store)), k=3)
+    got = retriever.invoke(query)
+    assert got[0].id == "img-07" and len(got) == 3
+    info = got[0].metadata["hyde"]
+    assert info == {"passages": [passage], "fallback": False, "error": None,
+                    "mode": "expansion"}
+    expanded = store.similarity_search_with_relevance_scores(f"{query}\n{passage}", k=3)
+    assert [d.id for d in got] == [d.id for d, _ in expanded]
+    assert [d.metadata["score"] for d in got] == pytest.approx([s for _, s in expanded])
+    images = retriever.invoke(query, filter={"type": "text"})  # Chroma's where= filter
+    assert types(images) == {"text"} and "img-07" not in {d.id for d in images}
+    # The LLM failing falls back to the raw query: Chroma's plain ranking, flagged.
+    broken = HyDE(lambda prompt: "", ex.HashingEmbedder(ex.DIM))
+    fallback = HyDERetriever(searcher=HyDESearcher(broken, expand=LangChainChildIndex(store)),
+                             k=3).invoke(query)
+    assert [d.id for d in fallback] == [d.id for d in plain]
+    assert fallback[0].metadata["hyde"]["fallback"] is True
+
+
+def llm_generator(llm: Any) -> Any:
+    from langchain_hybrid_retrievers.hyde import as_generator
+
+    return as_generator(llm)
