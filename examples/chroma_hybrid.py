@@ -9,6 +9,8 @@ one source per type (text-only, image-only) and per retriever, weighted by the q
 (image sources count more when the query asks for a figure or photo), fused by RRF,
 and by score fusion, which reads Chroma's own relevance scores
 (``similarity_search_with_relevance_scores``). The fused list is then reranked.
+HyDE runs over the same collection: `ChromaSearcher` sends the HyDE vector (a fake
+LLM's passage, embedded) to Chroma as the query embedding.
 
 Embeddings are local: our `HashingEmbedder` behind tiny LangChain / LlamaIndex
 adapters (MiniLM from `local_minilm_path()` works the same way). Chroma's default
@@ -38,6 +40,7 @@ import chromadb
 from chromadb.api.types import DefaultEmbeddingFunction
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
+from langchain_core.language_models import FakeListLLM
 from langchain_core.runnables import RunnableLambda
 from llama_index.core.bridge.pydantic import PrivateAttr
 from llama_index.core.embeddings import BaseEmbedding
@@ -280,6 +283,59 @@ def llama_index_hybrid(port: int, docs: list[Document], *, mode: str = "rrf",
                            weights=image_weighting(names))
 
 
+# ---------------------------------------------------------------------- HyDE over Chroma
+
+
+class ChromaSearcher:
+    """A ``langchain-chroma`` store as a core searcher: ``search`` and ``search_vector``.
+
+    `hybrid_retrievers.hyde.HyDESearcher` searches its ``index`` with the HyDE vector
+    (the mean of the generated passages' embeddings and the query's) through
+    ``search_vector``; this sends that vector to Chroma as the query embedding. Scores
+    are the store's relevance scores (cosine similarity for a cosine collection). The
+    HyDE embedder must be the one the collection was written with. Filters are
+    Chroma ``where`` mappings (``{"type": "image"}``).
+    """
+
+    def __init__(self, store: Any) -> None:
+        self.store = store
+
+    def search(self, query: str, k: int = 10, *, filter: Any = None) -> list[Any]:
+        return self._hits(self.store.similarity_search_with_relevance_scores(
+            query, k=k, filter=self._where(filter)))
+
+    def search_vector(self, vector: Any, k: int = 10, *, filter: Any = None) -> list[Any]:
+        pairs = self.store.similarity_search_by_vector_with_relevance_scores(
+            [float(x) for x in vector], k=k, filter=self._where(filter))
+        relevance = self.store._select_relevance_score_fn()  # Chroma returns distances here
+        return self._hits([(d, relevance(distance)) for d, distance in pairs])
+
+    @staticmethod
+    def _where(filter: Any) -> dict[str, Any] | None:
+        if filter is not None and not isinstance(filter, dict):
+            raise TypeError("ChromaSearcher filters are Chroma where= mappings, "
+                            f"got {type(filter).__name__}")
+        return filter
+
+    @staticmethod
+    def _hits(pairs: Sequence[tuple[Document, float]]) -> list[Any]:
+        from hybrid_retrievers import Doc
+        from hybrid_retrievers.types import Hit
+
+        return [Hit(Doc(str(d.id), d.page_content, dict(d.metadata)), float(s), rank)
+                for rank, (d, s) in enumerate(pairs, 1)]
+
+
+def hyde_over_chroma(store: Any, llm: Any, *, k: int = 3) -> Any:
+    """LangChain HyDE whose vector search runs in Chroma (``llm``: any LangChain LLM)."""
+    from hybrid_retrievers.hyde import HyDE, HyDESearcher
+    from langchain_hybrid_retrievers import HyDERetriever
+    from langchain_hybrid_retrievers.hyde import as_generator
+
+    hyde = HyDE(as_generator(llm), HashingEmbedder(DIM), prompt="technical")
+    return HyDERetriever(searcher=HyDESearcher(hyde, ChromaSearcher(store)), k=k)
+
+
 def reranked_hybrid(fusion: Any, top_n: int = 3) -> Any:
     """The fused Chroma + BM25 retriever, reranked (a stand-in cross-encoder here)."""
     from langchain_hybrid_retrievers import CrossEncoderReranker, RerankingRetriever
@@ -315,6 +371,12 @@ def main() -> None:
         print("reranked:", [d.id for d in reranked])
         assert {d.id for d in reranked} <= {d.id for d in score_fused.invoke(
             "pressure distribution on a cone", k=10)}
+        passage = "A photograph of a panel flutter test rig with accelerometers."
+        hyde = hyde_over_chroma(store, FakeListLLM(responses=[passage]))
+        hits = hyde.invoke("vibrating skin measurements", filter={"type": "image"})
+        print("HyDE over Chroma (images):", [d.id for d in hits])
+        assert hits[0].metadata["hyde"]["passages"] == [passage]
+
 
 if __name__ == "__main__":
     main()

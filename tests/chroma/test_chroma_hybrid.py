@@ -3,7 +3,8 @@
 The server is started on 127.0.0.1 and a free port by a module fixture and stopped
 after; the tests skip (with the server's log) only when it cannot start. The corpus,
 adapters and retrievers are those of ``examples/chroma_hybrid.py``, so the example is
-what is tested.
+what is tested. Parent-document retrieval keeps its children in a Chroma collection;
+HyDE searches Chroma with the expanded query and with the HyDE vector.
 """
 
 from __future__ import annotations
@@ -203,14 +204,35 @@ def test_parent_document_filters_and_threshold_over_chroma(parents_over_chroma: 
 # ---------------------------------------------------------------------- HyDE
 
 
-def test_hyde_expansion_drives_the_chroma_search(langchain_rrf: Any) -> None:
+@pytest.fixture(scope="module")
+def hyde_store(port: int, docs: list[Any]) -> Any:
+    """The corpus in a Chroma collection whose HNSW graph is dense enough to be exact.
+
+    With Chroma's default graph (16 neighbours) the eight short image descriptions are
+    poorly linked to the long abstracts: in about half of fresh server runs the search
+    for the HyDE-expanded query below never reaches img-07, its exact nearest
+    neighbour. HNSW is approximate; the HyDE assertions need exact ranks.
+    """
+    from langchain_chroma import Chroma
+
+    store = Chroma(collection_name="lc_hyde", embedding_function=ex.LangChainHashingEmbeddings(),
+                   client=ex.client(port), collection_metadata={
+                       "hnsw:space": "cosine", "hnsw:M": 64, "hnsw:construction_ef": 200,
+                       "hnsw:search_ef": 200})
+    assert store._collection.configuration["hnsw"]["max_neighbors"] == 64
+    store.add_documents(docs, ids=[d.id for d in docs])
+    return store
+
+
+def test_hyde_expansion_drives_the_chroma_search(hyde_store: Any) -> None:
     from langchain_core.language_models import FakeListLLM
 
     from hybrid_retrievers.hyde import HyDE, HyDESearcher
     from langchain_hybrid_retrievers import HyDERetriever
+    from langchain_hybrid_retrievers.hyde import as_generator
     from langchain_hybrid_retrievers.parent import LangChainChildIndex
 
-    _, store = langchain_rrf
+    store = hyde_store
     query = "vibrating skin measurements"
     plain = store.similarity_search(query, k=3)
     assert "img-07" not in {d.id for d in plain}
@@ -218,7 +240,7 @@ def test_hyde_expansion_drives_the_chroma_search(langchain_rrf: Any) -> None:
     llm = FakeListLLM(responses=[passage])
     # The query-expansion side: Chroma is searched with the query plus the passage, which
     # the store embeds with the collection's own embeddings.
-    hyde = HyDE(llm_generator(llm), ex.HashingEmbedder(ex.DIM), prompt="technical")
+    hyde = HyDE(as_generator(llm), HashingEmbedder(ex.DIM), prompt="technical")
     retriever = HyDERetriever(searcher=HyDESearcher(hyde, expand=LangChainChildIndex(store)), k=3)
     got = retriever.invoke(query)
     assert got[0].id == "img-07" and len(got) == 3
@@ -228,17 +250,52 @@ def test_hyde_expansion_drives_the_chroma_search(langchain_rrf: Any) -> None:
     expanded = store.similarity_search_with_relevance_scores(f"{query}\n{passage}", k=3)
     assert [d.id for d in got] == [d.id for d, _ in expanded]
     assert [d.metadata["score"] for d in got] == pytest.approx([s for _, s in expanded])
-    images = retriever.invoke(query, filter={"type": "text"})  # Chroma's where= filter
-    assert types(images) == {"text"} and "img-07" not in {d.id for d in images}
+    texts = retriever.invoke(query, filter={"type": "text"})  # Chroma's where= filter
+    assert types(texts) == {"text"} and "img-07" not in {d.id for d in texts}
     # The LLM failing falls back to the raw query: Chroma's plain ranking, flagged.
-    broken = HyDE(lambda prompt: "", ex.HashingEmbedder(ex.DIM))
+    broken = HyDE(lambda prompt: "", HashingEmbedder(ex.DIM))
     fallback = HyDERetriever(searcher=HyDESearcher(broken, expand=LangChainChildIndex(store)),
                              k=3).invoke(query)
     assert [d.id for d in fallback] == [d.id for d in plain]
     assert fallback[0].metadata["hyde"]["fallback"] is True
 
 
-def llm_generator(llm: Any) -> Any:
-    from langchain_hybrid_retrievers.hyde import as_generator
+def test_hyde_vector_search_runs_in_chroma(hyde_store: Any, ours: VectorIndex) -> None:
+    from langchain_core.language_models import FakeListLLM
 
-    return as_generator(llm)
+    from hybrid_retrievers import BM25Index
+    from hybrid_retrievers.hyde import HyDE, HyDESearcher
+    from llama_index_hybrid_retrievers import HyDERetriever as LlamaHyDERetriever
+
+    store = hyde_store
+    query = "vibrating skin measurements"
+    passage = "A photograph of a panel flutter test rig with accelerometers."
+    assert "img-07" not in {d.id for d in store.similarity_search(query, k=3)}
+    retriever = ex.hyde_over_chroma(store, FakeListLLM(responses=[passage]))
+    got = retriever.invoke(query)
+    assert got[0].id == "img-07" and len(got) == 3
+    assert got[0].metadata["hyde"] == {"passages": [passage], "fallback": False,
+                                       "error": None, "mode": "vector"}
+    # Chroma ranks and scores the HyDE vector as our own VectorIndex does.
+    hyde = HyDE(lambda prompt: passage, HashingEmbedder(ex.DIM), prompt="technical")
+    want = HyDESearcher(hyde, ours).search(query, 3)
+    assert [d.id for d in got] == [h.id for h in want]
+    assert [d.metadata["score"] for d in got] == pytest.approx([h.score for h in want],
+                                                               abs=1e-5)
+    texts = retriever.invoke(query, filter={"type": "text"})
+    assert types(texts) == {"text"}
+    assert [d.id for d in texts] == [h.id for h in HyDESearcher(hyde, ours).search(
+        query, 3, filter={"type": "text"})]
+    with pytest.raises(TypeError, match="where= mappings"):
+        ex.ChromaSearcher(store).search(query, 3, filter=lambda doc: True)
+    # Hybrid HyDE: the Chroma vector side fused (RRF) with query-expanded BM25.
+    bm25 = BM25Index.from_docs(ours.docs)
+    hybrid = HyDESearcher(hyde, ex.ChromaSearcher(store), expand=bm25).search(query, 3)
+    assert hybrid[0].id == "img-07" and hybrid[0].explanation["hyde"]["mode"] == "hybrid"
+    assert {s["source"] for s in hybrid[0].explanation["fusion"]["sources"]} == {
+        "vector", "expansion"}
+    # LlamaIndex's HyDE retriever over the same Chroma searcher.
+    nodes = LlamaHyDERetriever(HyDESearcher(hyde, ex.ChromaSearcher(store)),
+                               similarity_top_k=3).retrieve(query)
+    assert [n.node.node_id for n in nodes] == [d.id for d in got]
+    assert [n.score for n in nodes] == pytest.approx([h.score for h in want], abs=1e-5)
