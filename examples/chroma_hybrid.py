@@ -169,6 +169,13 @@ def client(port: int) -> Any:
 # ---------------------------------------------------------------------- the corpus
 
 
+# Chroma searches an HNSW graph: with its default 16 neighbours per node it missed true
+# nearest neighbours on this corpus in some runs; a denser graph and wider searches make
+# its results match exact cosine search, so the tests can compare them.
+COLLECTION_METADATA = {"hnsw:space": "cosine", "hnsw:M": 64, "hnsw:construction_ef": 200,
+                       "hnsw:search_ef": 200}
+
+
 def corpus(n_text: int = 150) -> list[Document]:
     """Cranfield abstracts as text chunks plus image descriptions, typed in metadata."""
     docs = list(load_dataset("cranfield").corpus.values())[:n_text]
@@ -211,7 +218,7 @@ def langchain_hybrid(port: int, docs: list[Document], *, mode: str = "rrf",
     from langchain_hybrid_retrievers import BM25Retriever, FusionRetriever
 
     store = Chroma(collection_name=collection, embedding_function=LangChainHashingEmbeddings(),
-                   client=client(port), collection_metadata={"hnsw:space": "cosine"})
+                   client=client(port), collection_metadata=COLLECTION_METADATA)
     if not store.get(limit=1)["ids"]:
         store.add_documents(docs, ids=[d.id for d in docs])
     bm25 = BM25Retriever.from_documents(docs)
@@ -260,7 +267,7 @@ def llama_index_hybrid(port: int, docs: list[Document], *, mode: str = "rrf",
     nodes = [TextNode(id_=d.id, text=d.page_content, metadata=dict(d.metadata),
                       excluded_embed_metadata_keys=list(d.metadata)) for d in docs]
     chroma = client(port).get_or_create_collection(collection, embedding_function=None,
-                                                   metadata={"hnsw:space": "cosine"})
+                                                   metadata=COLLECTION_METADATA)
     store = ChromaVectorStore(chroma_collection=chroma)
     embed = LlamaIndexHashingEmbedding()
     if chroma.count() == 0:

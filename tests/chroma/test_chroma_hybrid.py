@@ -157,7 +157,7 @@ def parents_over_chroma(port: int, docs: list[Any]) -> tuple[Any, Any]:
 
     children = Chroma(collection_name="lc_children",
                       embedding_function=ex.LangChainHashingEmbeddings(),
-                      client=ex.client(port), collection_metadata={"hnsw:space": "cosine"})
+                      client=ex.client(port), collection_metadata=ex.COLLECTION_METADATA)
     retriever = ParentDocumentRetriever.from_documents(
         docs[:40] + docs[-len(ex.IMAGES):], vectorstore=children, k=4,
         chunk_size=200, chunk_overlap=0)
@@ -216,9 +216,7 @@ def hyde_store(port: int, docs: list[Any]) -> Any:
     from langchain_chroma import Chroma
 
     store = Chroma(collection_name="lc_hyde", embedding_function=ex.LangChainHashingEmbeddings(),
-                   client=ex.client(port), collection_metadata={
-                       "hnsw:space": "cosine", "hnsw:M": 64, "hnsw:construction_ef": 200,
-                       "hnsw:search_ef": 200})
+                   client=ex.client(port), collection_metadata=ex.COLLECTION_METADATA)
     assert store._collection.configuration["hnsw"]["max_neighbors"] == 64
     store.add_documents(docs, ids=[d.id for d in docs])
     return store
