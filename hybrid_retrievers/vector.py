@@ -133,6 +133,7 @@ class VectorIndex:
             dimension = _embedder_dimension(embedder)
         self._dim: int | None = None if dimension is None else _check_dimension(dimension)
         self._lock = threading.RLock()  # serialises writers; readers never take it
+        self._flat_faiss = False  # exact scans through faiss.knn (same results)
         self._state = _Snapshot(np.zeros((0, self._dim or 0), dtype=np.float32), 0, [], {},
                                 max_norm=0.0)
 
@@ -431,6 +432,30 @@ class VectorIndex:
         """Build the graph now (it is otherwise built by the first approximate search)."""
         self._graph(self._state)
 
+    def enable_flat_faiss(self) -> VectorIndex:
+        """Run unfiltered exact scans through faiss's flat kernel (the ``ann`` extra).
+
+        Results are identical to the numpy path, ties and scores included (see
+        `hybrid_retrievers.flat_faiss`); only the speed differs, which depends on the
+        BLAS faiss was built with: measure it with ``benchmarks/dense_search.py``.
+        Filtered searches and approximate (HNSW) searches are unaffected. Returns
+        ``self``; not saved with the index (it is a choice of kernel, not data).
+        """
+        from ._optional import require
+
+        require("faiss", extra="ann", feature="the faiss flat backend")
+        self._flat_faiss = True
+        return self
+
+    def disable_flat_faiss(self) -> None:
+        """Exact scans use numpy blocks again (the default)."""
+        self._flat_faiss = False
+
+    @property
+    def exact_backend(self) -> str:
+        """The kernel of unfiltered exact scans: ``"numpy"`` or ``"faiss-flat"``."""
+        return "faiss-flat" if self._flat_faiss else "numpy"
+
     @property
     def ann_config(self) -> HNSWConfig | None:
         """The approximate backend's parameters, or ``None`` for exact search."""
@@ -604,6 +629,13 @@ class VectorIndex:
         elif rows is not None and rows.size < _GATHER_FRACTION * n:
             results = [(rows[i], s)
                        for i, s in _exact_topk(vectors[rows], queries, k, None, margins)]
+        elif mask is None and self._flat_faiss:
+            from .flat_faiss import faiss_flat_topk
+
+            results = faiss_flat_topk(
+                vectors, queries, k, margins, _rescore,
+                lambda rows: _exact_topk(vectors, queries[rows], k, None, margins[rows]),
+            )
         else:
             results = _exact_topk(vectors, queries, k, mask, margins)
         return [
@@ -1061,53 +1093,63 @@ def _exact_topk(
 ) -> list[tuple[NDArray[np.intp], NDArray[np.float32]]]:
     """Exact top ``k`` rows of ``vectors`` for each query, best first.
 
-    Scores are computed in blocks of at most ``_BLOCK_ENTRIES`` (queries x rows); each
-    block keeps every row scoring at least its k-th best minus the query's margin
-    (see `_margins`; ties included), and only the survivors are re-scored
-    (`_rescore`) and sorted, so the result does not depend on how the queries were
-    batched. Rows where ``mask`` is False are never returned.
+    Scores are computed in blocks of at most ``_BLOCK_ENTRIES`` (queries x rows), one
+    BLAS product per block. Each query keeps a running threshold: its k-th best score
+    so far minus its margin (see `_margins`). The first block sets it with one
+    ``np.partition``; later blocks only compare against it (no partition per block:
+    the comparison is the only pass over the scores besides the product itself) and
+    the threshold is raised from the kept candidates when they pile up. Every row
+    scoring at least the final k-th best minus the margin survives (ties included),
+    and only the survivors are re-scored (`_rescore`) and sorted, so the result does
+    not depend on how the queries were batched. Rows where ``mask`` is False are never
+    returned.
     """
     n = vectors.shape[0]
     m = queries.shape[0]
     kk = min(k, n)
     if margins is None:
         margins = _margins(queries, _max_row_norm(vectors))
-    cand_idx: list[list[NDArray[np.intp]]] = [[] for _ in range(m)]
-    cand_sc: list[list[NDArray[np.float32]]] = [[] for _ in range(m)]
+    cap = max(4 * kk, 256)  # candidates per query before its threshold is raised
+    out = []
     for q0 in range(0, m, _QUERY_BLOCK):
         qb = queries[q0 : q0 + _QUERY_BLOCK]
-        slack = margins[q0 : q0 + _QUERY_BLOCK]
-        width = max(1024, _BLOCK_ENTRIES // qb.shape[0])
+        b = qb.shape[0]
+        slack = margins[q0 : q0 + b]
+        width = max(1024, _BLOCK_ENTRIES // b)
+        thr = np.full(b, -np.inf)
+        cand_idx: list[list[NDArray[np.intp]]] = [[] for _ in range(b)]
+        cand_sc: list[list[NDArray[np.float32]]] = [[] for _ in range(b)]
+        counts = np.zeros(b, dtype=np.intp)
         for d0 in range(0, n, width):
             block = vectors[d0 : d0 + width]
-            if qb.shape[0] == 1:
-                scores = (block @ qb[0])[None, :]
-            else:
-                scores = qb @ block.T
+            scores = (block @ qb[0])[None, :] if b == 1 else qb @ block.T
             if mask is not None:
                 scores[:, ~mask[d0 : d0 + width]] = -np.inf
             c = scores.shape[1]
-            if c > kk:
-                kth = np.partition(scores, c - kk, axis=1)[:, c - kk] - slack
-                r, col = np.nonzero(scores >= kth[:, None])
-                bounds = np.searchsorted(r, np.arange(qb.shape[0] + 1))
-                for j in range(qb.shape[0]):
-                    cols = col[bounds[j] : bounds[j + 1]]
-                    cand_idx[q0 + j].append(cols + d0)
-                    cand_sc[q0 + j].append(scores[j, cols])
-            else:
-                cols = np.arange(c)
-                for j in range(qb.shape[0]):
-                    cand_idx[q0 + j].append(cols + d0)
-                    cand_sc[q0 + j].append(scores[j])
-    out = []
-    for qi in range(m):
-        idx = np.concatenate(cand_idx[qi])
-        if mask is not None:
-            idx = idx[np.concatenate(cand_sc[qi]) > -np.inf]
-        sc = _rescore(vectors, idx, queries[qi])
-        best = top_k(sc, k, tiebreak=idx)
-        out.append((idx[best], sc[best]))
+            if d0 == 0 and c > kk:
+                thr = np.partition(scores, c - kk, axis=1)[:, c - kk] - slack
+            r, col = np.nonzero(scores >= thr[:, None])
+            bounds = np.searchsorted(r, np.arange(b + 1))
+            for j in np.flatnonzero(np.diff(bounds)):
+                cols = col[bounds[j] : bounds[j + 1]]
+                cand_idx[j].append(cols + d0)
+                cand_sc[j].append(scores[j, cols])
+            counts += np.diff(bounds)
+            for j in np.flatnonzero(counts > cap):
+                idx = np.concatenate(cand_idx[j])
+                sc = np.concatenate(cand_sc[j])
+                kth = np.partition(sc, sc.size - kk)[sc.size - kk]
+                thr[j] = max(thr[j], kth - slack[j])
+                keep = sc >= thr[j]
+                cand_idx[j], cand_sc[j] = [idx[keep]], [sc[keep]]
+                counts[j] = int(keep.sum())
+        for j in range(b):
+            idx = np.concatenate(cand_idx[j]) if cand_idx[j] else np.zeros(0, np.intp)
+            if mask is not None:
+                idx = idx[np.concatenate(cand_sc[j]) > -np.inf] if cand_sc[j] else idx
+            sc = _rescore(vectors, idx, queries[q0 + j])
+            best = top_k(sc, k, tiebreak=idx)
+            out.append((idx[best], sc[best]))
     return out
 
 
