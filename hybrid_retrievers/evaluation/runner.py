@@ -14,10 +14,13 @@ retrievers and plain callables, so a notebook can put a whole stack side by side
     >>> sorted(report.names)
     ['bm25', 'bm25 (no stem)']
 
-Each retriever is called once per query with ``k``: ``search(query, k)`` for our
-searchers, ``invoke(query, k=k)`` for LangChain (falling back to ``invoke(query)`` when
-the retriever takes no ``k``), ``retrieve(query)`` for LlamaIndex, ``fn(query, k)``
-for callables returning ids, ``(id, score)`` pairs or `Hit`s.
+Retrievers with a batch path get the queries in batches (``batch_size`` at a time):
+``search_many(queries, k)`` for our searchers, ``batch(queries, k=k)`` for LangChain.
+The others are called once per query with ``k``: ``search(query, k)``,
+``invoke(query, k=k)`` for LangChain with ``batch=False`` (falling back to
+``invoke(query)`` when the retriever takes no ``k``), ``retrieve(query)`` for LlamaIndex
+(which has no batch retrieval), ``fn(query, k)`` for callables returning ids,
+``(id, score)`` pairs or `Hit`s.
 """
 
 from __future__ import annotations
@@ -65,6 +68,8 @@ class EvaluationReport:
     runs: dict[str, dict[str, dict[str, float]]]
     queries: dict[str, str] = field(repr=False)
     qrels: dict[str, dict[str, int]] = field(repr=False)
+    batch_sizes: dict[str, int] = field(default_factory=dict)
+    """Per retriever, the batch size its latencies come from (1: timed one query at a time)."""
 
     @property
     def names(self) -> list[str]:
@@ -90,6 +95,10 @@ class EvaluationReport:
             cells = [row["retriever"]] + [f"{row[m]:.4f}" for m in self.metrics]
             cells += [f"{row['mean ms']:.2f}", f"{row['p95 ms']:.2f}"]
             lines.append("| " + " | ".join(cells) + " |")
+        batched = [n for n in self.names if self.batch_sizes.get(n, 1) > 1]
+        if batched:
+            lines += ["", "Batched (" + ", ".join(batched) + "): ms per query = wall time of "
+                      "a batch / its queries; p95 is over those batch averages."]
         return "\n".join(lines)
 
     def __str__(self) -> str:
@@ -179,6 +188,8 @@ def evaluate(
     metrics: Sequence[str] = TABLE_METRICS,
     max_queries: int | None = None,
     show_progress: bool = False,
+    batch: bool = True,
+    batch_size: int = 64,
 ) -> EvaluationReport:
     """Run every retriever over the dataset's judged queries and score the rankings.
 
@@ -189,11 +200,18 @@ def evaluate(
         metrics: metric names (see `hybrid_retrievers.evaluation.parse_metric`).
         max_queries: evaluate only the first N judged queries (quick checks).
         show_progress: a tqdm bar per retriever (needs the ``progress`` extra).
+        batch: use a retriever's batch path when it has one (our ``search_many``,
+            LangChain ``batch``); ``False`` times every query alone.
+        batch_size: queries per batch call.
 
     Latency (the ``mean ms`` / ``p95 ms`` columns) is the wall time of each
     ``search``/``invoke``/``retrieve`` call, queries one after another, measured the
     same way for every retriever: in one worker thread, after one untimed warm-up
-    query in the calling thread. A fused row includes its children (run concurrently)
+    query in the calling thread. For a batched retriever it is the wall time of each
+    batch call divided by the queries in it, recorded once per query (so the mean is
+    the true cost per query, and p95 is over batch averages, not single queries: use
+    ``batch=False`` for single-query tail latency); `EvaluationReport.batch_sizes`
+    says which rows are batched. A fused row includes its children (run concurrently)
     and the fusion. torch runs its multi-threaded pool only in the thread that first
     used it, so a dense model called directly and one called as a fusion's child (in a
     pool thread) can run under different threading; for comparable rows on a busy
@@ -208,6 +226,7 @@ def evaluate(
     from .._validation import check_k
 
     k = check_k(k)
+    batch_size = check_k(batch_size, name="batch_size")
     if isinstance(dataset, (str, Path)):
         from ..datasets import load_dataset
 
@@ -225,7 +244,7 @@ def evaluate(
     metrics = tuple(metrics)
 
     known = _known_ids(dataset)
-    means, per_query, latencies, runs = {}, {}, {}, {}
+    means, per_query, latencies, runs, sizes = {}, {}, {}, {}, {}
     # Every row is timed the same way: one untimed warm-up query in the calling thread
     # (models load there), then the queries one after another in one worker thread.
     # Why a worker: torch gives its multi-threaded (OpenMP) pool to the thread that
@@ -236,43 +255,63 @@ def evaluate(
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="evaluate") as worker:
         for name, retriever in named.items():
             call = _caller(retriever, name)
+            many = _batch_caller(retriever) if batch else None
             if qids:
                 _check_ids(name, [doc_id for doc_id, _ in call(queries[qids[0]], k)], known)
+            if many is not None:
+                call_many = many
+            else:
+                def call_many(qs: list[str], k: int, call: Any = call) -> list[Ranking]:
+                    return [call(q, k) for q in qs]
+            size = batch_size if many is not None else 1
             run, lat = worker.submit(
-                _run_queries, call, name, qids, queries, k, known, show_progress
+                _run_queries, call_many, name, qids, queries, k, known, show_progress, size
             ).result()
+            sizes[name] = size
             runs[name] = run
             latencies[name] = lat
             means[name] = evaluate_run(run, qrels, metrics)
             per_query[name] = per_query_metrics(run, qrels, metrics)
     return EvaluationReport(dataset.name, k, metrics, means, per_query, latencies, runs,
-                            queries, qrels)
+                            queries, qrels, sizes)
 
 
 def _run_queries(
-    call: Callable[[str, int], Ranking],
+    call_many: Callable[[list[str], int], list[Ranking]],
     name: str,
     qids: Sequence[str],
     queries: Mapping[str, str],
     k: int,
     known: frozenset[str],
     show_progress: bool,
+    batch_size: int = 1,
 ) -> tuple[dict[str, dict[str, float]], list[float]]:
-    """One retriever's timed run: rankings and per-query latencies (ms)."""
+    """One retriever's timed run: rankings and per-query latencies (ms).
+
+    Queries go ``batch_size`` at a time to ``call_many``; each query is charged its
+    batch's wall time divided by the batch's length (its own time when 1).
+    """
     run: dict[str, dict[str, float]] = {}
     lat: list[float] = []
     returned: list[str] = []
-    for qid in _progress(qids, name, show_progress):
+    chunks = [list(qids[i : i + batch_size]) for i in range(0, len(qids), batch_size)]
+    for chunk in _progress(chunks, name, show_progress, unit="query" if batch_size == 1
+                           else "batch"):
         t0 = time.perf_counter()
-        ranking = call(queries[qid], k)
-        lat.append((time.perf_counter() - t0) * 1000)
-        # Scores become n..1 so each retriever is judged in its own order, even
-        # when its scores tie or are missing.
-        n = len(ranking)
-        run[qid] = {}
-        for i, (doc_id, _) in enumerate(ranking):
-            run[qid].setdefault(doc_id, float(n - i))
-            returned.append(doc_id)
+        rankings = call_many([queries[q] for q in chunk], k)
+        per_query_ms = (time.perf_counter() - t0) * 1000 / len(chunk)
+        if len(rankings) != len(chunk):
+            raise ValueError(f"retriever {name!r} returned {len(rankings)} rankings for a "
+                             f"batch of {len(chunk)} queries")
+        for qid, ranking in zip(chunk, rankings):
+            lat.append(per_query_ms)
+            # Scores become n..1 so each retriever is judged in its own order, even
+            # when its scores tie or are missing.
+            n = len(ranking)
+            run[qid] = {}
+            for i, (doc_id, _) in enumerate(ranking):
+                run[qid].setdefault(doc_id, float(n - i))
+                returned.append(doc_id)
     _check_ids(name, returned, known)
     return run, lat
 
@@ -334,6 +373,36 @@ def _caller(retriever: Any, name: str) -> Callable[[str, int], Ranking]:
     )
 
 
+def _batch_caller(retriever: Any) -> Callable[[list[str], int], list[Ranking]] | None:
+    """``(queries, k) -> rankings`` through the retriever's batch path, or ``None``."""
+    kinds = {c.__module__.split(".")[0] for c in type(retriever).__mro__}
+    if "langchain_core" in kinds:
+        if not callable(getattr(retriever, "batch", None)):
+            return None
+        takes_k = True
+
+        def lc_batch(queries: list[str], k: int) -> list[Ranking]:
+            nonlocal takes_k
+            if takes_k:
+                try:
+                    results = retriever.batch(queries, k=k)
+                except TypeError:
+                    takes_k = False
+                    results = retriever.batch(queries)
+            else:
+                results = retriever.batch(queries)
+            return [_langchain_ranking(docs, k) for docs in results]
+        return lc_batch
+    if "llama_index" in kinds:
+        return None  # BaseRetriever has no batch retrieval
+    many = getattr(retriever, "search_many", None)
+    if hasattr(retriever, "search") and callable(many):
+        def ours(queries: list[str], k: int) -> list[Ranking]:
+            return [[(h.doc.id, h.score) for h in hits] for hits in many(queries, k=k)]
+        return ours
+    return None
+
+
 def _langchain_caller(retriever: Any) -> Callable[[str, int], Ranking]:
     takes_k = True
 
@@ -347,18 +416,22 @@ def _langchain_caller(retriever: Any) -> Callable[[str, int], Ranking]:
                 docs = retriever.invoke(query)
         else:
             docs = retriever.invoke(query)
-        out = []
-        for i, d in enumerate(docs[:k]):
-            doc_id = d.id or d.metadata.get("id") or d.metadata.get("_id")
-            if doc_id is None:
-                raise ValueError(
-                    "a LangChain Document came back without an id (Document.id or "
-                    "metadata['id']); evaluation needs ids matching the dataset's"
-                )
-            out.append((str(doc_id), float(d.metadata.get("score", -i))))
-        return out
+        return _langchain_ranking(docs, k)
 
     return call
+
+
+def _langchain_ranking(docs: Sequence[Any], k: int) -> Ranking:
+    out = []
+    for i, d in enumerate(docs[:k]):
+        doc_id = d.id or d.metadata.get("id") or d.metadata.get("_id")
+        if doc_id is None:
+            raise ValueError(
+                "a LangChain Document came back without an id (Document.id or "
+                "metadata['id']); evaluation needs ids matching the dataset's"
+            )
+        out.append((str(doc_id), float(d.metadata.get("score", -i))))
+    return out
 
 
 def _as_pair(item: Any) -> tuple[str, float]:
@@ -370,14 +443,14 @@ def _as_pair(item: Any) -> tuple[str, float]:
     return str(doc_id), float(score)
 
 
-def _progress(items: Sequence[str], name: str, show: bool) -> Any:
+def _progress(items: Sequence[Any], name: str, show: bool, unit: str = "query") -> Any:
     if not show:
         return items
     try:
         from tqdm.auto import tqdm
     except ImportError:
         return items
-    return tqdm(items, desc=name, unit="query")
+    return tqdm(items, desc=name, unit=unit)
 
 
 def _percentile(values: Sequence[float], pct: float) -> float:
