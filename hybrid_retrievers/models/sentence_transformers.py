@@ -8,6 +8,7 @@ embedder is free and a process that never encodes never pays for torch.
 from __future__ import annotations
 
 import json
+import os
 import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -16,6 +17,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from .._optional import require
+from .onnx_backend import check_backend, install_onnx_backend
 
 __all__ = ["SentenceTransformerEmbedder"]
 
@@ -38,6 +40,15 @@ class SentenceTransformerEmbedder:
             name or path given (for an instance: its recorded name, else a name valid
             only in this process), plus every option that changes document vectors.
         model_kwargs: extra keyword arguments for ``SentenceTransformer(...)``.
+        backend: ``"torch"`` (default), ``"onnx"`` (ONNX Runtime, the same vectors to
+            ~1e-6) or ``"onnx-int8"`` (ONNX Runtime with dynamically int8-quantized
+            weights: faster, vectors differ slightly, so it is part of `model_id`). The
+            ONNX backends need the ``onnx`` extra; the model is exported once from the
+            loaded weights into ``onnx_cache_dir`` (see
+            `hybrid_retrievers.models.onnx_backend`). Applies when this embedder loads
+            the model.
+        onnx_cache_dir: where exported models are kept (default
+            ``$HYBRID_RETRIEVERS_ONNX_CACHE`` or ``~/.cache/hybrid_retrievers/onnx``).
 
     Example:
         >>> emb = SentenceTransformerEmbedder("sentence-transformers/all-MiniLM-L6-v2")
@@ -57,7 +68,10 @@ class SentenceTransformerEmbedder:
         show_progress: bool = False,
         model_id: str | None = None,
         model_kwargs: Mapping[str, Any] | None = None,
+        backend: str = "torch",
+        onnx_cache_dir: str | os.PathLike[str] | None = None,
     ) -> None:
+        backend = check_backend(backend)
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
             raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
         for name, value in (("query_prompt", query_prompt), ("document_prompt", document_prompt),
@@ -74,6 +88,11 @@ class SentenceTransformerEmbedder:
                 )
             self._name, self._model = model, None
         elif hasattr(model, "encode"):
+            if backend != "torch":
+                raise ValueError(
+                    f"backend={backend!r} applies when the embedder loads the model, but a "
+                    "loaded model was given; pass its name or local path instead"
+                )
             self._name, self._model = _instance_name(model), model
         else:
             raise TypeError(
@@ -88,6 +107,8 @@ class SentenceTransformerEmbedder:
         self.show_progress = bool(show_progress)
         self._model_kwargs = dict(model_kwargs or {})
         self._explicit_id = model_id
+        self.backend = backend
+        self._onnx_cache_dir = onnx_cache_dir
         self._lock = threading.Lock()
 
     # ------------------------------------------------------------------ model
@@ -101,9 +122,13 @@ class SentenceTransformerEmbedder:
                 if self._model is None:
                     st = require("sentence_transformers", extra="models",
                                  feature="SentenceTransformerEmbedder")
-                    self._model = st.SentenceTransformer(
+                    loaded = st.SentenceTransformer(
                         self._name, device=self.device, **self._model_kwargs
                     )
+                    if self.backend != "torch":
+                        install_onnx_backend(loaded, quantize=self.backend == "onnx-int8",
+                                             cache_dir=self._onnx_cache_dir)
+                    self._model = loaded
                 model = self._model
         return model
 
@@ -135,6 +160,8 @@ class SentenceTransformerEmbedder:
             options["normalize"] = False
         if self.document_prompt:
             options["document_prompt"] = self.document_prompt
+        if self.backend == "onnx-int8":  # quantized weights: other (close) vectors
+            options["backend"] = self.backend
         if not options:
             return base
         return f"{base}{json.dumps(options, sort_keys=True, ensure_ascii=False)}"
@@ -175,7 +202,8 @@ class SentenceTransformerEmbedder:
     def __repr__(self) -> str:
         return (
             f"SentenceTransformerEmbedder({self._name!r}, batch_size={self.batch_size}, "
-            f"device={self.device!r}, normalize={self.normalize}, loaded={self.is_loaded})"
+            f"device={self.device!r}, normalize={self.normalize}, backend={self.backend!r}, "
+            f"loaded={self.is_loaded})"
         )
 
 

@@ -1,0 +1,220 @@
+"""Run a loaded sentence-transformers model's transformer through ONNX Runtime (optionally int8).
+
+Why not ``SentenceTransformer(..., backend="onnx")``: that path needs Optimum
+(``optimum-onnx``), whose releases pin ``transformers<4.58`` while sentence-transformers
+6 runs on transformers 5, so the two cannot be installed together. This module does the
+same job with what is installable: the transformer of an already loaded
+``SentenceTransformer`` or ``CrossEncoder`` is exported with ``torch.onnx.export`` (the
+torch.export-based exporter; needs ``onnx`` and ``onnxscript``), optionally quantized
+with ONNX Runtime's dynamic int8 quantization (``quantize_dynamic``: int8 weights,
+activations quantized per batch; what sentence-transformers'
+``export_dynamic_quantized_onnx_model`` does through Optimum), and run by an
+``onnxruntime.InferenceSession``. Everything else stays sentence-transformers': the
+tokenizer, truncation, prompts, pooling, normalisation and the cross-encoder's
+``predict``, so only the transformer's arithmetic changes.
+
+Exports are cached on disk (``cache_dir``, default ``$HYBRID_RETRIEVERS_ONNX_CACHE`` or
+``~/.cache/hybrid_retrievers/onnx``) under a hash of the model's weights, so the same
+model is exported once and a changed model is never served a stale graph. Nothing is
+downloaded: the export starts from the weights already in memory.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import shutil
+import tempfile
+import warnings
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .._optional import require
+
+__all__ = ["BACKENDS", "default_cache_dir", "install_onnx_backend"]
+
+BACKENDS = ("torch", "onnx", "onnx-int8")
+"""Valid ``backend`` values: PyTorch, ONNX Runtime (float32), ONNX Runtime with int8 weights."""
+
+_EXPORT_VERSION = "1"  # bump when the export recipe changes: old cache entries are not reused
+_OPSET = 18
+
+
+def default_cache_dir() -> Path:
+    """Where exported models are kept: ``$HYBRID_RETRIEVERS_ONNX_CACHE`` or ``~/.cache/...``."""
+    env = os.environ.get("HYBRID_RETRIEVERS_ONNX_CACHE")
+    if env:
+        return Path(env).expanduser()
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base) / "hybrid_retrievers" / "onnx"
+
+
+def check_backend(backend: Any) -> str:
+    """``backend`` if it is one of `BACKENDS`, else a ValueError naming the choices."""
+    if backend not in BACKENDS:
+        raise ValueError(
+            f"backend must be one of {BACKENDS!r}, got {backend!r}; 'onnx' and 'onnx-int8' "
+            "need the onnx extra (pip install 'hybrid-retrievers[onnx]')"
+        )
+    return str(backend)
+
+
+def install_onnx_backend(
+    st_model: Any, *, quantize: bool = False, cache_dir: str | os.PathLike[str] | None = None
+) -> Path:
+    """Make ``st_model`` (a ``SentenceTransformer`` or ``CrossEncoder``) run on ONNX Runtime.
+
+    The model's first module (sentence-transformers' ``Transformer``) keeps its
+    tokenizer and config; its transformer's ``forward`` is replaced by an ONNX Runtime
+    session over the exported graph. Returns the path of the ``.onnx`` file used.
+
+    Raises:
+        ImportError: naming the ``onnx`` extra when onnxruntime, onnx or onnxscript is
+            missing.
+        ValueError: for a model whose first module is not a text ``Transformer``.
+    """
+    ort = require("onnxruntime", extra="onnx", feature="the ONNX Runtime backend")
+    module = st_model[0]
+    hf = getattr(module, "model", None)
+    config = getattr(module, "modality_config", None)
+    if hf is None or not isinstance(config, dict) or "text" not in config:
+        raise ValueError(
+            f"the ONNX backend needs a sentence-transformers model whose first module is a "
+            f"text Transformer, got {type(module).__name__}"
+        )
+    output = config["text"].get("method_output_name")
+    if not isinstance(output, str):
+        raise ValueError(f"unsupported transformer output {output!r} for the ONNX backend")
+    inputs = _input_names(module, hf)
+    folder = Path(cache_dir).expanduser() if cache_dir is not None else default_cache_dir()
+    entry = folder / _fingerprint(hf, output, inputs)
+    path = entry / ("model_int8.onnx" if quantize else "model.onnx")
+    if not path.is_file():
+        _export(hf, module, inputs, output, entry, quantize)
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+    hf.forward = _OrtForward(session, inputs, output)
+    return path
+
+
+class _OrtForward:
+    """A drop-in for the transformer's ``forward``: torch tensors in, torch tensors out."""
+
+    def __init__(self, session: Any, inputs: list[str], output: str) -> None:
+        self.session = session
+        self.inputs = inputs
+        self.output = output
+
+    def __call__(self, **kwargs: Any) -> dict[str, Any]:
+        import torch
+
+        feed = {}
+        for name in self.inputs:
+            value = kwargs.get(name)
+            if value is None:
+                if name != "token_type_ids":
+                    raise ValueError(f"the ONNX backend needs {name!r} from the tokenizer")
+                value = torch.zeros_like(kwargs["input_ids"])
+            feed[name] = value.detach().cpu().numpy().astype(np.int64, copy=False)
+        (out,) = self.session.run([self.output], feed)
+        return {self.output: torch.from_numpy(out)}
+
+
+def _input_names(module: Any, hf: Any) -> list[str]:
+    tokenizer = getattr(module, "tokenizer", None) or getattr(module, "processor", None)
+    names = list(getattr(tokenizer, "model_input_names", None) or [])
+    order = ["input_ids", "attention_mask", "token_type_ids"]  # the wrappers' parameter order
+    wanted = [n for n in order if n in names or n in ("input_ids", "attention_mask")]
+    if "token_type_ids" not in wanted and getattr(hf.config, "type_vocab_size", 0) > 1:
+        wanted.append("token_type_ids")
+    return wanted
+
+
+def _fingerprint(hf: Any, output: str, inputs: list[str]) -> str:
+    """A hash of everything the exported graph depends on: weights, config, recipe."""
+    digest = hashlib.sha256()
+    digest.update(f"{_EXPORT_VERSION}|{type(hf).__name__}|{output}|{inputs}".encode())
+    digest.update(hf.config.to_json_string(use_diff=False).encode())
+    for name, tensor in sorted(hf.state_dict().items()):
+        digest.update(name.encode())
+        digest.update(tensor.detach().cpu().contiguous().numpy().tobytes())
+    return digest.hexdigest()[:24]
+
+
+def _export(hf: Any, module: Any, inputs: list[str], output: str, entry: Path,
+            quantize: bool) -> None:
+    """Export (and quantize) into ``entry`` atomically: a half-written graph is never used."""
+    torch = require("torch", extra="models", feature="the ONNX Runtime backend")
+    require("onnx", extra="onnx", feature="exporting a model to ONNX")
+    require("onnxscript", extra="onnx", feature="exporting a model to ONNX")
+    entry.parent.mkdir(parents=True, exist_ok=True)
+    fp32 = entry / "model.onnx"
+    tmp = Path(tempfile.mkdtemp(prefix=".export-", dir=entry.parent))
+    try:
+        source = fp32
+        if not fp32.is_file():
+            source = tmp / "model.onnx"
+            _torch_export(torch, hf, module, inputs, output, source)
+        if quantize:
+            from onnxruntime.quantization import QuantType, quantize_dynamic
+
+            root = logging.getLogger()
+            level = root.level
+            root.setLevel(logging.ERROR)  # its "consider pre-processing" advice is for CNNs
+            try:
+                quantize_dynamic(source, tmp / "model_int8.onnx",
+                                 weight_type=QuantType.QInt8, per_channel=True)
+            finally:
+                root.setLevel(level)
+        entry.mkdir(exist_ok=True)
+        # External-data files first, the graph last: a graph present means it is complete.
+        for file in sorted(tmp.iterdir(), key=lambda f: f.suffix == ".onnx"):
+            if not (entry / file.name).exists():
+                os.replace(file, entry / file.name)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _torch_export(torch: Any, hf: Any, module: Any, inputs: list[str], output: str,
+                  path: Path) -> None:
+    class Wrapped(torch.nn.Module):  # named parameters: the exporter maps dynamic axes by name
+        def __init__(self, inner: Any) -> None:
+            super().__init__()
+            self.inner = inner
+
+        def forward(self, input_ids: Any, attention_mask: Any) -> Any:
+            return self.inner(input_ids=input_ids, attention_mask=attention_mask,
+                              return_dict=True)[output]
+
+    class WrappedTypes(Wrapped):
+        def forward(self, input_ids: Any, attention_mask: Any,  # type: ignore[override]
+                    token_type_ids: Any) -> Any:
+            return self.inner(input_ids=input_ids, attention_mask=attention_mask,
+                              token_type_ids=token_type_ids, return_dict=True)[output]
+
+    tokenizer = getattr(module, "tokenizer", None) or module.processor
+    probe = tokenizer(["an example input for the exporter", "a second, longer example input "
+                       "so that the two rows differ in length"], padding=True, return_tensors="pt")
+    args = tuple(probe[n] if n in probe else torch.zeros_like(probe["input_ids"]) for n in inputs)
+    axes = {n: {0: "batch", 1: "sequence"} for n in inputs}
+    wrapper = WrappedTypes if "token_type_ids" in inputs else Wrapped
+    previous = getattr(hf.config, "_attn_implementation", None)
+    setter = getattr(hf, "set_attn_implementation", None)
+    if callable(setter):  # eager attention exports to plain ONNX ops on every runtime
+        setter("eager")
+    was_training = hf.training
+    hf.eval()
+    try:
+        with warnings.catch_warnings(), torch.no_grad():
+            warnings.simplefilter("ignore")
+            torch.onnx.export(wrapper(hf), args, str(path), input_names=inputs,
+                              output_names=[output], dynamic_axes=axes, opset_version=_OPSET,
+                              dynamo=True, external_data=False, verbose=False)
+    finally:
+        if callable(setter) and previous:
+            setter(previous)
+        hf.train(was_training)
