@@ -1116,7 +1116,7 @@ def _exact_topk(
         b = qb.shape[0]
         slack = margins[q0 : q0 + b]
         width = max(1024, _BLOCK_ENTRIES // b)
-        thr = np.full(b, -np.inf)
+        thr = np.full(b, -np.inf, dtype=np.float32)
         cand_idx: list[list[NDArray[np.intp]]] = [[] for _ in range(b)]
         cand_sc: list[list[NDArray[np.float32]]] = [[] for _ in range(b)]
         counts = np.zeros(b, dtype=np.intp)
@@ -1127,7 +1127,7 @@ def _exact_topk(
                 scores[:, ~mask[d0 : d0 + width]] = -np.inf
             c = scores.shape[1]
             if d0 == 0 and c > kk:
-                thr = np.partition(scores, c - kk, axis=1)[:, c - kk] - slack
+                thr = _down32(np.partition(scores, c - kk, axis=1)[:, c - kk] - slack)
             r, col = np.nonzero(scores >= thr[:, None])
             bounds = np.searchsorted(r, np.arange(b + 1))
             for j in np.flatnonzero(np.diff(bounds)):
@@ -1139,7 +1139,7 @@ def _exact_topk(
                 idx = np.concatenate(cand_idx[j])
                 sc = np.concatenate(cand_sc[j])
                 kth = np.partition(sc, sc.size - kk)[sc.size - kk]
-                thr[j] = max(thr[j], kth - slack[j])
+                thr[j] = max(thr[j], _down32(kth - slack[j]))
                 keep = sc >= thr[j]
                 cand_idx[j], cand_sc[j] = [idx[keep]], [sc[keep]]
                 counts[j] = int(keep.sum())
@@ -1151,6 +1151,16 @@ def _exact_topk(
             best = top_k(sc, k, tiebreak=idx)
             out.append((idx[best], sc[best]))
     return out
+
+
+def _down32(value: Any) -> Any:
+    """``value`` as float32, rounded towards -inf (a threshold that never rises by rounding).
+
+    Comparing float32 scores with a float32 threshold avoids a float64 copy of every
+    score block; rounding down keeps every row the float64 threshold keeps.
+    """
+    low = np.asarray(value, dtype=np.float32)
+    return np.where(low > value, np.nextafter(low, np.float32(-np.inf)), low)
 
 
 def _normalize(matrix: NDArray[np.float32]) -> NDArray[np.float32]:
