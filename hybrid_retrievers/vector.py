@@ -2,7 +2,7 @@
 
 Documents are rows of a C-contiguous ``(n, d)`` float32 matrix. A search multiplies the
 query (or a block of queries) by the matrix in chunks that bound the score buffer, keeps
-each chunk's best candidates with ``np.partition`` and sorts only the final ``k``
+the rows above each query's running k-th-best threshold and sorts only the final ``k``
 (`hybrid_retrievers.selection.top_k`, ties to the earlier document). With
 ``metric="cosine"`` vectors are L2-normalised on the way in, so the score is the cosine
 similarity; with ``metric="dot"`` they are kept as given and the score is the inner
