@@ -39,7 +39,7 @@ __all__ = ["BACKENDS", "default_cache_dir", "install_onnx_backend"]
 BACKENDS = ("torch", "onnx", "onnx-int8")
 """Valid ``backend`` values: PyTorch, ONNX Runtime (float32), ONNX Runtime with int8 weights."""
 
-_EXPORT_VERSION = "1"  # bump when the export recipe changes: old cache entries are not reused
+_EXPORT_VERSION = "3"  # bump when the export recipe changes: old cache entries are not reused
 _OPSET = 18
 
 
@@ -166,8 +166,12 @@ def _export(hf: Any, module: Any, inputs: list[str], output: str, entry: Path,
             level = root.level
             root.setLevel(logging.ERROR)  # its "consider pre-processing" advice is for CNNs
             try:
-                quantize_dynamic(source, tmp / "model_int8.onnx",
-                                 weight_type=QuantType.QInt8, per_channel=True)
+                # Weights per output channel; the feed-forward output projections stay
+                # float32: quantizing them too cost 0.0042 nDCG@10 on Cranfield instead
+                # of 0.0035 (their inputs, after GELU, have the widest range).
+                quantize_dynamic(source, tmp / "model_int8.onnx", weight_type=QuantType.QInt8,
+                                 per_channel=True,
+                                 nodes_to_exclude=_feed_forward_outputs(source, hf.config))
             finally:
                 root.setLevel(level)
         entry.mkdir(exist_ok=True)
@@ -177,6 +181,23 @@ def _export(hf: Any, module: Any, inputs: list[str], output: str, entry: Path,
                 os.replace(file, entry / file.name)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _feed_forward_outputs(path: Path, config: Any) -> list[str]:
+    """Names of the MatMuls projecting the feed-forward width back to the hidden size.
+
+    Found by shape, not by name (exporters name nodes differently): the constant
+    weight is ``(intermediate_size, hidden_size)``.
+    """
+    import onnx
+
+    wide, hidden = getattr(config, "intermediate_size", None), getattr(config, "hidden_size", None)
+    if not wide or not hidden or wide == hidden:
+        return []
+    graph = onnx.load(str(path), load_external_data=False).graph
+    shapes = {t.name: tuple(t.dims) for t in graph.initializer}
+    return [n.name for n in graph.node if n.op_type == "MatMul" and len(n.input) == 2
+            and shapes.get(n.input[1]) == (wide, hidden)]
 
 
 def _torch_export(torch: Any, hf: Any, module: Any, inputs: list[str], output: str,
