@@ -54,7 +54,7 @@ def demo(args: argparse.Namespace) -> int:
              "cross-encoder/ms-marco-MiniLM-L-6-v2 (or a local path) to add hybrid + rerank.")
 
     _say(f"Evaluating on the {len([q for q in ds.queries if ds.qrels.get(q)])} judged queries ...")
-    report = evaluate(retrievers, ds, k=100, show_progress=True)
+    report = evaluate(retrievers, ds, k=100, show_progress=True, batch=False)
     _say(report.to_markdown())
     _say("mean/p95 ms: wall time per query, one query at a time after a warm-up query, "
          "measured the same way for every row (in one worker thread"
