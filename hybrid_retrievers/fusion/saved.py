@@ -23,7 +23,7 @@ from typing import Any
 
 from ..persistence import IndexFormatError, IndexReader, IndexWriter, atomic_index_dir, read_index
 
-__all__ = ["CHILD_KINDS", "SavedChild", "save_fusion", "read_fusion"]
+__all__ = ["CHILD_KINDS", "SavedChild", "child_kind", "save_fusion", "read_fusion"]
 
 FORMAT_VERSION = 1
 CHILD_KINDS = ("bm25", "vector", "fusion")
@@ -32,6 +32,26 @@ _CHILD_DIR = re.compile(r"child_\d+")
 SavedChild = tuple[str, Callable[[Path], None], Mapping[str, Any]]
 """``(kind, save(folder), settings)`` for one child."""
 
+
+
+def child_kind(position: int, child: Any, classes: Mapping[str, type], verb: str) -> str:
+    """The saved kind of a fusion's child, looked up by its adapter class in ``classes``.
+
+    Both frameworks' adapters call this with their own ``{"bm25": BM25Retriever, ...}``,
+    so they accept and refuse the same children with the same message.
+
+    Raises:
+        TypeError: naming the child, for a class not in ``classes``.
+    """
+    for kind, cls in classes.items():
+        if isinstance(child, cls):
+            return kind
+    names = [cls.__name__ for cls in classes.values()]
+    raise TypeError(
+        f"cannot {verb} child {position} ({type(child).__name__}): a fusion {verb}s only "
+        f"{', '.join(names[:-1])} and {names[-1]} (HybridRetriever too) children; persist "
+        "that retriever with its own tools and rebuild the fusion on load"
+    )
 
 def save_fusion(
     path: str | os.PathLike[str],

@@ -11,7 +11,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from hybrid_retrievers.fusion.saved import read_fusion, save_fusion
+from hybrid_retrievers.fusion.saved import child_kind, read_fusion, save_fusion
 from hybrid_retrievers.persistence import IndexFormatError, current_files
 
 from .dense import DenseRetriever
@@ -25,18 +25,8 @@ def save_fusion_retriever(retriever: Any, folder_path: str | os.PathLike[str]) -
 
     children = []
     for i, child in enumerate(retriever.retrievers):
-        if isinstance(child, BM25Retriever):
-            kind = "bm25"
-        elif isinstance(child, DenseRetriever):
-            kind = "vector"
-        elif isinstance(child, FusionRetriever):
-            kind = "fusion"
-        else:
-            raise TypeError(
-                f"cannot save child {i} ({type(child).__name__}): only BM25Retriever, "
-                "DenseRetriever and FusionRetriever/HybridRetriever children can be saved; "
-                "persist that retriever with its own tools and rebuild the fusion on load"
-            )
+        kind = child_kind(i, child, {"bm25": BM25Retriever, "vector": DenseRetriever,
+                                     "fusion": FusionRetriever}, "save")
         children.append((kind, child.save_local, {"k": child.k}))
     weights = retriever.weights
     settings = {

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from hybrid_retrievers.fusion.saved import read_fusion, save_fusion
+from hybrid_retrievers.fusion.saved import child_kind, read_fusion, save_fusion
 
 from .dense import DenseRetriever
 from .retrievers import BM25Retriever
@@ -23,18 +23,8 @@ def persist_fusion_retriever(retriever: Any, persist_dir: str | os.PathLike[str]
 
     children = []
     for i, child in enumerate(retriever.retrievers):
-        if isinstance(child, BM25Retriever):
-            kind = "bm25"
-        elif isinstance(child, DenseRetriever):
-            kind = "vector"
-        elif isinstance(child, FusionRetriever):
-            kind = "fusion"
-        else:
-            raise TypeError(
-                f"cannot persist child {i} ({type(child).__name__}): only BM25Retriever, "
-                "DenseRetriever and FusionRetriever/HybridRetriever children can be persisted; "
-                "persist that retriever with its own tools and rebuild the fusion on load"
-            )
+        kind = child_kind(i, child, {"bm25": BM25Retriever, "vector": DenseRetriever,
+                                     "fusion": FusionRetriever}, "persist")
         # BM25/dense persist wraps the core index (in "index/") with the node fields;
         # "index_dir" lets the LangChain adapter load the core index alone.
         extra = {"k": child.similarity_top_k}
