@@ -379,19 +379,10 @@ def _batch_caller(retriever: Any) -> Callable[[list[str], int], list[Ranking]] |
     if "langchain_core" in kinds:
         if not callable(getattr(retriever, "batch", None)):
             return None
-        takes_k = True
+        batch = _k_or_without(retriever.batch)
 
         def lc_batch(queries: list[str], k: int) -> list[Ranking]:
-            nonlocal takes_k
-            if takes_k:
-                try:
-                    results = retriever.batch(queries, k=k)
-                except TypeError:
-                    takes_k = False
-                    results = retriever.batch(queries)
-            else:
-                results = retriever.batch(queries)
-            return [_langchain_ranking(docs, k) for docs in results]
+            return [_langchain_ranking(docs, k) for docs in batch(queries, k)]
         return lc_batch
     if "llama_index" in kinds:
         return None  # BaseRetriever has no batch retrieval
@@ -404,19 +395,26 @@ def _batch_caller(retriever: Any) -> Callable[[list[str], int], list[Ranking]] |
 
 
 def _langchain_caller(retriever: Any) -> Callable[[str, int], Ranking]:
-    takes_k = True
+    invoke = _k_or_without(retriever.invoke)
 
     def call(query: str, k: int) -> Ranking:
+        return _langchain_ranking(invoke(query, k), k)
+
+    return call
+
+
+def _k_or_without(method: Callable[..., Any]) -> Callable[[Any, int], Any]:
+    """``method(arg, k=k)``; once that raises TypeError (no ``k``), ``method(arg)`` from then on."""
+    takes_k = True
+
+    def call(arg: Any, k: int) -> Any:
         nonlocal takes_k
         if takes_k:
             try:
-                docs = retriever.invoke(query, k=k)
+                return method(arg, k=k)
             except TypeError:
                 takes_k = False
-                docs = retriever.invoke(query)
-        else:
-            docs = retriever.invoke(query)
-        return _langchain_ranking(docs, k)
+        return method(arg)
 
     return call
 
