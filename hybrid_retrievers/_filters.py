@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from ._validation import check_filter_values
+from .validation import check_filter_values
 from .types import Doc
 
 __all__ = ["filter_key", "equality_mask", "cached_equality_mask", "MAX_CACHED_MASKS"]

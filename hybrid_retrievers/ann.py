@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from ._optional import require
+from .optional import require
 
 __all__ = ["HNSWConfig", "FaissHNSW"]
 

@@ -24,10 +24,10 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from ._docs import check_docs, check_new_ids, make_docs
+from .documents import check_docs, check_new_ids, make_docs
 from ._filters import cached_equality_mask
-from ._validation import check_k, check_queries, check_query
-from ._validation import check_id_list
+from .validation import check_k, check_queries, check_query
+from .validation import check_id_list
 from .collection_stats import CollectionStats
 from .explanation import Explanation, TermContribution
 from ._integrity import check_offsets, check_postings, check_unique_ids

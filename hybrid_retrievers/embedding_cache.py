@@ -29,8 +29,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from ._optional import require
-from ._docs import check_unicode
+from .optional import require
+from .documents import check_unicode
 from .persistence import IndexFormatError, IndexReader, IndexWriter, atomic_index_dir, read_index
 
 __all__ = ["EmbeddingCache", "embed_texts", "embedder_identity", "text_key"]

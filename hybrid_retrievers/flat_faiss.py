@@ -23,7 +23,7 @@ from collections.abc import Callable
 import numpy as np
 from numpy.typing import NDArray
 
-from ._optional import require
+from .optional import require
 from .selection import top_k
 
 __all__ = ["faiss_flat_topk"]

@@ -46,14 +46,14 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from ._timeout import (
+from .timeout import (
     DEFAULT_LLM_TIMEOUT,
     LLMTimeoutError,
     acall_with_timeout,
     check_timeout,
     start_daemon_call,
 )
-from ._validation import check_k, check_query
+from .validation import check_k, check_query
 from .types import Hit, MetadataFilter
 
 __all__ = [
@@ -500,7 +500,7 @@ class HyDESearcher:
         self._expand = expand
         self._repeats = check_k(query_repeats, "query_repeats")
         self._fetch_k = None if fetch_k is None else check_k(fetch_k, "fetch_k")
-        from .fusion._common import check_k_rrf
+        from .validation import check_k_rrf
 
         self._k_rrf = check_k_rrf(k_rrf, "k_rrf")
 

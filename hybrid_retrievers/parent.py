@@ -50,9 +50,8 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Protocol, runtime_checkable
 
-from ._docs import check_docs, make_docs
-from ._validation import check_k, check_query
-from ._validation import check_id_list
+from .documents import check_docs, make_docs
+from .validation import check_id_list, check_k, check_merge_threshold, check_query
 from .persistence import IndexFormatError, IndexReader, IndexWriter, atomic_index_dir, read_index
 from .splitting import PARENT_ID_KEY, SentenceSplitter, split_parents
 from .types import Doc, Hit, MetadataFilter
@@ -340,7 +339,7 @@ class ParentChildSearcher:
         self._k = check_k(k, "k")
         self._fetch_k = None if fetch_k is None else check_k(fetch_k, "fetch_k")
         self._splitter = SentenceSplitter() if splitter is None else splitter
-        self._merge = _check_threshold(merge_threshold)
+        self._merge = check_merge_threshold(merge_threshold)
         self._lock = threading.RLock()
         # parent id -> child ids; replaced (never modified) by edits, so a search can
         # read it without a lock.
@@ -547,7 +546,7 @@ class ParentChildSearcher:
         check_query(query)
         top = self._k if k is None else check_k(k, "k")
         n = self._fetch_for(top, fetch_k)
-        threshold = self._merge if merge_threshold is None else _check_threshold(merge_threshold)
+        threshold = self._merge if merge_threshold is None else check_merge_threshold(merge_threshold)
         children_of = self._children  # one version for this search; never modified
         # The parents as they were before the child search: a parent deleted while it
         # ran is still found (the child index snapshot may predate the delete).
@@ -751,16 +750,3 @@ def _child_entry(rank: int, hit: Hit) -> dict[str, Any]:
     return entry
 
 
-def _check_threshold(value: Any) -> float | None:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise TypeError(
-            f"merge_threshold must be a float in (0, 1] or None, got {type(value).__name__}"
-        )
-    if not 0.0 < float(value) <= 1.0:
-        raise ValueError(
-            f"merge_threshold must be in (0, 1] (the fraction of a parent's children that "
-            f"must match), got {value}; use None to always return parents"
-        )
-    return float(value)

@@ -807,7 +807,7 @@ class IndexReader:
 
     def docs(self, name: str) -> Iterator[Doc]:
         """Yield the documents of ``name.jsonl``; errors name the file and line."""
-        from ._docs import check_unicode
+        from .documents import check_unicode
 
         path = self.directory / f"{name}.jsonl"
         data = self._checked_bytes(path.name)

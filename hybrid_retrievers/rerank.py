@@ -60,14 +60,14 @@ from typing import Any, Union
 
 import numpy as np
 
-from ._timeout import (
+from .timeout import (
     DEFAULT_LLM_TIMEOUT,
     LLMTimeoutError,
     acall_with_timeout,
     call_with_timeout,
     check_timeout,
 )
-from ._validation import check_k, check_query, check_scores
+from .validation import check_k, check_query, check_scores, check_threshold
 from .types import Doc, Hit, PairScorer
 
 __all__ = [
@@ -132,19 +132,6 @@ def _provenance(item: _Item, score: float, extra: Mapping[str, Any]) -> dict[str
     return {RERANK_KEY: info}
 
 
-def _check_threshold(value: Any, name: str = "score_threshold") -> float | None:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
-        raise TypeError(
-            f"{name} must be a number or None, got {type(value).__name__}: {value!r:.80}"
-        )
-    value = float(value)
-    if not math.isfinite(value):
-        raise ValueError(f"{name} must be finite, got {value}; use None for no threshold")
-    return value
-
-
 def _model_name(obj: Any) -> str:
     # Plain attributes only: a "model" property may load the model.
     for attr in ("model_id", "model_name"):
@@ -199,7 +186,7 @@ class Reranker:
             )
         self.scorer = scorer
         self.top_n = check_k(top_n, name="top_n")
-        self.score_threshold = _check_threshold(score_threshold)
+        self.score_threshold = check_threshold(score_threshold)
 
     @classmethod
     def cross_encoder(
@@ -254,7 +241,7 @@ class Reranker:
         items = _candidates(docs)
         top_n = self.top_n if top_n is None else check_k(top_n, name="top_n")
         threshold = (self.score_threshold if score_threshold is None
-                     else _check_threshold(score_threshold))
+                     else check_threshold(score_threshold))
         if not items:
             return []
         scores = self._score(query, items)

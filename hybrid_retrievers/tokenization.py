@@ -315,7 +315,7 @@ class _JiebaSegmenter:
     """
 
     def __init__(self) -> None:
-        from ._optional import require
+        from .optional import require
 
         jieba = require("jieba", extra="cjk", feature="Analyzer(tokenizer='jieba')")
         self._tokenizer = jieba.Tokenizer()

@@ -31,11 +31,11 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from ._validation import check_k, check_queries, check_query
-from ._validation import check_id_list
+from .validation import check_k, check_queries, check_query
+from .validation import check_id_list
 from .ann import FaissHNSW, HNSWConfig
-from ._docs import check_docs, check_new_ids, make_docs
-from ._docs import check_texts_argument
+from .documents import check_docs, check_new_ids, make_docs
+from .documents import check_texts_argument
 from ._filters import cached_equality_mask
 from .embedding_cache import (
     DEFAULT_CHUNK,
@@ -411,7 +411,7 @@ class VectorIndex:
             config = HNSWConfig(**params)
         if not isinstance(config, HNSWConfig):
             raise TypeError(f"config must be an HNSWConfig, got {type(config).__name__}")
-        from ._optional import require
+        from .optional import require
 
         require("faiss", extra="ann", feature="approximate vector search")
         with self._lock:
@@ -441,7 +441,7 @@ class VectorIndex:
         Filtered searches and approximate (HNSW) searches are unaffected. Returns
         ``self``; not saved with the index (it is a choice of kernel, not data).
         """
-        from ._optional import require
+        from .optional import require
 
         require("faiss", extra="ann", feature="the faiss flat backend")
         self._flat_faiss = True

@@ -147,7 +147,7 @@ def _quiet_transformers() -> None:
 
 def dense_available(model: str | None) -> str | None:
     """Why dense retrieval cannot run here, or None when it can."""
-    from .._optional import is_available
+    from ..optional import is_available
     from ..models import local_minilm_path
 
     if not is_available("sentence_transformers"):

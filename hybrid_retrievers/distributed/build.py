@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from .._optional import require
+from ..optional import require
 from ..collection_stats import CollectionStats
 from ..embedding_cache import EmbeddingCache, embed_texts, embedder_identity, text_key
 from ..tokenization import Analyzer

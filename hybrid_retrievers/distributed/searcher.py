@@ -35,9 +35,9 @@ from typing import Any
 
 import numpy as np
 
-from .._docs import check_docs, make_docs
-from .._optional import require
-from .._validation import check_k, check_query
+from ..documents import check_docs, make_docs
+from ..optional import require
+from ..validation import check_k, check_query
 from ..collection_stats import CollectionStats, StatsDelta
 from ..embedding_cache import EmbeddingCache, embed_texts, embedder_identity
 from ..types import Doc, Hit, MetadataFilter

@@ -147,7 +147,7 @@ class EvaluationReport:
 
     def plot(self, path: str | Path | None = None, *, cutoffs: Sequence[int] = (1, 3, 5, 10, 20, 50, 100)) -> Any:
         """Metric bars per retriever and recall@k curves (matplotlib); saved when ``path`` is given."""
-        from .._optional import require
+        from ..optional import require
 
         require("matplotlib", extra="plot", feature="EvaluationReport.plot")
         import matplotlib
@@ -223,7 +223,7 @@ def evaluate(
             run would otherwise score 0.0 silently. Checked on the warm-up query first,
             so a mismatch fails at once.
     """
-    from .._validation import check_k
+    from ..validation import check_k
 
     k = check_k(k)
     batch_size = check_k(batch_size, name="batch_size")

@@ -18,14 +18,18 @@ from numbers import Real
 from typing import Any, TypeVar
 
 from ..types import Hit
+from ..validation import (  # noqa: F401 (used by the fusion modes)
+    check_count,
+    check_k_rrf,
+    check_names,
+    check_weights,
+    parse_enum,
+)
 
 __all__ = [
     "Dedup",
     "normalized_text_hash",
 ]
-
-E = TypeVar("E", bound=Enum)
-
 
 class Dedup(str, Enum):
     """How fusion decides that two hits are the same document.
@@ -41,23 +45,6 @@ class Dedup(str, Enum):
     CONTENT = "content"
 
 
-def parse_enum(cls: type[E], value: Any, name: str) -> E:
-    """``value`` as a member of ``cls`` (a member or its string value), else a clear error.
-
-    The valid choices in the message are generated from the enum, never hand-written.
-    """
-    if isinstance(value, cls):
-        return value
-    choices = [m.value for m in cls]
-    if not isinstance(value, str):
-        raise TypeError(f"{name} must be one of {choices} (a str), got {type(value).__name__}: "
-                        f"{value!r:.80}")
-    try:
-        return cls(value.lower())
-    except ValueError:
-        raise ValueError(f"{name} must be one of {choices}, got {value!r}") from None
-
-
 def normalized_text_hash(text: str) -> str:
     """blake2b of ``text`` casefolded with whitespace collapsed: the content-dedup key.
 
@@ -70,11 +57,6 @@ def normalized_text_hash(text: str) -> str:
 
 
 # ---------------------------------------------------------------------- checks
-
-
-def check_count(value: Any, name: str) -> None:
-    if not isinstance(value, Sequence) or isinstance(value, (str, bytes, Mapping)):
-        raise TypeError(f"{name} must be a list, got {type(value).__name__}")
 
 
 def check_rankings(rankings: Any) -> list[Sequence[Hit]]:
@@ -99,69 +81,6 @@ def check_rankings(rankings: Any) -> list[Sequence[Hit]]:
                 )
         out.append(ranking)
     return out
-
-
-def check_weights(weights: Any, n: int, name: str = "weights") -> tuple[float, ...]:
-    """``n`` finite non-negative weights, at least one positive; ``None`` means all 1."""
-    if weights is None:
-        return (1.0,) * n
-    if isinstance(weights, (str, bytes, Mapping)) or not hasattr(weights, "__len__") \
-            or not hasattr(weights, "__iter__"):
-        raise TypeError(
-            f"{name} must be a list of {n} numbers (one per source), got "
-            f"{type(weights).__name__}: {weights!r:.80}"
-        )
-    values = list(weights)
-    if len(values) != n:
-        raise ValueError(
-            f"{name} must have one weight per source: expected {n}, got {len(values)} "
-            f"({values!r:.80})"
-        )
-    out = []
-    for i, w in enumerate(values):
-        if isinstance(w, bool) or not isinstance(w, Real):
-            raise TypeError(f"{name}[{i}] must be a number, got {type(w).__name__}: {w!r:.80}")
-        w = float(w)
-        if not math.isfinite(w) or w < 0:
-            raise ValueError(
-                f"{name}[{i}] must be a finite number >= 0, got {w!r}; use 0 to switch a "
-                "source off"
-            )
-        out.append(w)
-    if not any(out):
-        raise ValueError(f"{name} must have at least one weight > 0, got {out!r}")
-    return tuple(out)
-
-
-def check_names(names: Any, n: int) -> tuple[Any, ...]:
-    """Unique non-empty str names, one per source; ``None`` means the source indices."""
-    if names is None:
-        return tuple(range(n))
-    check_count(names, "names")
-    values = list(names)
-    if len(values) != n:
-        raise ValueError(f"names must have one name per source: expected {n}, got {len(values)}")
-    for i, v in enumerate(values):
-        if not isinstance(v, str) or not v:
-            raise TypeError(f"names[{i}] must be a non-empty str, got {type(v).__name__}: {v!r}")
-    dupes = sorted({v for v in values if values.count(v) > 1})
-    if dupes:
-        raise ValueError(f"names must be unique, got {dupes} more than once")
-    return tuple(values)
-
-
-def check_k_rrf(k: Any, name: str = "k") -> float:
-    """The RRF constant: a finite number > 0."""
-    if isinstance(k, bool) or not isinstance(k, Real):
-        raise TypeError(f"{name} (the RRF constant) must be a number > 0, got "
-                        f"{type(k).__name__}: {k!r:.80}")
-    value = float(k)
-    if not math.isfinite(value) or value <= 0:
-        raise ValueError(
-            f"{name} (the RRF constant) must be a finite number > 0, got {k!r}; 60 is the "
-            "value of Cormack et al. (2009)"
-        )
-    return value
 
 
 # ---------------------------------------------------------------------- gathering
@@ -276,6 +195,6 @@ def emit(
 def check_limit(limit: Any) -> int | None:
     if limit is None:
         return None
-    from .._validation import check_k
+    from ..validation import check_k
 
     return check_k(limit, name="limit")

@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, TypeVar
 
-from .._validation import check_k, check_queries, check_query
+from ..validation import check_k, check_queries, check_query
 from ..types import Doc, Hit, MetadataFilter
 from ._common import Dedup, check_k_rrf, check_names, check_weights, parse_enum
 from .modes import FusionMode, _fuse

@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from .._optional import require
+from ..optional import require
 
 __all__ = ["BACKENDS", "default_cache_dir", "install_onnx_backend"]
 

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from .._optional import require
+from ..optional import require
 from .onnx_backend import check_backend, install_onnx_backend
 
 __all__ = ["SentenceTransformerEmbedder"]

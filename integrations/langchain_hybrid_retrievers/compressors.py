@@ -45,8 +45,8 @@ from langchain_core.runnables import Runnable
 from pydantic import ConfigDict, PrivateAttr, field_validator, model_validator
 
 from hybrid_retrievers import Doc, Hit
-from hybrid_retrievers._timeout import DEFAULT_LLM_TIMEOUT
-from hybrid_retrievers._validation import check_k
+from hybrid_retrievers.timeout import DEFAULT_LLM_TIMEOUT
+from hybrid_retrievers.validation import check_k
 from hybrid_retrievers.models.cross_encoder import DEFAULT_CROSS_ENCODER
 from hybrid_retrievers.rerank import (
     DEFAULT_LLM_RERANK_PROMPT,

@@ -22,7 +22,7 @@ from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 from pydantic import ConfigDict, field_validator
 
-from hybrid_retrievers._validation import check_k, check_query
+from hybrid_retrievers.validation import check_k, check_query
 from hybrid_retrievers.embedding_cache import DEFAULT_CHUNK, EmbeddingCache
 from hybrid_retrievers.vector import VectorIndex
 

@@ -33,10 +33,16 @@ from langchain_core.runnables.config import ContextThreadPoolExecutor, patch_con
 from pydantic import ConfigDict, field_validator, model_validator
 
 from hybrid_retrievers import Analyzer
-from hybrid_retrievers._validation import check_k, check_query
+from hybrid_retrievers.validation import (
+    check_k,
+    check_k_rrf,
+    check_names,
+    check_query,
+    check_weights,
+    parse_enum,
+)
 from hybrid_retrievers.embedding_cache import DEFAULT_CHUNK, EmbeddingCache
 from hybrid_retrievers.fusion import DEFAULT_K_RRF, Dedup, FusionMode, default_fetch_k, fuse
-from hybrid_retrievers.fusion._common import check_k_rrf, check_names, check_weights, parse_enum
 from hybrid_retrievers.types import Hit
 
 from ._base import StrictRetriever, accepts_k, current_config

@@ -21,8 +21,8 @@ from langchain_core.messages import BaseMessage
 from langchain_core.runnables import Runnable
 from pydantic import ConfigDict, field_validator
 
-from hybrid_retrievers._timeout import DEFAULT_LLM_TIMEOUT
-from hybrid_retrievers._validation import check_k
+from hybrid_retrievers.timeout import DEFAULT_LLM_TIMEOUT
+from hybrid_retrievers.validation import check_k
 from hybrid_retrievers.bm25 import BM25Index
 from hybrid_retrievers.hyde import HyDE, HyDESearcher
 from hybrid_retrievers.types import Hit

@@ -24,8 +24,8 @@ from langchain_core.vectorstores import VectorStore, VectorStoreRetriever
 from pydantic import ConfigDict, field_validator
 
 from hybrid_retrievers import Doc
-from hybrid_retrievers._docs import make_docs
-from hybrid_retrievers._validation import check_k
+from hybrid_retrievers.documents import make_docs
+from hybrid_retrievers.validation import check_k
 from hybrid_retrievers.parent import ParentChildSearcher, ParentStore, default_child_index
 from hybrid_retrievers.ids import content_id
 from hybrid_retrievers.splitting import (

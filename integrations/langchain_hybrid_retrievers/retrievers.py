@@ -21,7 +21,7 @@ from langchain_core.documents import Document
 from pydantic import ConfigDict, field_validator
 
 from hybrid_retrievers import Analyzer, BM25Index, Doc
-from hybrid_retrievers._validation import check_k
+from hybrid_retrievers.validation import check_k
 
 from ._base import StrictRetriever
 from ._convert import check_score_key, copy_metadatas, documents_to_columns, hit_to_document

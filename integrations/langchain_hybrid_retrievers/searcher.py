@@ -23,7 +23,7 @@ from langchain_core.retrievers import BaseRetriever
 from pydantic import ConfigDict, field_validator
 
 from hybrid_retrievers import Doc
-from hybrid_retrievers._validation import check_k
+from hybrid_retrievers.validation import check_k
 
 from ._convert import check_score_key, hit_to_document
 

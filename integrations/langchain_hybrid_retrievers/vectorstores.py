@@ -20,7 +20,7 @@ from langchain_core.documents import Document
 from langchain_core.vectorstores import VectorStore, VectorStoreRetriever
 from pydantic import Field, field_validator
 
-from hybrid_retrievers._validation import check_k
+from hybrid_retrievers.validation import check_k
 
 from ._base import StrictRetriever
 from ._convert import copy_metadata

@@ -12,7 +12,7 @@ from llama_index.core.callbacks import CallbackManager
 from llama_index.core.schema import BaseNode
 from llama_index.core.vector_stores.types import MetadataFilters
 
-from hybrid_retrievers._validation import check_k
+from hybrid_retrievers.validation import check_k
 from hybrid_retrievers.types import MetadataFilter
 
 from ._query import QueryChecked

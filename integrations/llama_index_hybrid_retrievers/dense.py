@@ -23,7 +23,7 @@ from llama_index.core.storage.docstore.types import BaseDocumentStore
 from llama_index.core.vector_stores.types import MetadataFilters
 from numpy.typing import NDArray
 
-from hybrid_retrievers._validation import check_query
+from hybrid_retrievers.validation import check_query
 from hybrid_retrievers.embedding_cache import DEFAULT_CHUNK, EmbeddingCache
 from hybrid_retrievers.types import Hit, MetadataFilter
 from hybrid_retrievers.vector import VectorIndex

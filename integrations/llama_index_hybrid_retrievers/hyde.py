@@ -15,7 +15,7 @@ from llama_index.core.llms import LLM
 from llama_index.core.schema import BaseNode, NodeWithScore, QueryBundle
 from llama_index.core.vector_stores.types import MetadataFilters
 
-from hybrid_retrievers._timeout import DEFAULT_LLM_TIMEOUT
+from hybrid_retrievers.timeout import DEFAULT_LLM_TIMEOUT
 from hybrid_retrievers.bm25 import BM25Index
 from hybrid_retrievers.hyde import HyDE, HyDEResult, HyDESearcher
 from hybrid_retrievers.types import MetadataFilter

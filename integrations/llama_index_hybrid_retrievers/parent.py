@@ -19,7 +19,7 @@ from llama_index.core.callbacks.base import CallbackManager
 from llama_index.core.schema import BaseNode, NodeWithScore, QueryBundle
 from llama_index.core.vector_stores.types import MetadataFilters
 
-from hybrid_retrievers._validation import check_k
+from hybrid_retrievers.validation import check_k
 from hybrid_retrievers.parent import ParentChildSearcher, ParentStore, ParentStoreLike
 from hybrid_retrievers.splitting import SentenceSplitter
 from hybrid_retrievers.types import MetadataFilter
@@ -83,9 +83,9 @@ class ParentDocumentRetriever(QueryChecked, BaseRetriever):
         self._merge = merge_threshold
         if merge_threshold is not None:
             # Validate now, not at the first query.
-            from hybrid_retrievers.parent import _check_threshold
+            from hybrid_retrievers.validation import check_merge_threshold
 
-            self._merge = _check_threshold(merge_threshold)
+            self._merge = check_merge_threshold(merge_threshold)
         self._filter = filter
         self._core_filter = to_core_filter(filter)
         self._nodes = nodes if isinstance(nodes, NodeCache) else NodeCache(nodes or ())

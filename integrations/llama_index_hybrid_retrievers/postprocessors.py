@@ -42,8 +42,8 @@ from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.schema import MetadataMode, NodeWithScore, QueryBundle
 
 from hybrid_retrievers import Doc, Hit
-from hybrid_retrievers._timeout import DEFAULT_LLM_TIMEOUT
-from hybrid_retrievers._validation import check_k
+from hybrid_retrievers.timeout import DEFAULT_LLM_TIMEOUT
+from hybrid_retrievers.validation import check_k
 from hybrid_retrievers.models.cross_encoder import DEFAULT_CROSS_ENCODER
 from hybrid_retrievers.rerank import DEFAULT_LLM_RERANK_PROMPT, RERANK_KEY
 from hybrid_retrievers.rerank import LLMReranker as CoreLLMReranker

@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from enum import Enum
+from numbers import Real
+from typing import TYPE_CHECKING, Any, TypeVar
 
-if TYPE_CHECKING:
-    import numpy as np
+import numpy as np
 
-__all__ = ["check_filter_values", "check_id_list", "check_k", "check_queries", "check_query",
-           "check_scores"]
+__all__ = ["check_count", "check_filter_values", "check_id_list", "check_k", "check_k_rrf",
+           "check_merge_threshold", "check_names", "check_queries", "check_query", "check_scores",
+           "check_threshold", "check_weights", "parse_enum"]
+
+E = TypeVar("E", bound=Enum)
 
 
 def check_k(k: Any, name: str = "k") -> int:
@@ -23,10 +28,6 @@ def check_k(k: Any, name: str = "k") -> int:
 
 
 def _is_integer_like(value: Any) -> bool:
-    try:
-        import numpy as np
-    except ImportError:  # pragma: no cover - numpy is a core dependency
-        return False
     return isinstance(value, np.integer)
 
 
@@ -141,3 +142,118 @@ def check_scores(raw: Any, n: int, source: str) -> np.ndarray:
             "return one score per pair"
         )
     return scores
+
+
+def parse_enum(cls: type[E], value: Any, name: str) -> E:
+    """``value`` as a member of ``cls`` (a member or its string value), else a clear error.
+
+    The valid choices in the message are generated from the enum, never hand-written.
+    """
+    if isinstance(value, cls):
+        return value
+    choices = [m.value for m in cls]
+    if not isinstance(value, str):
+        raise TypeError(f"{name} must be one of {choices} (a str), got {type(value).__name__}: "
+                        f"{value!r:.80}")
+    try:
+        return cls(value.lower())
+    except ValueError:
+        raise ValueError(f"{name} must be one of {choices}, got {value!r}") from None
+
+
+def check_count(value: Any, name: str) -> None:
+    if not isinstance(value, Sequence) or isinstance(value, (str, bytes, Mapping)):
+        raise TypeError(f"{name} must be a list, got {type(value).__name__}")
+
+
+def check_weights(weights: Any, n: int, name: str = "weights") -> tuple[float, ...]:
+    """``n`` finite non-negative weights, at least one positive; ``None`` means all 1."""
+    if weights is None:
+        return (1.0,) * n
+    if isinstance(weights, (str, bytes, Mapping)) or not hasattr(weights, "__len__") \
+            or not hasattr(weights, "__iter__"):
+        raise TypeError(
+            f"{name} must be a list of {n} numbers (one per source), got "
+            f"{type(weights).__name__}: {weights!r:.80}"
+        )
+    values = list(weights)
+    if len(values) != n:
+        raise ValueError(
+            f"{name} must have one weight per source: expected {n}, got {len(values)} "
+            f"({values!r:.80})"
+        )
+    out = []
+    for i, w in enumerate(values):
+        if isinstance(w, bool) or not isinstance(w, Real):
+            raise TypeError(f"{name}[{i}] must be a number, got {type(w).__name__}: {w!r:.80}")
+        w = float(w)
+        if not math.isfinite(w) or w < 0:
+            raise ValueError(
+                f"{name}[{i}] must be a finite number >= 0, got {w!r}; use 0 to switch a "
+                "source off"
+            )
+        out.append(w)
+    if not any(out):
+        raise ValueError(f"{name} must have at least one weight > 0, got {out!r}")
+    return tuple(out)
+
+
+def check_names(names: Any, n: int) -> tuple[Any, ...]:
+    """Unique non-empty str names, one per source; ``None`` means the source indices."""
+    if names is None:
+        return tuple(range(n))
+    check_count(names, "names")
+    values = list(names)
+    if len(values) != n:
+        raise ValueError(f"names must have one name per source: expected {n}, got {len(values)}")
+    for i, v in enumerate(values):
+        if not isinstance(v, str) or not v:
+            raise TypeError(f"names[{i}] must be a non-empty str, got {type(v).__name__}: {v!r}")
+    dupes = sorted({v for v in values if values.count(v) > 1})
+    if dupes:
+        raise ValueError(f"names must be unique, got {dupes} more than once")
+    return tuple(values)
+
+
+def check_k_rrf(k: Any, name: str = "k") -> float:
+    """The RRF constant: a finite number > 0."""
+    if isinstance(k, bool) or not isinstance(k, Real):
+        raise TypeError(f"{name} (the RRF constant) must be a number > 0, got "
+                        f"{type(k).__name__}: {k!r:.80}")
+    value = float(k)
+    if not math.isfinite(value) or value <= 0:
+        raise ValueError(
+            f"{name} (the RRF constant) must be a finite number > 0, got {k!r}; 60 is the "
+            "value of Cormack et al. (2009)"
+        )
+    return value
+
+
+def check_threshold(value: Any, name: str = "score_threshold") -> float | None:
+    """A finite score threshold, or ``None`` for no threshold."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise TypeError(
+            f"{name} must be a number or None, got {type(value).__name__}: {value!r:.80}"
+        )
+    value = float(value)
+    if not math.isfinite(value):
+        raise ValueError(f"{name} must be finite, got {value}; use None for no threshold")
+    return value
+
+
+def check_merge_threshold(value: Any) -> float | None:
+    """The auto-merge fraction in (0, 1], or ``None`` to always return parents."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(
+            f"merge_threshold must be a float in (0, 1] or None, got {type(value).__name__}"
+        )
+    if not 0.0 < float(value) <= 1.0:
+        raise ValueError(
+            f"merge_threshold must be in (0, 1] (the fraction of a parent's children that "
+            f"must match), got {value}; use None to always return parents"
+        )
+    return float(value)
