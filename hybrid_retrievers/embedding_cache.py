@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from .optional import require
+from .progress import progress
 from .documents import check_unicode
 from .persistence import IndexFormatError, IndexReader, IndexWriter, atomic_index_dir, read_index
 
@@ -413,10 +413,7 @@ def embed_texts(
 def _encode_chunks(
     embedder: Any, texts: list[str], batch_size: int, show_progress: bool
 ) -> NDArray[np.float32]:
-    bar = None
-    if show_progress:
-        tqdm = require("tqdm", extra="progress", feature="show_progress=True").tqdm
-        bar = tqdm(total=len(texts), desc="embedding", unit="text")
+    bar = progress(total=len(texts), show=show_progress, desc="embedding", unit="text")
     try:
         parts = []
         for start in range(0, len(texts), batch_size):
@@ -429,11 +426,9 @@ def _encode_chunks(
                     f"{parts[0].shape[1]}-d ones; an embedder must keep one dimension"
                 )
             parts.append(out)
-            if bar is not None:
-                bar.update(len(chunk))
+            bar.update(len(chunk))
     finally:
-        if bar is not None:
-            bar.close()
+        bar.close()
     return parts[0] if len(parts) == 1 else np.concatenate(parts)
 
 

@@ -46,6 +46,7 @@ import warnings
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from .progress import progress
 from .stopwords import available_stopword_languages, load_stopwords
 
 __all__ = [
@@ -153,7 +154,6 @@ _ASCII_TABLE = str.maketrans(
 _ASCII_NEEDS_REGEX = re.compile(r"[A-Za-z0-9][-./][A-Za-z0-9]|_").search
 
 _warned_no_stemmer = False
-_warned_no_tqdm = False
 
 
 def available_languages() -> tuple[str, ...]:
@@ -745,7 +745,7 @@ class Analyzer:
             )
         iterator: Iterable[Any] = texts
         if show_progress:
-            iterator = _progress(texts)
+            iterator = progress(texts, show=True, desc="Tokenizing", unit="doc")
         # Building ~10^5 small lists triggers many cyclic-GC passes that find nothing
         # (lists of str cannot form cycles); pausing the collector halves the run time.
         gc_was_enabled = gc.isenabled()
@@ -998,21 +998,3 @@ def _batch_of(stem: Callable[[str], str]) -> Callable[[list[str]], list[str]]:
 
 def _callable_name(func: Any) -> str:
     return getattr(func, "__qualname__", None) or type(func).__name__
-
-
-def _progress(texts: Iterable[str]) -> Iterable[str]:
-    global _warned_no_tqdm
-    try:
-        from tqdm.auto import tqdm
-    except ImportError:
-        if not _warned_no_tqdm:
-            _warned_no_tqdm = True
-            warnings.warn(
-                "show_progress=True needs tqdm, which is not installed; install it with: "
-                "pip install 'hybrid-retrievers[progress]'",
-                UserWarning,
-                stacklevel=3,
-            )
-        return texts
-    total = len(texts) if hasattr(texts, "__len__") else None  # type: ignore[arg-type]
-    return tqdm(texts, total=total, desc="Tokenizing", unit="doc")

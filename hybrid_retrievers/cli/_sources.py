@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from ..ids import content_id
+from ..progress import progress as progress_bar
 from ..types import Doc
 
 __all__ = ["TEXT_SUFFIXES", "RECORD_SUFFIXES", "FolderRead", "read_source", "read_records"]
@@ -82,7 +83,8 @@ def _read_folder(root: Path, exclude: Path | None, progress: bool) -> FolderRead
             + (f" ({len(out.skipped)} skipped: {out.skipped[0][0]}: {out.skipped[0][1]})"
                if out.skipped else "")
         )
-    bar = _bar(len(candidates), progress)
+    bar = progress_bar(total=len(candidates), show=progress, desc="reading files", unit="file",
+                       terminal_only=True)
     try:
         for path, rel in candidates:
             try:
@@ -95,11 +97,9 @@ def _read_folder(root: Path, exclude: Path | None, progress: bool) -> FolderRead
                 out.skipped.append((rel, reason))
             except OSError as exc:
                 out.skipped.append((rel, exc.strerror or str(exc)))
-            if bar is not None:
-                bar.update(1)
+            bar.update(1)
     finally:
-        if bar is not None:
-            bar.close()
+        bar.close()
     return out
 
 
@@ -273,14 +273,3 @@ def html_text(markup: str) -> tuple[str, str]:
     parser.close()
     lines = (" ".join(line.split()) for line in "".join(parser.parts).splitlines())
     return " ".join("".join(parser.title).split()), "\n".join(line for line in lines if line)
-
-
-def _bar(total: int, show: bool) -> Any:
-    if not show:
-        return None
-    try:
-        from tqdm import tqdm
-    except ImportError:
-        return None
-    # disable=None: no bar when stderr is not a terminal (logs and pipes stay clean).
-    return tqdm(total=total, desc="reading files", unit="file", disable=None)

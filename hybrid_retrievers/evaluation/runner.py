@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..progress import progress
 from .beir import BeirDataset
 from .metrics import evaluate_run, per_query_metrics
 
@@ -295,7 +296,7 @@ def _run_queries(
     lat: list[float] = []
     returned: list[str] = []
     chunks = [list(qids[i : i + batch_size]) for i in range(0, len(qids), batch_size)]
-    for chunk in _progress(chunks, name, show_progress, unit="query" if batch_size == 1
+    for chunk in progress(chunks, show=show_progress, desc=name, unit="query" if batch_size == 1
                            else "batch"):
         t0 = time.perf_counter()
         rankings = call_many([queries[q] for q in chunk], k)
@@ -439,16 +440,6 @@ def _as_pair(item: Any) -> tuple[str, float]:
         return item.doc.id, float(item.score)
     doc_id, score = item
     return str(doc_id), float(score)
-
-
-def _progress(items: Sequence[Any], name: str, show: bool, unit: str = "query") -> Any:
-    if not show:
-        return items
-    try:
-        from tqdm.auto import tqdm
-    except ImportError:
-        return items
-    return tqdm(items, desc=name, unit=unit)
 
 
 def _percentile(values: Sequence[float], pct: float) -> float:

@@ -32,6 +32,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..optional import require
+from ..progress import progress
 from .onnx_backend import check_backend, install_onnx_backend
 
 __all__ = ["ACTIVATIONS", "DEFAULT_CROSS_ENCODER", "CrossEncoderScorer"]
@@ -216,9 +217,7 @@ class CrossEncoderScorer:
         else:
             order = list(range(n))
         starts = range(0, n, self.batch_size)
-        if self.show_progress:
-            tqdm = require("tqdm", extra="progress", feature="CrossEncoderScorer(show_progress=True)")
-            starts = tqdm.tqdm(starts, desc="Reranking", unit="batch")
+        starts = progress(starts, show=self.show_progress, desc="Reranking", unit="batch")
         out = np.empty(n, dtype=np.float32)
         with torch.inference_mode():
             for start in starts:
