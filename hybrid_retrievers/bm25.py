@@ -25,7 +25,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from .documents import check_docs, check_new_ids, make_docs
-from ._filters import cached_equality_mask
+from .filters import cached_equality_mask
 from .validation import check_k, check_queries, check_query
 from .validation import check_id_list
 from .collection_stats import CollectionStats

@@ -1,19 +1,113 @@
-"""Turning parallel (texts, ids, metadatas) lists into validated `Doc` objects.
+"""Documents of an index: building validated `Doc` objects, and keeping them in order.
 
-Every index builds documents the same way, so ids, content-id fallbacks and their
-error messages are identical for BM25, dense and any other index.
+Every index builds documents the same way (`make_docs`, `check_docs`), so ids,
+content-id fallbacks and their error messages are identical for BM25, dense and any
+other index. Every index also keeps them the same way: a `DocTable` (documents in
+index order, id -> position, the filter-mask memo) is the document half of an index
+snapshot, and `DocumentAccess` gives an index over such a snapshot its read-only
+``len``/``in``/``get``/``ids``/``docs``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Set
+from collections.abc import Hashable, Iterable, Mapping, Set
 from typing import Any
 
+import numpy as np
+from numpy.typing import NDArray
+
+from .filters import cached_equality_mask, filter_mask
 from .ids import content_id
-from .types import Doc
+from .types import Doc, MetadataFilter
 
 __all__ = ["make_docs", "check_docs", "check_new_ids", "check_texts_argument", "check_unicode",
-           "check_content"]
+           "check_content", "DocTable", "DocumentAccess"]
+
+
+class DocTable:
+    """The documents of one index version: in index order, by id, and their filter masks.
+
+    Never modified once published (an edit builds a new table), except the memo of
+    equality-filter masks, which is a pure function of the documents. Index snapshots
+    subclass it and add their own arrays (postings, vectors) next to these fields.
+
+    Fields: ``docs`` (index order), ``positions`` (id -> position), ``masks`` (the
+    equality-mask memo of `hybrid_retrievers.filters.cached_equality_mask`).
+    """
+
+    __slots__ = ("docs", "positions", "masks")
+
+    def __init__(self, docs: list[Doc], positions: dict[str, int] | None = None) -> None:
+        self.docs = docs
+        self.positions = {d.id: i for i, d in enumerate(docs)} if positions is None else positions
+        self.masks: dict[Hashable, NDArray[np.bool_]] = {}
+
+    def __len__(self) -> int:
+        return len(self.docs)
+
+    def get(self, doc_id: str) -> Doc:
+        """The document with ``doc_id``, or a KeyError naming it."""
+        try:
+            return self.docs[self.positions[doc_id]]
+        except KeyError:
+            raise KeyError(f"document {doc_id!r} is not in the index") from None
+
+    def check_new(self, docs: list[Doc]) -> None:
+        """Refuse documents whose id this table holds (`add` semantics)."""
+        check_new_ids(docs, self.positions, "use upsert() to replace them, or delete them first")
+
+    def kept_after_delete(self, ids: list[str]) -> NDArray[np.bool_] | None:
+        """Which positions survive deleting ``ids``; ``None`` when ``ids`` is empty.
+
+        Raises:
+            KeyError: some id is unknown (then nothing may be deleted).
+        """
+        unknown = [i for i in ids if i not in self.positions]
+        if unknown:
+            raise KeyError(f"{len(unknown)} id(s) not in the index: {unknown[:5]}")
+        if not ids:
+            return None
+        alive = np.ones(len(self.docs), dtype=bool)
+        alive[[self.positions[i] for i in ids]] = False
+        return alive
+
+    def equality_mask(self, filter: Any) -> NDArray[np.bool_]:
+        """The read-only mask of an equality filter, memoised for this version."""
+        return cached_equality_mask(filter, self.docs, self.masks)
+
+    def filter_mask(self, filter: MetadataFilter) -> NDArray[np.bool_]:
+        """Which documents pass ``filter`` (a predicate is called once per document)."""
+        return filter_mask(filter, self.docs, self.masks)
+
+
+class DocumentAccess:
+    """Read-only document access for an index whose ``_state`` is a `DocTable`.
+
+    Each call reads the current snapshot once, so it never mixes two versions.
+    """
+
+    __slots__ = ()
+    _state: DocTable
+
+    def __len__(self) -> int:
+        return len(self._state)
+
+    def __contains__(self, doc_id: object) -> bool:
+        return doc_id in self._state.positions
+
+    def get(self, doc_id: str) -> Doc:
+        """The stored document with ``doc_id``."""
+        return self._state.get(doc_id)
+
+    @property
+    def ids(self) -> list[str]:
+        """Document ids in index order."""
+        return [d.id for d in self._state.docs]
+
+    @property
+    def docs(self) -> list[Doc]:
+        """Documents in index order (a copy of the list; documents are immutable)."""
+        return list(self._state.docs)
 
 
 def make_docs(

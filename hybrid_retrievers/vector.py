@@ -34,9 +34,7 @@ from numpy.typing import NDArray
 from .validation import check_k, check_queries, check_query
 from .validation import check_id_list
 from .ann import FaissHNSW, HNSWConfig
-from .documents import check_docs, check_new_ids, make_docs
-from .documents import check_texts_argument
-from ._filters import cached_equality_mask
+from .documents import DocTable, DocumentAccess, check_docs, check_texts_argument, make_docs
 from .embedding_cache import (
     DEFAULT_CHUNK,
     EmbeddingCache,
@@ -61,7 +59,7 @@ _QUERY_BLOCK = 256
 _GATHER_FRACTION = 0.25
 
 
-class VectorIndex:
+class VectorIndex(DocumentAccess):
     """Dense vectors of documents, exact top-k search, edits, filters and persistence.
 
     Concurrency: any number of threads may search while one thread edits. A search
@@ -271,7 +269,7 @@ class VectorIndex:
     def add_docs(self, docs: Iterable[Doc], *, show_progress: bool = False) -> list[str]:
         """Encode and add documents; return their ids. An existing id is an error."""
         docs = check_docs(docs)
-        self._check_new(docs)
+        self._state.check_new(docs)
         return self._insert(docs, self._encode(docs, show_progress), replace=False)
 
     def add_vectors(
@@ -293,7 +291,7 @@ class VectorIndex:
             raise ValueError(
                 f"got {matrix.shape[0]} vectors but {len(docs)} documents; pass one each"
             )
-        self._check_new(docs)
+        self._state.check_new(docs)
         return self._insert(docs, matrix, replace=False)
 
     def upsert(
@@ -335,23 +333,15 @@ class VectorIndex:
         ids = check_id_list(ids)
         with self._lock:
             st = self._state
-            unknown = [i for i in ids if i not in st.positions]
-            if unknown:
-                raise KeyError(f"{len(unknown)} id(s) not in the index: {unknown[:5]}")
-            if not ids:
+            alive = st.kept_after_delete(ids)
+            if alive is None:
                 return
-            alive = np.ones(st.n, dtype=bool)
-            alive[[st.positions[i] for i in ids]] = False
             buf = np.ascontiguousarray(st.vectors[alive])  # a copy: st is left as it was
             docs = [d for d, a in zip(st.docs, alive.tolist()) if a]
             # A new graph lineage: HNSW cannot remove rows, so it is rebuilt on demand.
             # The old largest norm still bounds the remaining rows (see _margins).
             self._state = _Snapshot(buf, len(docs), docs, None, ann=st.ann,
                                     max_norm=st._max_norm)
-
-    def _check_new(self, docs: list[Doc]) -> None:
-        check_new_ids(docs, self._state.positions,
-                      "use upsert() to replace them, or delete them first")
 
     def _encode(self, docs: list[Doc], show_progress: bool) -> NDArray[np.float32]:
         if self._embedder is None:
@@ -383,7 +373,7 @@ class VectorIndex:
                     f"got {matrix.shape[1]}-d"
                 )
             if not replace:
-                self._check_new(docs)
+                st.check_new(docs)
                 old, new = [], list(range(len(docs)))
             else:
                 old = [j for j, d in enumerate(docs) if d.id in st.positions]
@@ -611,7 +601,7 @@ class VectorIndex:
         rows: NDArray[np.intp] | None = None
         mask: NDArray[np.bool_] | None = None
         if filter is not None:
-            mask = _filter_mask(filter, st)
+            mask = st.filter_mask(filter)
             rows = np.flatnonzero(mask)
             if rows.size == 0:
                 return [[] for _ in range(m)]
@@ -681,26 +671,12 @@ class VectorIndex:
 
     # ------------------------------------------------------------------ access
 
-    def __len__(self) -> int:
-        return self._state.n
-
-    def __contains__(self, doc_id: object) -> bool:
-        return doc_id in self._state.positions
-
     def __repr__(self) -> str:
         st = self._state
         return (
             f"VectorIndex(docs={st.n}, dimension={self._dim}, metric={self._metric!r}, "
             f"model_id={self.model_id!r}, ann={st.ann is not None})"
         )
-
-    def get(self, doc_id: str) -> Doc:
-        """The stored document with ``doc_id``."""
-        st = self._state
-        try:
-            return st.docs[st.positions[doc_id]]
-        except KeyError:
-            raise KeyError(f"document {doc_id!r} is not in the index") from None
 
     def get_vector(self, doc_id: str) -> NDArray[np.float32]:
         """A copy of the stored (normalised, for cosine) vector of ``doc_id``."""
@@ -719,16 +695,6 @@ class VectorIndex:
         view = self._state.vectors.view()
         view.flags.writeable = False
         return view
-
-    @property
-    def ids(self) -> list[str]:
-        """Document ids in index order."""
-        return [d.id for d in self._state.docs]
-
-    @property
-    def docs(self) -> list[Doc]:
-        """Documents in index order (a copy of the list; documents are immutable)."""
-        return list(self._state.docs)
 
     @property
     def dimension(self) -> int | None:
@@ -927,16 +893,16 @@ class _GraphLineage:
         self.lock = threading.Lock()
 
 
-class _Snapshot:
+class _Snapshot(DocTable):
     """One version of the index: everything a search reads, never changed once published.
 
+    The documents (``docs``, ``positions``, the ``masks`` memo) are its `DocTable`.
     ``buf`` may have spare rows past ``n`` (amortised appends write there, which no
-    snapshot of this or an older version reads); ``docs``, ``positions`` and rows
-    ``0..n-1`` of ``buf`` are never modified. ``masks`` memoises filter masks over
-    ``docs``.
+    snapshot of this or an older version reads); the documents and rows ``0..n-1`` of
+    ``buf`` are never modified.
     """
 
-    __slots__ = ("buf", "n", "docs", "positions", "ann", "graphs", "masks", "_max_norm")
+    __slots__ = ("buf", "n", "ann", "graphs", "_max_norm")
 
     def __init__(
         self,
@@ -950,13 +916,13 @@ class _Snapshot:
         masks: dict[Hashable, NDArray[np.bool_]] | None = None,
         max_norm: float | None = None,
     ) -> None:
+        super().__init__(docs, positions)
         self.buf = buf
         self.n = n
-        self.docs = docs
-        self.positions = {d.id: i for i, d in enumerate(docs)} if positions is None else positions
         self.ann = ann
         self.graphs = _GraphLineage() if graphs is None else graphs
-        self.masks = {} if masks is None else masks
+        if masks is not None:
+            self.masks = masks
         self._max_norm = max_norm
 
     @property
@@ -1042,13 +1008,6 @@ def _max_row_norm(vectors: NDArray[np.float32]) -> float:
     if not vectors.shape[0]:
         return 0.0
     return float(np.sqrt(np.einsum("ij,ij->i", vectors, vectors).max(), dtype=np.float64))
-
-
-def _filter_mask(filter: Any, st: _Snapshot) -> NDArray[np.bool_]:
-    """Which documents of ``st`` pass ``filter``; equality masks are memoised per snapshot."""
-    if callable(filter) and not isinstance(filter, Mapping):
-        return np.fromiter((bool(filter(d)) for d in st.docs), bool, st.n)
-    return cached_equality_mask(filter, st.docs, st.masks)
 
 
 # ---------------------------------------------------------------------- kernels

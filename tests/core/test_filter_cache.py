@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from hybrid_retrievers import BM25Index, VectorIndex
-from hybrid_retrievers._filters import filter_key
+from hybrid_retrievers.filters import filter_key
 from hybrid_retrievers.models import HashingEmbedder
 
 
