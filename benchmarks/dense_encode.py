@@ -62,7 +62,7 @@ def main(argv: list[str] | None = None) -> int:
     import torch
     from sentence_transformers import SentenceTransformer
 
-    from hybrid_retrievers.embedding_cache import EmbeddingCache
+    from hybrid_retrievers.vector import EmbeddingCache
     from hybrid_retrievers.models import SentenceTransformerEmbedder
     from hybrid_retrievers.vector import VectorIndex
 

@@ -61,7 +61,7 @@ def model_dir() -> str:
 
 def reference_vectors(st_model, name: str, kind: str, texts: list[str]) -> tuple[np.ndarray, float]:  # type: ignore[no-untyped-def]
     """``SentenceTransformer.encode`` of ``texts``, cached as .npy keyed by a hash of the texts."""
-    from hybrid_retrievers.embedding_cache import text_key
+    from hybrid_retrievers.vector import text_key
 
     key = text_key("\x1e".join(texts))[:12]
     path = RESULTS_DIR / f"dense_ref_{name}_{kind}_{key}.npy"
@@ -87,7 +87,7 @@ def main(argv: list[str] | None = None) -> int:
     from sentence_transformers import SentenceTransformer
 
     from hybrid_retrievers import Doc, Hit
-    from hybrid_retrievers.embedding_cache import EmbeddingCache
+    from hybrid_retrievers.vector import EmbeddingCache
     from hybrid_retrievers.evaluation import evaluate_run, hits_to_run
     from hybrid_retrievers.models import SentenceTransformerEmbedder
     from hybrid_retrievers.vector import VectorIndex

@@ -81,7 +81,7 @@ class QueryTable:
 
 def dense_vectors(name: str, texts: list[str], qtexts: list[str], embedder: Any, cache: Any):
     """Document vectors (from the cache, encoding misses) and query vectors (from .npy)."""
-    from hybrid_retrievers.embedding_cache import text_key
+    from hybrid_retrievers.vector import text_key
 
     docs = cache.embed(embedder, texts, model_id=MODEL_ID)
     key = text_key("\x1e".join(qtexts))[:12]
@@ -136,7 +136,7 @@ def main(argv: list[str] | None = None) -> int:
     quiet_third_party()
 
     from hybrid_retrievers import BM25Index, Doc, Hit
-    from hybrid_retrievers.embedding_cache import EmbeddingCache
+    from hybrid_retrievers.vector import EmbeddingCache
     from hybrid_retrievers.fusion import FusionMode, FusionSearcher, lexical_boost_rule
     from hybrid_retrievers.models import SentenceTransformerEmbedder
     from hybrid_retrievers.vector import VectorIndex

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from importlib import metadata as _metadata
 
-from .ann import HNSWConfig
+from .vector import HNSWConfig
 from .bm25 import BM25Index
-from .embedding_cache import EmbeddingCache
+from .vector import EmbeddingCache
 from .explanation import Explanation, TermContribution
 from .fusion import (
     FilteredSource,

@@ -78,7 +78,7 @@ def dense_index(
     docs: list[Any], model: str | None, *, progress: bool, cache: bool = True, log: Any = print
 ) -> Any:
     """A `VectorIndex` of ``docs``; vectors come from (and go to) the on-disk cache."""
-    from ..embedding_cache import EmbeddingCache
+    from ..vector import EmbeddingCache
     from ..models import SentenceTransformerEmbedder, local_minilm_path
     from ..persistence import IndexFormatError
     from ..vector import VectorIndex

@@ -31,7 +31,7 @@ from numpy.typing import NDArray
 
 from ..optional import require
 from ..collection_stats import CollectionStats
-from ..embedding_cache import EmbeddingCache, embed_texts, embedder_identity, text_key
+from ..vector import EmbeddingCache, embed_texts, embedder_identity, text_key
 from ..tokenization import Analyzer
 from ..types import Doc
 from .corpus import META_JSON, is_ray_dataset, iter_doc_batches, row_to_doc

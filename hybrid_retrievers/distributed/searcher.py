@@ -39,7 +39,7 @@ from ..documents import check_docs, make_docs
 from ..optional import require
 from ..validation import check_k, check_query
 from ..collection_stats import CollectionStats, StatsDelta
-from ..embedding_cache import EmbeddingCache, embed_texts, embedder_identity
+from ..vector import EmbeddingCache, embed_texts, embedder_identity
 from ..types import Doc, Hit, MetadataFilter
 from .layout import ShardedManifest, ShardHit, merge_top_k, shard_of, spread_strategies
 from .shard import ShardServer

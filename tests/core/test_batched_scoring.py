@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from hybrid_retrievers import BM25Index, VectorIndex
-from hybrid_retrievers import vector as vector_module
+from hybrid_retrievers.vector import kernels as vector_module
 from hybrid_retrievers.models import HashingEmbedder
 
 

@@ -129,7 +129,7 @@ def test_filtered_vector_search_during_edits() -> None:
 
 def test_ann_vector_search_during_appends_folds_and_rebuilds(monkeypatch) -> None:  # type: ignore[no-untyped-def]
     pytest.importorskip("faiss")
-    from hybrid_retrievers import ann, vector
+    from hybrid_retrievers.vector import ann, editing as vector
 
     folds = []
     original = ann.FaissHNSW.extended

@@ -10,7 +10,7 @@ import pytest
 from index_tamper import files_of
 
 from hybrid_retrievers import IndexFormatError
-from hybrid_retrievers.embedding_cache import EmbeddingCache, embed_texts, embedder_identity, text_key
+from hybrid_retrievers.vector import EmbeddingCache, embed_texts, embedder_identity, text_key
 from hybrid_retrievers.models import HashingEmbedder
 
 

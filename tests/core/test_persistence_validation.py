@@ -29,8 +29,8 @@ from hybrid_retrievers import (
     ParentStore,
     VectorIndex,
 )
-from hybrid_retrievers.ann import HNSWConfig
-from hybrid_retrievers.embedding_cache import text_key
+from hybrid_retrievers.vector import HNSWConfig
+from hybrid_retrievers.vector import text_key
 from hybrid_retrievers.models import HashingEmbedder
 from hybrid_retrievers.persistence import MANIFEST, read_index
 

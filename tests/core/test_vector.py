@@ -11,7 +11,7 @@ import pytest
 from index_tamper import files_of
 
 from hybrid_retrievers import Doc, Hit, IndexFormatError
-from hybrid_retrievers.embedding_cache import EmbeddingCache
+from hybrid_retrievers.vector import EmbeddingCache
 from hybrid_retrievers.models import HashingEmbedder
 from hybrid_retrievers.vector import VectorIndex
 
@@ -86,7 +86,7 @@ def test_exact_search_matches_brute_force(metric: str, k: int) -> None:
 
 def test_blocked_search_equals_one_block(monkeypatch: pytest.MonkeyPatch) -> None:
     """Chunking the matrix product must not change the answer (ties included)."""
-    import hybrid_retrievers.vector as vector_module
+    import hybrid_retrievers.vector.kernels as vector_module
 
     rng = np.random.default_rng(3)
     base = rng.normal(size=(500, 8)).astype(np.float32)

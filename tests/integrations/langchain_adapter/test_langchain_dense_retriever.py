@@ -29,7 +29,7 @@ from pydantic import ValidationError
 
 import langchain_hybrid_retrievers
 from hybrid_retrievers import Doc
-from hybrid_retrievers.embedding_cache import EmbeddingCache
+from hybrid_retrievers.vector import EmbeddingCache
 from hybrid_retrievers.models import HashingEmbedder
 from hybrid_retrievers.vector import VectorIndex
 from langchain_hybrid_retrievers import DenseRetriever, LangChainEmbedder

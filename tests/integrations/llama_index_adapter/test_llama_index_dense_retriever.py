@@ -38,7 +38,7 @@ from pydantic import PrivateAttr
 import llama_index_hybrid_retrievers
 from hybrid_retrievers.persistence import current_files
 from hybrid_retrievers import Doc
-from hybrid_retrievers.embedding_cache import EmbeddingCache
+from hybrid_retrievers.vector import EmbeddingCache
 from hybrid_retrievers.models import HashingEmbedder
 from hybrid_retrievers.vector import VectorIndex
 from llama_index_hybrid_retrievers import DenseRetriever, LlamaIndexEmbedder

@@ -1,0 +1,27 @@
+"""Dense retrieval: `VectorIndex`, its embedding cache and its approximate backend.
+
+Where things live (one job per module):
+
+* `index` - `VectorIndex`, the facade: build, describe, save/load;
+* `editing` - add / upsert / delete as new copy-on-write snapshots (`snapshot`);
+* `search` - the search methods and the kernel chosen per query block;
+* `kernels` - exact top-k: blocked matrix products, re-scored one fixed way;
+* `ann`, `flat_faiss` - the optional faiss backends (HNSW graph, flat kernel);
+* `encoding`, `cache` - texts to vectors (`embed_texts`), each distinct text once
+  (`EmbeddingCache`);
+* `saving` - the on-disk format.
+
+Concurrency: a search reads one immutable snapshot (matrix rows ``0..n-1``, documents,
+ANN graph, filter masks), so edits never tear it; see `VectorIndex`.
+"""
+
+from __future__ import annotations
+
+from .ann import FaissHNSW, HNSWConfig
+from .cache import EmbeddingCache, text_key
+from .encoding import DEFAULT_BATCH_SIZE, DEFAULT_CHUNK, embed_texts, embedder_identity
+from .index import FORMAT_VERSION, METRICS, VectorIndex
+
+__all__ = ["VectorIndex", "METRICS", "FORMAT_VERSION", "EmbeddingCache", "embed_texts",
+           "embedder_identity", "text_key", "DEFAULT_BATCH_SIZE", "DEFAULT_CHUNK",
+           "HNSWConfig", "FaissHNSW"]

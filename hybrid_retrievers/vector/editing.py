@@ -1,0 +1,289 @@
+"""Edits of a `VectorIndex` as new snapshots: append, replace in place, delete.
+
+`VectorEditing` is the edit half of `VectorIndex`'s public API (``add*``, ``upsert*``,
+``delete``): it checks and encodes the input and publishes the new snapshot under the
+index's writer lock.
+
+Every function here returns a new `Snapshot` and leaves its input as it was, so a
+search still reading the old one is unaffected: appends write rows past every published
+snapshot's ``n`` (or into a new, larger matrix), replacements and deletions copy.
+Also the shaping of precomputed-vector input (`docs_for_vectors`, `row_count`).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from ..documents import check_docs, check_texts_argument, make_docs
+from ..types import Doc
+from ..validation import check_id_list
+from .cache import EmbeddingCache
+from .encoding import check_matrix, embed_texts
+from .kernels import max_row_norm, normalize
+from .snapshot import GraphLineage, Snapshot
+
+__all__ = ["VectorEditing", "edited", "deleted", "docs_for_vectors", "row_count"]
+
+
+class VectorEditing:
+    """The edit methods of `VectorIndex` (see its class docstring for concurrency)."""
+
+    __slots__ = ()
+    _state: Snapshot
+    _lock: threading.RLock
+    _dim: int | None
+    _metric: str
+    _embedder: Any
+    _cache: EmbeddingCache | None
+    _batch_size: int
+
+    def add(
+        self,
+        texts: Iterable[str],
+        ids: Iterable[str] | None = None,
+        metadatas: Iterable[Mapping[str, Any] | None] | None = None,
+        *,
+        show_progress: bool = False,
+    ) -> list[str]:
+        """Encode and add texts; return their ids. An id already in the index is an error."""
+        docs = make_docs(texts, ids, metadatas, taken=self._state.positions)
+        return self.add_docs(docs, show_progress=show_progress)
+
+    def add_docs(self, docs: Iterable[Doc], *, show_progress: bool = False) -> list[str]:
+        """Encode and add documents; return their ids. An existing id is an error."""
+        docs = check_docs(docs)
+        self._state.check_new(docs)
+        return self._insert(docs, self._encode(docs, show_progress), replace=False)
+
+    def add_vectors(
+        self,
+        vectors: Any,
+        ids: Iterable[str] | None = None,
+        metadatas: Iterable[Mapping[str, Any] | None] | None = None,
+        texts: Iterable[str] | None = None,
+        *,
+        docs: Iterable[Doc] | None = None,
+    ) -> list[str]:
+        """Add precomputed vectors with their ids (or `Doc` objects); return the ids."""
+        matrix = check_matrix(vectors, row_count(vectors), "vectors")
+        if docs is None:
+            docs = docs_for_vectors(matrix.shape[0], ids, metadatas, texts, "add_vectors",
+                                    taken=self._state.positions)
+        docs = check_docs(docs)
+        if len(docs) != matrix.shape[0]:
+            raise ValueError(
+                f"got {matrix.shape[0]} vectors but {len(docs)} documents; pass one each"
+            )
+        self._state.check_new(docs)
+        return self._insert(docs, matrix, replace=False)
+
+    def upsert(
+        self,
+        texts: Iterable[str],
+        ids: Iterable[str] | None = None,
+        metadatas: Iterable[Mapping[str, Any] | None] | None = None,
+        *,
+        show_progress: bool = False,
+    ) -> list[str]:
+        """Insert or replace: existing ids get the new text, metadata and vector in place.
+
+        Without ids, content ids are used, so upserting an unchanged text (and metadata)
+        replaces the document with itself (and, with a cache, costs no model call).
+        """
+        return self.upsert_docs(make_docs(texts, ids, metadatas), show_progress=show_progress)
+
+    def upsert_docs(self, docs: Iterable[Doc], *, show_progress: bool = False) -> list[str]:
+        """`upsert` for `Doc` objects."""
+        docs = check_docs(docs)
+        return self._insert(docs, self._encode(docs, show_progress), replace=True)
+
+    def upsert_vectors(
+        self,
+        vectors: Any,
+        ids: Iterable[str] | None = None,
+        metadatas: Iterable[Mapping[str, Any] | None] | None = None,
+        texts: Iterable[str] | None = None,
+    ) -> list[str]:
+        """`upsert` with precomputed vectors."""
+        matrix = check_matrix(vectors, row_count(vectors), "vectors")
+        docs = check_docs(
+            docs_for_vectors(matrix.shape[0], ids, metadatas, texts, "upsert_vectors")
+        )
+        return self._insert(docs, matrix, replace=True)
+
+    def delete(self, ids: Iterable[str]) -> None:
+        """Remove documents by id; if any id is unknown nothing is removed (KeyError)."""
+        ids = check_id_list(ids)
+        with self._lock:
+            st = self._state
+            alive = st.kept_after_delete(ids)
+            if alive is None:
+                return
+            self._state = deleted(st, alive)
+
+    def _encode(self, docs: list[Doc], show_progress: bool) -> NDArray[np.float32]:
+        if self._embedder is None:
+            raise TypeError(
+                "this index has no embedder, so it cannot encode texts; pass embedder= when "
+                "creating or loading it, or add precomputed vectors with add_vectors()"
+            )
+        return embed_texts(
+            self._embedder, [d.text for d in docs], cache=self._cache,
+            batch_size=self._batch_size, show_progress=show_progress, dimension=self._dim,
+        )
+
+    def _insert(self, docs: list[Doc], matrix: NDArray[np.float32], *, replace: bool) -> list[str]:
+        if not docs:
+            return []
+        if self._dim is not None and matrix.shape[1] != self._dim:
+            raise ValueError(
+                f"vectors must be {self._dim}-d (this index's dimension), got {matrix.shape[1]}-d"
+            )
+        if self._metric == "cosine":
+            matrix = normalize(matrix)
+        with self._lock:
+            st = self._state
+            if self._dim is None:
+                self._dim = int(matrix.shape[1])
+            elif matrix.shape[1] != self._dim:  # another thread set it first
+                raise ValueError(
+                    f"vectors must be {self._dim}-d (this index's dimension), "
+                    f"got {matrix.shape[1]}-d"
+                )
+            if not replace:
+                st.check_new(docs)
+                old, new = [], list(range(len(docs)))
+            else:
+                old = [j for j, d in enumerate(docs) if d.id in st.positions]
+                new = [j for j, d in enumerate(docs) if d.id not in st.positions]
+            self._state = edited(st, docs, matrix, old, new, self._dim)
+        return [d.id for d in docs]
+
+_ANN_TAIL_MIN = 1024
+_ANN_TAIL_SHARE = 64
+"""Rows appended after the graph was built are scanned exactly; once there are more
+than ``max(_ANN_TAIL_MIN, n // _ANN_TAIL_SHARE)`` of them, the next edit folds them
+into a copy of the graph (HNSW graphs cannot be searched while rows are added)."""
+
+
+def edited(
+    st: Snapshot,
+    docs: list[Doc],
+    matrix: NDArray[np.float32],
+    old: list[int],
+    new: list[int],
+    dim: int,
+) -> Snapshot:
+    """A new snapshot: ``docs[j]`` for ``j in old`` replace the documents (and rows)
+    with their ids, ``docs[j]`` for ``j in new`` are appended. ``st`` is untouched."""
+    n = st.n
+    need = n + len(new)
+    buf = st.buf if st.buf.shape[1] == dim else np.zeros((0, dim), dtype=np.float32)
+    docs_list = list(st.docs)
+    positions = dict(st.positions)
+    graphs = st.graphs
+    max_norm = st.known_max_norm()
+    if old:
+        # Copy-on-write: searches on older snapshots keep reading the old rows.
+        grown = np.empty((_capacity(n, need), dim), dtype=np.float32)
+        grown[:n] = buf[:n]
+        rows = [positions[docs[j].id] for j in old]
+        grown[rows] = matrix[old]
+        for j, row in zip(old, rows):
+            docs_list[row] = docs[j]
+        buf = grown
+        graphs = GraphLineage()  # HNSW cannot replace vectors: rebuilt on demand
+    if new:
+        if need > buf.shape[0] or not buf.flags.writeable:
+            grown = np.empty((_capacity(n, need), dim), dtype=np.float32)
+            grown[:n] = buf[:n]
+            buf = grown
+        # Rows n.. are past every published snapshot's end: nobody reads them yet.
+        added = matrix[new] if len(new) != len(docs) else matrix
+        buf[n:need] = added
+        for offset, j in enumerate(new):
+            docs_list.append(docs[j])
+            positions[docs[j].id] = n + offset
+    if max_norm is not None:  # an upper bound is all rounding_margins needs
+        max_norm = max(max_norm, max_row_norm(matrix))
+    state = Snapshot(buf, need, docs_list, positions, ann=st.ann, graphs=graphs,
+                     max_norm=max_norm)
+    _fold_tail(state)
+    return state
+
+
+def deleted(st: Snapshot, alive: NDArray[np.bool_]) -> Snapshot:
+    """A new snapshot holding the rows and documents of ``st`` where ``alive``."""
+    buf = np.ascontiguousarray(st.vectors[alive])  # a copy: st is left as it was
+    docs = [d for d, a in zip(st.docs, alive.tolist()) if a]
+    # A new graph lineage: HNSW cannot remove rows, so it is rebuilt on demand.
+    # The old largest norm still bounds the remaining rows (see rounding_margins).
+    return Snapshot(buf, len(docs), docs, None, ann=st.ann, max_norm=st.known_max_norm())
+
+
+def _fold_tail(st: Snapshot) -> None:
+    """Fold rows the graph lacks into a copy of it once they are too many to scan."""
+    lineage = st.graphs
+    graph = lineage.graph
+    if st.ann is None or graph is None:
+        return
+    if st.n - len(graph) <= max(_ANN_TAIL_MIN, st.n // _ANN_TAIL_SHARE):
+        return
+    with lineage.lock:
+        graph = lineage.graph
+        if graph is not None and len(graph) < st.n:
+            lineage.graph = graph.extended(st.buf[len(graph) : st.n])
+
+
+def _capacity(n: int, need: int) -> int:
+    return need if n == 0 else max(need, n + n // 2)
+
+
+def docs_for_vectors(
+    n: int,
+    ids: Iterable[str] | None,
+    metadatas: Iterable[Mapping[str, Any] | None] | None,
+    texts: Iterable[str] | None,
+    caller: str,
+    taken: Mapping[str, Any] | None = None,
+) -> list[Doc]:
+    """Documents for ``n`` precomputed vectors; lengths are checked against the vectors."""
+    if texts is not None:
+        texts = check_texts_argument(texts, paired=True)
+    if texts is None and ids is None:
+        raise ValueError(
+            f"{caller} needs ids (one per vector) when no texts are given; "
+            "pass ids=[...] or texts=[...]"
+        )
+    for name, values in (("ids", ids), ("texts", texts), ("metadatas", metadatas)):
+        if values is not None and not isinstance(values, str):
+            values = list(values)
+            if len(values) != n:
+                raise ValueError(f"got {n} vectors but {len(values)} {name}; pass one per vector")
+            if name == "ids":
+                ids = values
+            elif name == "texts":
+                texts = values
+            else:
+                metadatas = values
+    return make_docs([""] * n if texts is None else texts, ids, metadatas, taken=taken)
+
+
+def row_count(vectors: Any) -> int:
+    """The number of rows of an ``(n, d)`` vector input, or a clear error."""
+    try:
+        shape = np.shape(vectors)
+    except ValueError:  # ragged nested lists: numpy's "inhomogeneous shape"
+        lengths = sorted({len(v) for v in vectors if hasattr(v, "__len__")})
+        raise ValueError(
+            f"vectors must have shape (n, dimension) with rows of equal length, got rows of "
+            f"lengths {lengths[:5]}; every vector must have the same dimension"
+        ) from None
+    if len(shape) != 2:
+        raise ValueError(f"vectors must have shape (n, dimension), got shape {shape}")
+    return int(shape[0])

@@ -1,0 +1,365 @@
+"""VectorIndex: exact dense retrieval over one contiguous float32 matrix (the facade).
+
+Documents are rows of a C-contiguous ``(n, d)`` float32 matrix. With ``metric="cosine"``
+vectors are L2-normalised on the way in, so the score is the cosine similarity; with
+``metric="dot"`` they are kept as given and the score is the inner product. A zero
+vector stays zero under cosine (its similarity to anything is 0).
+
+This class builds, describes and saves an index, and holds its current snapshot and
+its writer lock. The rest lives next door, one job per module: `editing` (add, upsert,
+delete: new copy-on-write `snapshot` versions), `search` (search methods and the choice
+of kernel per query block), `kernels` (exact top-k), `saving` (the file format),
+`encoding` and `cache` (texts to vectors, each distinct text once), `ann` (HNSW).
+
+Edit semantics: `add` refuses ids already in the index (like `BM25Index`); `upsert`
+replaces the text, metadata and vector of existing ids in place and appends new ones;
+`delete` removes ids and refuses unknown ones without removing anything.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from ..documents import DocumentAccess, check_docs, make_docs
+from ..persistence import IndexReader, atomic_index_dir, read_index
+from ..types import Doc
+from .ann import HNSWConfig
+from .cache import EmbeddingCache
+from .editing import VectorEditing, docs_for_vectors, row_count
+from .encoding import DEFAULT_BATCH_SIZE, check_matrix, embedder_dimension, embedder_identity
+from .saving import FORMAT_VERSION, METRICS, read_saved, write_index
+from .search import VectorSearching
+from .snapshot import Snapshot
+
+__all__ = ["VectorIndex", "METRICS", "FORMAT_VERSION"]
+
+
+class VectorIndex(VectorEditing, VectorSearching, DocumentAccess):
+    """Dense vectors of documents, exact top-k search, edits, filters and persistence.
+
+    Concurrency: any number of threads may search while one thread edits. A search
+    takes the current snapshot once (rows ``0..n-1`` of the matrix, the document
+    list, the ANN graph, the filter-mask memo) and reads only it, so it sees the
+    index as it was before an edit or after it, never a mix; searches never wait for
+    an edit nor for each other. Edits never change what a published snapshot reads:
+    `add` writes rows past every snapshot's ``n`` (or into a new, larger matrix),
+    `upsert` of existing ids and `delete` copy the matrix (O(n·d) per call: batch
+    them), and the HNSW graph is never modified once searched (rows added later are
+    scanned exactly until the next edit folds them into a copy of the graph).
+    Writers are serialised by a lock: two threads editing at once get both edits,
+    one after the other (in an unspecified order); a search sees none, one or both.
+
+    Scores are deterministic: candidates found by the matrix product are re-scored
+    with one fixed summation order, so `search`, `search_many`, filtered and
+    approximate search give a document the same score and ties the same order.
+
+    Example:
+        >>> from hybrid_retrievers.models import HashingEmbedder
+        >>> index = VectorIndex.from_texts(
+        ...     ["the cat sat on the mat", "dogs chase cats", "a bird sang"],
+        ...     ids=["a", "b", "c"], embedder=HashingEmbedder(dimension=64),
+        ... )
+        >>> [hit.id for hit in index.search("the cat", k=1)]
+        ['a']
+    """
+
+    def __init__(
+        self,
+        *,
+        embedder: Any = None,
+        metric: str = "cosine",
+        dimension: int | None = None,
+        cache: EmbeddingCache | None = None,
+        batch_size: int = DEFAULT_BATCH_SIZE,
+    ) -> None:
+        """Create an empty index; most users call `from_texts`, `from_docs` or `from_vectors`.
+
+        Args:
+            embedder: encodes documents and queries (the `Embedder` protocol); optional
+                when only vectors are added and searched.
+            metric: ``"cosine"`` (vectors normalised) or ``"dot"`` (inner product).
+            dimension: the vector length; taken from the embedder's ``dimension`` or the
+                first vectors when omitted.
+            cache: an `EmbeddingCache` consulted before calling the embedder.
+            batch_size: texts per ``embed_documents`` call.
+        """
+        if not isinstance(metric, str) or metric not in METRICS:
+            raise ValueError(f"metric must be one of {list(METRICS)}, got {metric!r}")
+        if embedder is not None and not (
+            callable(getattr(embedder, "embed_documents", None))
+            and callable(getattr(embedder, "embed_query", None))
+        ):
+            raise TypeError(
+                "embedder must have embed_documents(texts) and embed_query(text) methods "
+                f"(the Embedder protocol), got {type(embedder).__name__}"
+            )
+        if cache is not None and not isinstance(cache, EmbeddingCache):
+            raise TypeError(f"cache must be an EmbeddingCache or None, got {type(cache).__name__}")
+        if (isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer))
+                or batch_size < 1):
+            raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
+        self._metric = metric
+        self._embedder = embedder
+        self._cache = cache
+        self._batch_size = int(batch_size)
+        if dimension is None and embedder is not None:
+            dimension = embedder_dimension(embedder)
+        self._dim: int | None = None if dimension is None else _check_dimension(dimension)
+        self._lock = threading.RLock()  # serialises writers; readers never take it
+        self._flat_faiss = False  # exact scans through faiss.knn (same results)
+        self._state = Snapshot(np.zeros((0, self._dim or 0), dtype=np.float32), 0, [], {},
+                               max_norm=0.0)
+
+    def _install(
+        self,
+        vectors: NDArray[np.float32],
+        docs: list[Doc],
+        *,
+        positions: dict[str, int] | None = None,
+        ann: HNSWConfig | None = None,
+    ) -> None:
+        """Publish a complete new version of the index (used by `load`).
+
+        ``vectors`` are stored as given (already normalised for cosine; may be a
+        read-only memory map): one row per document of ``docs``.
+        """
+        with self._lock:
+            self._state = Snapshot(vectors, len(docs), docs, positions, ann=ann)
+
+    @property
+    def _buf(self) -> NDArray[np.float32]:
+        """The current snapshot's whole buffer (spare rows included; a memmap after
+        ``load(mmap=True)`` until the first edit)."""
+        return self._state.buf
+
+    # ------------------------------------------------------------------ building
+
+    @classmethod
+    def from_texts(
+        cls,
+        texts: Iterable[str],
+        ids: Iterable[str] | None = None,
+        metadatas: Iterable[Mapping[str, Any] | None] | None = None,
+        *,
+        embedder: Any,
+        metric: str = "cosine",
+        batch_size: int = DEFAULT_BATCH_SIZE,
+        show_progress: bool = False,
+        cache: EmbeddingCache | None = None,
+    ) -> VectorIndex:
+        """Encode and index ``texts``; missing ids become deterministic content ids.
+
+        Raises:
+            ValueError: empty corpus, duplicate ids, mismatched lengths, or vectors
+                with NaN/inf or of the wrong dimension.
+        """
+        docs = make_docs(texts, ids, metadatas)
+        return cls.from_docs(
+            docs, embedder=embedder, metric=metric, batch_size=batch_size,
+            show_progress=show_progress, cache=cache,
+        )
+
+    @classmethod
+    def from_docs(
+        cls,
+        docs: Iterable[Doc],
+        *,
+        embedder: Any,
+        metric: str = "cosine",
+        batch_size: int = DEFAULT_BATCH_SIZE,
+        show_progress: bool = False,
+        cache: EmbeddingCache | None = None,
+    ) -> VectorIndex:
+        """Encode and index `Doc` objects, keeping their ids and metadata."""
+        if embedder is None:
+            raise TypeError("from_docs needs an embedder; use from_vectors for precomputed vectors")
+        docs = check_docs(docs)
+        if not docs:
+            raise ValueError(
+                "cannot build a vector index from an empty corpus; pass at least one text"
+            )
+        index = cls(embedder=embedder, metric=metric, cache=cache, batch_size=batch_size)
+        index.add_docs(docs, show_progress=show_progress)
+        return index
+
+    @classmethod
+    def from_vectors(
+        cls,
+        vectors: Any,
+        ids: Iterable[str] | None = None,
+        metadatas: Iterable[Mapping[str, Any] | None] | None = None,
+        texts: Iterable[str] | None = None,
+        *,
+        embedder: Any = None,
+        metric: str = "cosine",
+    ) -> VectorIndex:
+        """Index precomputed ``vectors`` (shape ``(n, d)``), one per id.
+
+        Args:
+            vectors: the document vectors (copied into float32).
+            ids: one id per vector; required unless ``texts`` are given (then content ids).
+            metadatas: one mapping (or None) per vector.
+            texts: the documents' texts (stored, returned in hits); empty when omitted.
+            embedder: optional, to answer text queries with `search`.
+        """
+        matrix = check_matrix(vectors, row_count(vectors), "vectors")
+        if matrix.shape[0] == 0:
+            raise ValueError(
+                "cannot build a vector index from an empty corpus; pass at least one vector"
+            )
+        docs = docs_for_vectors(matrix.shape[0], ids, metadatas, texts, "from_vectors")
+        index = cls(embedder=embedder, metric=metric, dimension=matrix.shape[1])
+        index.add_vectors(matrix, docs=docs)
+        return index
+
+    # ------------------------------------------------------------------ access
+
+    def __repr__(self) -> str:
+        st = self._state
+        return (
+            f"VectorIndex(docs={st.n}, dimension={self._dim}, metric={self._metric!r}, "
+            f"model_id={self.model_id!r}, ann={st.ann is not None})"
+        )
+
+    def get_vector(self, doc_id: str) -> NDArray[np.float32]:
+        """A copy of the stored (normalised, for cosine) vector of ``doc_id``."""
+        st = self._state
+        if doc_id not in st.positions:
+            raise KeyError(f"document {doc_id!r} is not in the index")
+        return np.array(st.buf[st.positions[doc_id]])
+
+    @property
+    def vectors(self) -> NDArray[np.float32]:
+        """The ``(n, d)`` matrix, read-only view (rows in index order).
+
+        The view stays valid (and unchanged) after later edits: they never write rows
+        a published snapshot can see.
+        """
+        view = self._state.vectors.view()
+        view.flags.writeable = False
+        return view
+
+    @property
+    def dimension(self) -> int | None:
+        """Vector length (``None`` for an empty index that has not seen a vector)."""
+        return self._dim
+
+    @property
+    def metric(self) -> str:
+        return self._metric
+
+    @property
+    def embedder(self) -> Any:
+        return self._embedder
+
+    @property
+    def cache(self) -> EmbeddingCache | None:
+        return self._cache
+
+    @property
+    def model_id(self) -> str | None:
+        """The embedder's identity (its ``model_id``), or the one recorded at load."""
+        identity = embedder_identity(self._embedder) if self._embedder is not None else None
+        return identity if identity is not None else getattr(self, "_loaded_model_id", None)
+
+    def nbytes(self) -> int:
+        """Bytes of the vector matrix (allocated capacity included) and of the ANN graph."""
+        st = self._state
+        graph = st.graphs.graph if st.ann is not None else None
+        return int(st.buf.nbytes) + (graph.nbytes() if graph is not None else 0)
+
+    # ------------------------------------------------------------------ persistence
+
+    def save(self, path: str | os.PathLike[str]) -> None:
+        """Write the index to directory ``path`` atomically and durably (``.npy`` + JSON).
+
+        The manifest records the metric, dimension and model identity. An ANN graph is
+        not saved, only its parameters: it is rebuilt on the first approximate search.
+        A crash at any moment leaves ``path`` loading as the previous save or this one;
+        a concurrent `load` gets one complete version; concurrent saves run one after
+        the other. A symbolic link at ``path`` is followed (the index is saved into its
+        target). See `hybrid_retrievers.persistence` for the layout.
+
+        Raises:
+            TypeError: ``path`` is not a str or path, or metadata is not JSON data
+                that would load back unchanged (the previous save is kept).
+            FileExistsError: ``path`` exists and is not an index.
+        """
+        with self._lock, atomic_index_dir(path) as tmp:
+            self._save_into(tmp)
+
+    def _save_into(self, directory: Path) -> None:
+        """Write the index files and their manifest into an existing empty directory."""
+        with self._lock:
+            write_index(directory, self._state, metric=self._metric, dimension=self._dim,
+                        model_id=self.model_id, embedder=self._embedder)
+
+    @classmethod
+    def load(
+        cls,
+        path: str | os.PathLike[str],
+        embedder: Any = None,
+        *,
+        mmap: bool = False,
+        cache: EmbeddingCache | None = None,
+        verify: bool = False,
+    ) -> VectorIndex:
+        """Read an index saved by `save`; nothing in it is trusted before it is checked.
+
+        Every file read into memory is checksummed, the manifest too, and the vectors
+        must be finite (and of unit length for a cosine index).
+
+        Args:
+            embedder: for text queries and additions; its dimension must match.
+                A different ``model_id`` than the saved one warns (same size, maybe
+                another model).
+            mmap: memory-map the vectors read-only (not read into memory); the first
+                edit copies them into memory. Their size, shape and dtype are checked,
+                their checksum and values only with ``verify``.
+            cache: an `EmbeddingCache` for later additions.
+            verify: with ``mmap``, also run the full checks (reads the vectors once).
+
+        Raises:
+            TypeError: ``path`` is not a str or path.
+            IndexFormatError: missing, corrupt, truncated, foreign, invalid or newer
+                directory.
+            ValueError: the embedder's dimension differs from the saved vectors'.
+        """
+        return read_index(
+            path, kind="vector", max_version=FORMAT_VERSION,
+            read=lambda r: cls._from_reader(r, embedder, mmap=mmap, cache=cache, verify=verify,
+                                            label=path),
+        )
+
+    @classmethod
+    def _from_reader(
+        cls,
+        r: IndexReader,
+        embedder: Any = None,
+        *,
+        mmap: bool = False,
+        cache: EmbeddingCache | None = None,
+        verify: bool = False,
+        label: Any = None,
+    ) -> VectorIndex:
+        saved = read_saved(r, embedder, mmap=mmap, verify=verify, label=label)
+        index = cls(embedder=None, metric=saved.metric, dimension=saved.dimension, cache=cache)
+        index._embedder = embedder
+        index._loaded_model_id = saved.model_id
+        index._install(saved.vectors, saved.docs, positions=saved.positions, ann=saved.ann)
+        return index
+
+
+def _check_dimension(dimension: Any) -> int:
+    if isinstance(dimension, bool) or not isinstance(dimension, (int, np.integer)):
+        raise TypeError(f"dimension must be an int, got {type(dimension).__name__}: {dimension!r}")
+    if dimension < 1:
+        raise ValueError(f"dimension must be >= 1, got {dimension}")
+    return int(dimension)
