@@ -12,7 +12,6 @@ Also the shaping of precomputed-vector input (`docs_for_vectors`, `row_count`).
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -22,25 +21,17 @@ from numpy.typing import NDArray
 from ..documents import check_docs, check_texts_argument, make_docs
 from ..types import Doc
 from ..validation import check_id_list
-from .cache import EmbeddingCache
 from .encoding import check_matrix, embed_texts
 from .kernels import max_row_norm, normalize
-from .snapshot import GraphLineage, Snapshot
+from .snapshot import GraphLineage, IndexFields, Snapshot
 
 __all__ = ["VectorEditing", "edited", "deleted", "docs_for_vectors", "row_count"]
 
 
-class VectorEditing:
+class VectorEditing(IndexFields):
     """The edit methods of `VectorIndex` (see its class docstring for concurrency)."""
 
     __slots__ = ()
-    _state: Snapshot
-    _lock: threading.RLock
-    _dim: int | None
-    _metric: str
-    _embedder: Any
-    _cache: EmbeddingCache | None
-    _batch_size: int
 
     def add(
         self,

@@ -11,7 +11,6 @@ document's score and tie order do not depend on the path taken.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Sequence
 from typing import Any, Self
 
@@ -24,7 +23,7 @@ from ..types import Hit, MetadataFilter
 from ..validation import check_k, check_queries, check_query
 from .ann import FaissHNSW, HNSWConfig
 from .kernels import exact_topk, normalize, rescore, rounding_margins
-from .snapshot import GraphLineage, Snapshot, graph_of
+from .snapshot import GraphLineage, IndexFields, Snapshot, graph_of
 
 __all__ = ["VectorSearching", "search_block", "query_matrix"]
 
@@ -33,16 +32,10 @@ __all__ = ["VectorSearching", "search_block", "query_matrix"]
 _GATHER_FRACTION = 0.25
 
 
-class VectorSearching:
+class VectorSearching(IndexFields):
     """The search methods and backend switches of `VectorIndex`."""
 
     __slots__ = ()
-    _state: Snapshot
-    _lock: threading.RLock
-    _dim: int | None
-    _metric: str
-    _embedder: Any
-    _flat_faiss: bool
 
     def enable_ann(self, config: HNSWConfig | None = None, **params: Any) -> Self:
         """Answer searches with an HNSW graph (faiss, the ``ann`` extra); returns ``self``.
