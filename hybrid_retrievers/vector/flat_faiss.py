@@ -46,7 +46,8 @@ def faiss_flat_topk(
         vectors: the ``(n, d)`` C-contiguous float32 matrix searched.
         queries: ``(m, d)`` float32 queries.
         k: hits per query.
-        margins: per query, the rounding margin of `hybrid_retrievers.vector.kernels.rounding_margins`.
+        margins: per query, the rounding margin of
+            `hybrid_retrievers.vector.kernels.rounding_margins`.
         rescore: the index's fixed-order scorer ``(vectors, rows, query) -> scores``.
         fallback: answers the queries at the given positions the numpy way (used when
             ties or near-ties reach past what faiss returned).
