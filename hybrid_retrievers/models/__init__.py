@@ -7,15 +7,18 @@ import sentence-transformers (and torch) only when their model is first used, an
 
 from __future__ import annotations
 
-from .cross_encoder import DEFAULT_CROSS_ENCODER, CrossEncoderScorer
+from .cross_encoder import CrossEncoderScorer
 from .fake import HashingEmbedder
 from .local import local_minilm_path
+from .names import DEFAULT_CROSS_ENCODER, DEFAULT_EMBEDDING_MODEL, model_name
 from .sentence_transformers import SentenceTransformerEmbedder
 
 __all__ = [
     "CrossEncoderScorer",
     "DEFAULT_CROSS_ENCODER",
+    "DEFAULT_EMBEDDING_MODEL",
     "HashingEmbedder",
     "SentenceTransformerEmbedder",
     "local_minilm_path",
+    "model_name",
 ]

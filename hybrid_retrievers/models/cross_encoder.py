@@ -33,12 +33,10 @@ from numpy.typing import NDArray
 
 from ..optional import require
 from ..progress import progress
+from .names import DEFAULT_CROSS_ENCODER
 from .onnx_backend import check_backend, install_onnx_backend
 
 __all__ = ["ACTIVATIONS", "DEFAULT_CROSS_ENCODER", "CrossEncoderScorer"]
-
-DEFAULT_CROSS_ENCODER = "cross-encoder/ms-marco-MiniLM-L-6-v2"
-"""The default model: a 6-layer MiniLM trained on MS MARCO passage ranking (a real reranker)."""
 
 ACTIVATIONS: tuple[str | None, ...] = ("sigmoid", None)
 """Valid ``activation`` values: ``"sigmoid"`` (probabilities in (0, 1)) or ``None`` (log-odds)."""

