@@ -13,13 +13,13 @@ from hybrid_retrievers.optional import require  # noqa: I001 (before the framewo
 
 require("langchain_core", extra="langchain", feature="langchain_hybrid_retrievers")
 
+from .bm25 import BM25Retriever
 from .compressors import CrossEncoderReranker, LLMReranker, RerankingRetriever
 from .dense import DenseRetriever
 from .embeddings import LangChainEmbedder
 from .fusion import FusionRetriever, HybridRetriever
 from .hyde import HyDERetriever
 from .parent import ParentDocumentRetriever
-from .retrievers import BM25Retriever
 from .vectorstores import ScoredVectorStoreRetriever
 from .searcher import SearcherRetriever
 

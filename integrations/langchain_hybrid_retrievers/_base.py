@@ -1,5 +1,17 @@
-"""What every LangChain retriever of this package shares: strict arguments and run config.
+"""What every LangChain retriever of this package shares: the core-adapter contract.
 
+The adapters import only public core names (``hybrid_retrievers``, its public modules
+and ``hybrid_retrievers.validation`` for the argument checks; tests/test_architecture.py
+keeps it so). A retriever converts types, maps parameter names, wires run config and
+async, and delegates; ranking, filtering and validation of values live in the core.
+What a retriever over a core searcher does is written once, here:
+
+* `CoreRetriever`: the ``k`` / ``filter`` / ``score_key`` fields and their checks, the
+  per-call ``k=`` / ``filter=`` overrides (``None`` means "the field"), one path from
+  core hits to new `Document` objects, and async (the searcher's ``asearch`` when it
+  has one, else a worker thread, so the event loop never runs the search).
+* `IndexRetriever`: a `CoreRetriever` over one editable core index (``index``):
+  ``add_documents`` / ``add_texts`` / ``delete``, ``from_documents`` and ``save_local``.
 * `StrictRetriever` refuses unknown constructor arguments (LangChain's ``BaseRetriever``
   silently drops them), naming the equivalent here when the argument comes from a
   LangChain community class (`ARGUMENT_HINTS`).
@@ -13,20 +25,34 @@
 
 from __future__ import annotations
 
+import asyncio
 import inspect
-from collections.abc import Iterator, Mapping
+import os
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import Any
+from typing import Any, ClassVar
 
+from langchain_core.callbacks import (
+    AsyncCallbackManagerForRetrieverRun,
+    CallbackManagerForRetrieverRun,
+)
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import RunnableConfig
 from langchain_core.runnables.config import ensure_config, patch_config
-from pydantic import ConfigDict, model_validator
+from pydantic import ConfigDict, field_validator, model_validator
+
+from hybrid_retrievers.types import Hit, MetadataFilter
+from hybrid_retrievers.validation import check_k
+
+from ._convert import check_score_key, copy_metadatas, documents_to_columns, hit_to_document
 
 __all__ = [
     "ARGUMENT_HINTS",
+    "CoreRetriever",
+    "Filter",
+    "IndexRetriever",
     "StrictRetriever",
     "accepts_k",
     "check_arguments",
@@ -155,6 +181,137 @@ class StrictRetriever(BaseRetriever):
             return await super().ainvoke(input, config, **kwargs)
         finally:
             _CONFIG.reset(token)
+
+
+Filter = MetadataFilter
+"""A filter: a metadata mapping (every key must equal) or a predicate over `Doc`."""
+
+
+class CoreRetriever(StrictRetriever):
+    """A retriever over one core searcher (see the module docstring).
+
+    Subclasses declare the searcher field (``searcher`` by default; `IndexRetriever`
+    uses ``index``) and add their constructors.
+    """
+
+    k: int = 4
+    """Default number of documents to return (>= 1); override per call with ``k=``."""
+
+    filter: Filter | None = None
+    """Default filter applied before top-k: a mapping (every key must equal the
+    document's metadata value) or a callable receiving a `hybrid_retrievers.Doc`
+    and returning ``True`` to keep it. Override per call with ``filter=``."""
+
+    score_key: str = "score"
+    """Metadata key under which each returned `Document` carries its score."""
+
+    core_field: ClassVar[str] = "searcher"
+
+    @field_validator("k", mode="before")
+    @classmethod
+    def _check_k(cls, value: Any) -> int:
+        return check_k(value, name="k")
+
+    @field_validator("score_key")
+    @classmethod
+    def _check_score_key(cls, value: str) -> str:
+        return check_score_key(value)
+
+    def _core(self) -> Any:
+        return getattr(self, self.core_field)
+
+    def _resolve(self, k: int | None, filter: Filter | None) -> tuple[int, Filter | None]:
+        """The per-call ``k`` and ``filter``, each the field's value when ``None``."""
+        return (check_k(self.k if k is None else k, name="k"),
+                self.filter if filter is None else filter)
+
+    def _documents(self, hits: Iterable[Hit]) -> list[Document]:
+        return [hit_to_document(hit, self.score_key) for hit in hits]
+
+    def _search(self, query: str, k: int | None, filter: Filter | None) -> list[Document]:
+        top, where = self._resolve(k, filter)
+        return self._documents(self._core().search(query, top, filter=where))
+
+    async def _asearch(self, query: str, k: int | None, filter: Filter | None) -> list[Document]:
+        top, where = self._resolve(k, filter)
+        asearch = getattr(self._core(), "asearch", None)
+        if callable(asearch):
+            return self._documents(await asearch(query, top, filter=where))
+        return await asyncio.to_thread(self._search, query, top, where)
+
+    def _get_relevant_documents(
+        self, query: str, *, run_manager: CallbackManagerForRetrieverRun,
+        k: int | None = None, filter: Filter | None = None,
+    ) -> list[Document]:
+        """Return up to ``k`` documents for ``query``, best first."""
+        return self._search(query, k, filter)
+
+    async def _aget_relevant_documents(
+        self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun,
+        k: int | None = None, filter: Filter | None = None,
+    ) -> list[Document]:
+        """Async `_get_relevant_documents`: ``asearch`` when the searcher has it, else a
+        worker thread."""
+        return await self._asearch(query, k, filter)
+
+
+class IndexRetriever(CoreRetriever):
+    """A `CoreRetriever` over one editable core index (`BM25Index`, `VectorIndex`).
+
+    Editing goes to the index (a dense index embeds new texts, BM25 updates N, avgdl and
+    idf), so every retriever edits exactly like its index.
+    """
+
+    index: Any
+    core_field: ClassVar[str] = "index"
+
+    @classmethod
+    def from_documents(cls, documents: Iterable[Document], *args: Any, **kwargs: Any) -> Any:
+        """`from_texts` over LangChain documents, keeping ``Document.id`` and metadata.
+
+        Documents whose ``id`` is ``None`` get deterministic content ids (see
+        `hybrid_retrievers.content_id`). Other arguments are as for `from_texts`.
+        """
+        texts, ids, metadatas = documents_to_columns(documents)
+        return cls.from_texts(texts, *args, metadatas=metadatas, ids=ids,  # type: ignore[attr-defined]
+                              **kwargs)
+
+    def add_documents(self, documents: Iterable[Document]) -> list[str]:
+        """Add documents; returns their ids (``Document.id`` or content ids).
+
+        Raises:
+            ValueError: if an id is already indexed (nothing is added then).
+        """
+        texts, ids, metadatas = documents_to_columns(documents)
+        return self.index.add(texts, ids=ids, metadatas=metadatas)  # type: ignore[no-any-return]
+
+    def add_texts(
+        self,
+        texts: Iterable[str],
+        metadatas: Iterable[Mapping[str, Any]] | None = None,
+        ids: Iterable[str | None] | None = None,
+    ) -> list[str]:
+        """Add raw texts; returns the ids added (metadata is copied, nested values too)."""
+        return self.index.add(  # type: ignore[no-any-return]
+            texts, ids=ids, metadatas=copy_metadatas(metadatas))
+
+    def delete(self, ids: Sequence[str]) -> None:
+        """Remove documents by id.
+
+        Raises:
+            KeyError: naming unknown ids (nothing is deleted then).
+        """
+        self.index.delete(ids)
+
+    def save_local(self, folder_path: str | os.PathLike[str]) -> None:
+        """Save the index to a folder in the core's format (JSON + ``.npy``, no pickle).
+
+        Saved: texts, ids, metadata and the index's settings (analyzer and BM25
+        parameters; a dense index's vectors, metric and model identity, not the model).
+        Query-time settings (``k``, ``filter``, ``score_key``) are not saved: pass them
+        to ``load_local``.
+        """
+        self.index.save(folder_path)
 
 
 def _unwrap(runnable: Any) -> Any:

@@ -15,7 +15,7 @@ from hybrid_retrievers.fusion.saved import child_kind, read_fusion, save_fusion
 from hybrid_retrievers.persistence import IndexFormatError, current_files
 
 from .dense import DenseRetriever
-from .retrievers import BM25Retriever
+from .bm25 import BM25Retriever
 
 __all__ = ["save_fusion_retriever", "load_fusion_retriever"]
 

@@ -56,7 +56,7 @@ from ._convert import (
     hit_to_document,
 )
 from .dense import DenseRetriever
-from .retrievers import BM25Retriever
+from .bm25 import BM25Retriever
 from .vectorstores import with_store_scores
 
 __all__ = ["FusionRetriever", "HybridRetriever"]

@@ -31,7 +31,7 @@ from hybrid_retrievers.vector import VectorIndex
 from ._base import StrictRetriever, core_call_config, core_calls_as_children
 from ._convert import RANK_KEY, check_score_key, copy_metadata, documents_to_columns
 from .embeddings import as_embedder
-from .retrievers import Filter
+from ._base import Filter
 
 __all__ = ["HYDE_KEY", "HyDERetriever", "LangChainGenerator", "as_generator"]
 

@@ -47,7 +47,7 @@ from ._convert import (
     documents_to_columns,
 )
 from .embeddings import as_embedder
-from .retrievers import Filter
+from ._base import Filter
 
 __all__ = ["DocumentStoreParents", "LangChainChildIndex", "ParentDocumentRetriever"]
 

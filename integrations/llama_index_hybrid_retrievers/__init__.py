@@ -18,13 +18,13 @@ from hybrid_retrievers.optional import require  # noqa: I001 (before the framewo
 
 require("llama_index.core", extra="llama-index", feature="llama_index_hybrid_retrievers")
 
+from .bm25 import BM25Retriever
 from .dense import DenseRetriever
 from .embeddings import LlamaIndexEmbedder
 from .fusion import FusionRetriever, HybridRetriever
 from .hyde import HyDERetriever
 from .parent import ParentDocumentRetriever
 from .postprocessors import CrossEncoderRerank, LLMRerank
-from .retrievers import BM25Retriever
 from .searcher import SearcherRetriever
 
 __all__ = [

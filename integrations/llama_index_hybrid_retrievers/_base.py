@@ -1,26 +1,48 @@
-"""State shared by the retrievers that wrap core searchers: top-k, filter, nodes, editing."""
+"""What every LlamaIndex retriever of this package shares: the core-adapter contract.
+
+The adapters import only public core names (``hybrid_retrievers``, its public modules
+and ``hybrid_retrievers.validation`` for the argument checks; tests/test_architecture.py
+keeps it so). A retriever converts nodes and `QueryBundle`s, maps parameter names
+(``similarity_top_k`` is the core's ``k``), wires callbacks and async, and delegates;
+ranking, filtering and validation of values live in the core. Written once, here:
+
+* `SimilarityTopK`: the validated ``similarity_top_k`` property;
+* `CoreSearcherRetriever`: the filter (as given and in its core form), the caller's
+  nodes (`NodeCache`), one path from core hits to new `NodeWithScore` objects, async
+  (the searcher's ``asearch`` when it has one, else a worker thread), editing and the
+  persisted settings;
+* `CoreIndexRetriever`: a `CoreSearcherRetriever` over one core index, with its
+  constructor, ``persist`` and the ``index=`` -> ``bm25_index=`` / ``vector_index=``
+  deprecation;
+* `one_source` / `source_nodes`: the "exactly one of nodes= / docstore= / ..." rule of
+  ``from_defaults``; `one_filter`: ``filter=`` or LlamaIndex's spelling ``filters=``.
+"""
 
 from __future__ import annotations
 
+import asyncio
 import os
+import warnings
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.callbacks import CallbackManager
-from llama_index.core.schema import BaseNode
+from llama_index.core.schema import BaseNode, NodeWithScore, QueryBundle
+from llama_index.core.storage.docstore.types import BaseDocumentStore
 from llama_index.core.vector_stores.types import MetadataFilters
 
+from hybrid_retrievers.types import Hit, MetadataFilter
 from hybrid_retrievers.validation import check_k
-from hybrid_retrievers.types import MetadataFilter
 
-from ._query import QueryChecked
-from ._convert import nodes_to_docs, to_core_filter
+from ._convert import hit_to_node_with_score, nodes_to_docs, to_core_filter
 from ._nodes import NodeCache
 from ._persist import filter_from_json, filter_to_json, read_retriever, write_retriever
+from ._query import QueryChecked
 
-__all__ = ["CoreSearcherRetriever", "one_filter"]
+__all__ = ["CoreIndexRetriever", "CoreSearcherRetriever", "SimilarityTopK", "one_filter",
+           "one_source", "source_nodes"]
 
 
 def one_filter(filter: Any, filters: Any) -> Any:
@@ -30,8 +52,59 @@ def one_filter(filter: Any, filters: Any) -> Any:
     return filters if filter is None else filter
 
 
-class CoreSearcherRetriever(QueryChecked, BaseRetriever):
-    """Base of the BM25, dense and HyDE retrievers.
+def one_source(note: str = "", **sources: Any) -> str:
+    """The name of the one source given (not ``None``) among ``sources``.
+
+    Raises:
+        ValueError: naming the choices (and ``note``) unless exactly one is given.
+    """
+    given = [name for name, value in sources.items() if value is not None]
+    if len(given) != 1:
+        names = [f"{name}=" for name in sources]
+        if len(sources) == 2:
+            got = "both" if given else "neither"
+        else:
+            got = str(len(given)) if given else "none"
+        raise ValueError(
+            f"pass exactly one of {', '.join(names[:-1])} or {names[-1]}, got {got}{note}")
+    return given[0]
+
+
+def source_nodes(nodes: Iterable[BaseNode] | None,
+                 docstore: BaseDocumentStore | None = None) -> list[BaseNode]:
+    """The nodes given, or every node of ``docstore`` when it is given instead.
+
+    Raises:
+        TypeError: for a docstore that is not a LlamaIndex one, or a single node.
+    """
+    if docstore is not None:
+        if not isinstance(docstore, BaseDocumentStore):
+            raise TypeError(
+                f"docstore must be a llama_index BaseDocumentStore, got {type(docstore).__name__}"
+            )
+        return list(docstore.docs.values())
+    if isinstance(nodes, BaseNode):
+        raise TypeError("nodes must be a list of nodes, got a single node; wrap it in a list")
+    return list(nodes or ())
+
+
+class SimilarityTopK:
+    """Mixin: ``similarity_top_k``, validated on every assignment."""
+
+    _similarity_top_k: int
+
+    @property
+    def similarity_top_k(self) -> int:
+        """Number of nodes to return; validated on every assignment."""
+        return self._similarity_top_k
+
+    @similarity_top_k.setter
+    def similarity_top_k(self, value: int) -> None:
+        self._similarity_top_k = check_k(value, name="similarity_top_k")
+
+
+class CoreSearcherRetriever(SimilarityTopK, QueryChecked, BaseRetriever):
+    """Base of the retrievers over one core searcher (``self._searcher``).
 
     Holds ``similarity_top_k`` (validated on every assignment), the filter as given
     and its core form, and the caller's nodes (`NodeCache`), so results can hand back
@@ -56,26 +129,35 @@ class CoreSearcherRetriever(QueryChecked, BaseRetriever):
         BaseRetriever.__init__(self, callback_manager=callback_manager, verbose=verbose)
 
     @property
-    def similarity_top_k(self) -> int:
-        """Number of nodes to return; validated on every assignment."""
-        return self._similarity_top_k
-
-    @similarity_top_k.setter
-    def similarity_top_k(self, value: int) -> None:
-        self._similarity_top_k = check_k(value, name="similarity_top_k")
-
-    @property
     def filter(self) -> MetadataFilter | MetadataFilters | None:
         """The filter as given at construction."""
         return self._filter
 
     filters = filter  # LlamaIndex's spelling
 
+    # ------------------------------------------------------------------- search
+
+    _searcher: Any
+
+    def _wrap(self, hits: Iterable[Hit]) -> list[NodeWithScore]:
+        return [hit_to_node_with_score(hit, self._nodes) for hit in hits]
+
+    def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        return self._wrap(self._searcher.search(
+            query_bundle.query_str, self._similarity_top_k, filter=self._core_filter))
+
+    async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        asearch = getattr(self._searcher, "asearch", None)
+        if not callable(asearch):  # CPU work: keep it off the event loop
+            return await asyncio.to_thread(self._retrieve, query_bundle)
+        return self._wrap(await asearch(
+            query_bundle.query_str, self._similarity_top_k, filter=self._core_filter))
+
     # ------------------------------------------------------------------ editing
 
     def _editable_indexes(self) -> list[Any]:
         """The core indexes searched by this retriever (each gets every edit)."""
-        raise NotImplementedError
+        return [self._searcher]
 
     def insert_nodes(self, nodes: Sequence[BaseNode], **insert_kwargs: Any) -> list[str]:
         """Index more nodes (``VectorStoreIndex.insert_nodes``'s name); returns their ids.
@@ -166,3 +248,73 @@ class CoreSearcherRetriever(QueryChecked, BaseRetriever):
             "filter": saved_filter if filter is None else filter,
         }
         return folder, nodes, kwargs, settings
+
+
+class CoreIndexRetriever(CoreSearcherRetriever):
+    """A `CoreSearcherRetriever` over one core index (BM25, dense).
+
+    Subclasses name the index type and the constructor argument (``index_type``,
+    ``index_argument``); ``index=`` still works for that argument, with a
+    `DeprecationWarning` (in LlamaIndex ``index=`` means a ``VectorStoreIndex``).
+    """
+
+    index_type: ClassVar[type]
+    index_argument: ClassVar[str]
+    build_hint: ClassVar[str]
+    legacy_kind: ClassVar[str]
+
+    def _init(
+        self,
+        core_index: Any,
+        index: Any,
+        *,
+        similarity_top_k: int,
+        filter: MetadataFilter | MetadataFilters | None,
+        filters: MetadataFilter | MetadataFilters | None,
+        nodes: Iterable[BaseNode] | NodeCache | None,
+        callback_manager: CallbackManager | None,
+        verbose: bool,
+    ) -> None:
+        if index is not None:
+            if core_index is not None:
+                raise TypeError(f"pass {self.index_argument}= (index= is its old name), not both")
+            warnings.warn(f"{type(self).__name__}(index=...) is deprecated; pass "
+                          f"{self.index_argument}=...", DeprecationWarning, stacklevel=3)
+            core_index = index
+        if not isinstance(core_index, self.index_type):
+            raise TypeError(
+                f"{self.index_argument} must be a hybrid_retrievers.{self.index_type.__name__}, "
+                f"got {type(core_index).__name__}; build one with {self.build_hint}"
+            )
+        self._searcher = core_index
+        self._setup(similarity_top_k=similarity_top_k, filter=one_filter(filter, filters),
+                    nodes=nodes, callback_manager=callback_manager, verbose=verbose)
+
+    @property
+    def index(self) -> Any:
+        """The core index (the same object as ``bm25_index`` / ``vector_index``)."""
+        return self._searcher
+
+    def persist(self, persist_dir: str | os.PathLike[str]) -> None:
+        """Save the retriever: index, node fields, ``similarity_top_k`` and filter.
+
+        Written atomically as data (JSON + ``.npy``, never pickle): the core index under
+        ``index/`` in the core's format (its ``load`` reads it), and each node's
+        LlamaIndex fields (type, relationships / ``ref_doc_id``, excluded metadata keys,
+        templates) as JSON. A filter that is code (a callable) is not saved (a warning
+        says so). A dense index saves its model's identity and dimension, not the model.
+        """
+        self._write(persist_dir, self._searcher.docs, {"index": self._searcher.save})
+
+    @classmethod
+    def _load(
+        cls, persist_dir: str | os.PathLike[str], load: Callable[[Path], Any], *,
+        similarity_top_k: int | None, filter: Any, filters: Any,
+        callback_manager: CallbackManager | None, verbose: bool,
+    ) -> Any:
+        """A retriever from `persist`'s directory; ``load(folder)`` reads the core index."""
+        folder, fields, kwargs, _ = cls._read(persist_dir, (cls.legacy_kind,), similarity_top_k,
+                                              one_filter(filter, filters))
+        index = load(folder)
+        return cls(index, nodes=NodeCache.from_json(fields, index.docs),
+                   callback_manager=callback_manager, verbose=verbose, **kwargs)

@@ -13,7 +13,7 @@ from typing import Any
 from hybrid_retrievers.fusion.saved import child_kind, read_fusion, save_fusion
 
 from .dense import DenseRetriever
-from .retrievers import BM25Retriever
+from .bm25 import BM25Retriever
 
 __all__ = ["persist_fusion_retriever", "load_fusion_retriever"]
 

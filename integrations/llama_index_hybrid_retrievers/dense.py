@@ -25,18 +25,18 @@ from numpy.typing import NDArray
 
 from hybrid_retrievers.validation import check_query
 from hybrid_retrievers.embedding_cache import DEFAULT_CHUNK, EmbeddingCache
-from hybrid_retrievers.types import Hit, MetadataFilter
+from hybrid_retrievers.types import MetadataFilter
 from hybrid_retrievers.vector import VectorIndex
 
-from ._base import CoreSearcherRetriever, one_filter
-from ._convert import hit_to_node_with_score, nodes_to_docs
+from ._base import CoreIndexRetriever, one_filter, one_source, source_nodes
+from ._convert import nodes_to_docs
 from ._nodes import NodeCache
 from .embeddings import as_embedder
 
 __all__ = ["DenseRetriever"]
 
 
-class DenseRetriever(CoreSearcherRetriever):
+class DenseRetriever(CoreIndexRetriever):
     """Dense (embedding) retriever for LlamaIndex backed by `hybrid_retrievers.VectorIndex`.
 
     ``embed_model`` may be any LlamaIndex `BaseEmbedding` (wrapped in
@@ -71,8 +71,8 @@ class DenseRetriever(CoreSearcherRetriever):
     in the worker thread together with the search.
 
     Args:
-        index: The core index that does all scoring (shared, not copied); it must
-            have an embedder.
+        vector_index: The core index that does all scoring (shared, not copied); it
+            must have an embedder. ``index=`` is its deprecated name.
         similarity_top_k: Number of nodes to return (>= 1).
         filter: Applied before top-k: a mapping (metadata equality on every key), a
             callable receiving a `hybrid_retrievers.Doc`, or a LlamaIndex
@@ -95,9 +95,14 @@ class DenseRetriever(CoreSearcherRetriever):
         ['a']
     """
 
+    index_type = VectorIndex
+    index_argument = "vector_index"
+    build_hint = "DenseRetriever.from_defaults(nodes=..., embed_model=...)"
+    legacy_kind = "vector"
+
     def __init__(
         self,
-        index: VectorIndex,
+        vector_index: VectorIndex | None = None,
         *,
         similarity_top_k: int = 4,
         filter: MetadataFilter | MetadataFilters | None = None,
@@ -105,29 +110,22 @@ class DenseRetriever(CoreSearcherRetriever):
         callback_manager: CallbackManager | None = None,
         verbose: bool = False,
         filters: MetadataFilters | MetadataFilter | None = None,
+        index: VectorIndex | None = None,
     ) -> None:
-        filter = one_filter(filter, filters)
-        if not isinstance(index, VectorIndex):
-            raise TypeError(
-                f"index must be a hybrid_retrievers.VectorIndex, got {type(index).__name__}; "
-                "build one with DenseRetriever.from_defaults(nodes=..., embed_model=...)"
-            )
-        if index.embedder is None:
+        self._init(vector_index, index, similarity_top_k=similarity_top_k, filter=filter,
+                   filters=filters, nodes=nodes, callback_manager=callback_manager,
+                   verbose=verbose)
+        if self._searcher.embedder is None:
             raise ValueError(
-                "index must have an embedder to answer text queries, got a VectorIndex "
+                "vector_index must have an embedder to answer text queries, got a VectorIndex "
                 "without one; build it with an embedder or load it with "
                 "DenseRetriever.from_persist_dir(dir, embed_model=...)"
             )
-        self._index = index
-        self._setup(similarity_top_k=similarity_top_k, filter=filter, nodes=nodes,
-                    callback_manager=callback_manager, verbose=verbose)
-
-    # ------------------------------------------------------------ properties
 
     @property
-    def index(self) -> VectorIndex:
+    def vector_index(self) -> VectorIndex:
         """The core vector index."""
-        return self._index
+        return self._searcher  # type: ignore[no-any-return]
 
     # ----------------------------------------------------------------- build
 
@@ -168,65 +166,33 @@ class DenseRetriever(CoreSearcherRetriever):
             ValueError: unless exactly one of ``nodes`` and ``docstore`` is given, or
                 for an empty corpus.
         """
-        if (nodes is None) == (docstore is None):
-            raise ValueError(
-                "pass exactly one of nodes= or docstore=, got "
-                f"{'both' if nodes is not None else 'neither'}"
-            )
-        if docstore is not None:
-            if not isinstance(docstore, BaseDocumentStore):
-                raise TypeError(
-                    "docstore must be a llama_index BaseDocumentStore, got "
-                    f"{type(docstore).__name__}"
-                )
-            node_list = list(docstore.docs.values())
-        else:
-            if isinstance(nodes, BaseNode):
-                raise TypeError(
-                    "nodes must be a list of nodes, got a single node; wrap it in a list"
-                )
-            node_list = list(nodes)  # type: ignore[arg-type]
-        index = VectorIndex.from_docs(
-            nodes_to_docs(node_list),
-            embedder=as_embedder(embed_model),
-            metric=metric,
-            batch_size=batch_size,
-            show_progress=verbose,
-            cache=cache,
-        )
-        return cls(
-            index,
-            similarity_top_k=similarity_top_k,
-            filter=one_filter(filter, filters),
-            nodes=node_list,
-            callback_manager=callback_manager,
-            verbose=verbose,
-        )
+        one_source(nodes=nodes, docstore=docstore)
+        node_list = source_nodes(nodes, docstore)
+        index = VectorIndex.from_docs(nodes_to_docs(node_list), embedder=as_embedder(embed_model),
+                                      metric=metric, batch_size=batch_size,
+                                      show_progress=verbose, cache=cache)
+        return cls(index, similarity_top_k=similarity_top_k, filter=one_filter(filter, filters),
+                   nodes=node_list, callback_manager=callback_manager, verbose=verbose)
 
     # ---------------------------------------------------------------- search
 
-    def _wrap(self, hits: list[Hit]) -> list[NodeWithScore]:
-        return [hit_to_node_with_score(hit, self._nodes) for hit in hits]
-
     def _search_vector(self, vector: Any) -> list[NodeWithScore]:
-        return self._wrap(
-            self._index.search_vector(vector, k=self._similarity_top_k, filter=self._core_filter)
-        )
+        return self._wrap(self._searcher.search_vector(
+            vector, k=self._similarity_top_k, filter=self._core_filter))
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         if query_bundle.embedding is not None:
             return self._search_vector(query_bundle.embedding)
         strs = _embedding_strs(query_bundle)
         if strs is None:
-            return self._wrap(
-                self._index.search(
-                    query_bundle.query_str, k=self._similarity_top_k, filter=self._core_filter
-                )
-            )
-        return self._search_vector(_mean(self._embed_queries(strs)))
+            return super()._retrieve(query_bundle)
+        embedder = self._searcher.embedder
+        batch = getattr(embedder, "embed_queries", None)
+        vectors = batch(strs) if callable(batch) else [embedder.embed_query(t) for t in strs]
+        return self._search_vector(_mean(vectors))
 
     async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
-        embedder = self._index.embedder
+        embedder = self._searcher.embedder
         aembed_query = _coroutine_method(embedder, "aembed_query")
         if query_bundle.embedding is not None or aembed_query is None:
             # Nothing to await: model (if any) and search run in one worker thread.
@@ -242,31 +208,6 @@ class DenseRetriever(CoreSearcherRetriever):
                 matrix = [await aembed_query(s) for s in strs]
             vector = _mean(matrix)
         return await asyncio.to_thread(self._search_vector, vector)
-
-    def _embed_queries(self, texts: list[str]) -> Any:
-        embedder = self._index.embedder
-        batch = getattr(embedder, "embed_queries", None)
-        if callable(batch):
-            return batch(texts)
-        return [embedder.embed_query(t) for t in texts]
-
-    # --------------------------------------------------------------- editing
-
-    def _editable_indexes(self) -> list[Any]:
-        return [self._index]
-
-    # ----------------------------------------------------------- persistence
-
-    def persist(self, persist_dir: str | os.PathLike[str]) -> None:
-        """Save the retriever: index, node fields, ``similarity_top_k`` and filter.
-
-        Written atomically as data (JSON + ``.npy``, never pickle): the core index
-        (vectors, ids, texts, metadata, metric, model identity) under ``index/``, which
-        ``VectorIndex.load`` reads, and each node's LlamaIndex fields as JSON (see
-        `BM25Retriever.persist`). The embedding model is not saved, only its identity
-        and dimension: pass the model to `from_persist_dir`.
-        """
-        self._write(persist_dir, self._index.docs, {"index": self._index.save})
 
     @classmethod
     def from_persist_dir(
@@ -299,11 +240,12 @@ class DenseRetriever(CoreSearcherRetriever):
                 or foreign directory.
             ValueError: if the model's known dimension differs from the saved vectors'.
         """
-        folder, fields, kwargs, _ = cls._read(persist_dir, ("vector",), similarity_top_k,
-                                              one_filter(filter, filters))
-        index = VectorIndex.load(folder, as_embedder(embed_model), mmap=mmap, cache=cache)
-        return cls(index, nodes=NodeCache.from_json(fields, index.docs),
-                   callback_manager=callback_manager, verbose=verbose, **kwargs)
+        return cls._load(  # type: ignore[no-any-return]
+            persist_dir,
+            lambda folder: VectorIndex.load(folder, as_embedder(embed_model), mmap=mmap,
+                                            cache=cache),
+            similarity_top_k=similarity_top_k, filter=filter, filters=filters,
+            callback_manager=callback_manager, verbose=verbose)
 
 
 def _embedding_strs(query_bundle: QueryBundle) -> list[str] | None:

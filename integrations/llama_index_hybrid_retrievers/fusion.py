@@ -43,7 +43,7 @@ from ._base import one_filter
 from ._convert import FUSION_KEY, node_with_added_metadata, node_with_score_to_hit
 from ._query import QueryChecked
 from .dense import DenseRetriever
-from .retrievers import BM25Retriever
+from .bm25 import BM25Retriever
 
 __all__ = ["FUSION_KEY", "FusionRetriever", "HybridRetriever"]
 

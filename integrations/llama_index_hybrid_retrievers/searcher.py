@@ -8,18 +8,16 @@ searcher's ``asearch`` when it has one, else runs ``search`` in a worker thread.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Iterable
 from typing import Any
 
 from llama_index.core.callbacks.base import CallbackManager
-from llama_index.core.schema import BaseNode, NodeWithScore, QueryBundle
+from llama_index.core.schema import BaseNode
 from llama_index.core.vector_stores.types import MetadataFilters
 
 from hybrid_retrievers.types import MetadataFilter
 
 from ._base import CoreSearcherRetriever
-from ._convert import hit_to_node_with_score
 
 __all__ = ["SearcherRetriever"]
 
@@ -66,18 +64,3 @@ class SearcherRetriever(CoreSearcherRetriever):
     def searcher(self) -> Any:
         """The core searcher."""
         return self._searcher
-
-    def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
-        hits = self._searcher.search(
-            query_bundle.query_str, self._similarity_top_k, filter=self._core_filter
-        )
-        return [hit_to_node_with_score(hit, self._nodes) for hit in hits]
-
-    async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
-        asearch = getattr(self._searcher, "asearch", None)
-        if not callable(asearch):
-            return await asyncio.to_thread(self._retrieve, query_bundle)
-        hits = await asearch(
-            query_bundle.query_str, self._similarity_top_k, filter=self._core_filter
-        )
-        return [hit_to_node_with_score(hit, self._nodes) for hit in hits]

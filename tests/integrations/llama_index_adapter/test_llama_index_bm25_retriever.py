@@ -285,3 +285,26 @@ def test_callback_manager_sees_retrieve_events(nodes: list[TextNode]) -> None:
     pairs = debug.get_event_pairs(CBEventType.RETRIEVE)
     assert len(pairs) == 1
     assert [n.node.node_id for n in pairs[0][1].payload["nodes"]] == _ids(results)
+
+
+def test_bm25_index_is_the_core_index_argument_and_index_is_deprecated(
+    retriever: BM25Retriever,
+) -> None:
+    core = retriever.bm25_index
+    assert core is retriever.index
+    expected = _ids(retriever.retrieve(WING_QUERY))
+    assert _ids(BM25Retriever(core).retrieve(WING_QUERY)) == expected
+    assert _ids(BM25Retriever(bm25_index=core).retrieve(WING_QUERY)) == expected
+    assert _ids(BM25Retriever.from_defaults(bm25_index=core).retrieve(WING_QUERY)) == expected
+    with pytest.warns(DeprecationWarning, match="bm25_index="):
+        old = BM25Retriever(index=core)
+    assert old.bm25_index is core and _ids(old.retrieve(WING_QUERY)) == expected
+    with pytest.warns(DeprecationWarning, match="bm25_index="):
+        old = BM25Retriever.from_defaults(index=core)
+    assert _ids(old.retrieve(WING_QUERY)) == expected
+    with pytest.raises(TypeError, match="not both"):
+        BM25Retriever(core, index=core)
+    with pytest.raises(ValueError, match="not both"):
+        BM25Retriever.from_defaults(index=core, bm25_index=core)
+    with pytest.raises(TypeError, match="bm25_index must be a hybrid_retrievers.BM25Index"):
+        BM25Retriever(object())  # type: ignore[arg-type]

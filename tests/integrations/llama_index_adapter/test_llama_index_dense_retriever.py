@@ -592,3 +592,22 @@ def test_callback_manager_sees_retrieve_events(nodes: list[TextNode]) -> None:
     pairs = debug.get_event_pairs(CBEventType.RETRIEVE)
     assert len(pairs) == 1
     assert [n.node.node_id for n in pairs[0][1].payload["nodes"]] == _ids(results)
+
+
+def test_vector_index_is_the_core_index_argument_and_index_is_deprecated(
+    retriever: DenseRetriever,
+) -> None:
+    core = retriever.vector_index
+    assert core is retriever.index
+    expected = _ids(retriever.retrieve(WING_QUERY))
+    assert _ids(DenseRetriever(core).retrieve(WING_QUERY)) == expected
+    assert _ids(DenseRetriever(vector_index=core).retrieve(WING_QUERY)) == expected
+    with pytest.warns(DeprecationWarning, match="vector_index="):
+        old = DenseRetriever(index=core)
+    assert old.vector_index is core and _ids(old.retrieve(WING_QUERY)) == expected
+    with pytest.raises(TypeError, match="not both"):
+        DenseRetriever(core, index=core)
+    with pytest.raises(TypeError, match="vector_index must be a hybrid_retrievers.VectorIndex"):
+        DenseRetriever(object())  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="must have an embedder"):
+        DenseRetriever(VectorIndex(dimension=4))

@@ -27,7 +27,7 @@ def test_index_language_stemmer_filters_like_llama_index_bm25(nodes: list[TextNo
     plain = BM25Retriever.from_defaults(nodes=nodes, similarity_top_k=3)
     index = VectorStoreIndex(nodes, embed_model=MockEmbedding(embed_dim=8))
     assert _ids(BM25Retriever.from_defaults(index=index, similarity_top_k=3)) == _ids(plain)
-    assert _ids(BM25Retriever.from_defaults(index=plain.index, similarity_top_k=3)) == _ids(
+    assert _ids(BM25Retriever.from_defaults(bm25_index=plain.index, similarity_top_k=3)) == _ids(
         plain)
     assert _ids(BM25Retriever.from_defaults(nodes=nodes, language="en",
                                             similarity_top_k=3)) == _ids(plain)

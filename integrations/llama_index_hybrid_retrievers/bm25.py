@@ -7,27 +7,27 @@ nodes to `Doc`s, maps ``similarity_top_k`` onto the core's ``k``, wraps hits in 
 
 from __future__ import annotations
 
-import asyncio
 import os
+import warnings
 from collections.abc import Iterable
 from typing import Any
 
 from llama_index.core.callbacks.base import CallbackManager
-from llama_index.core.schema import BaseNode, NodeWithScore, QueryBundle
+from llama_index.core.schema import BaseNode
 from llama_index.core.storage.docstore.types import BaseDocumentStore
 from llama_index.core.vector_stores.types import MetadataFilters
 
 from hybrid_retrievers import Analyzer, BM25Index
 from hybrid_retrievers.types import MetadataFilter
 
-from ._base import CoreSearcherRetriever, one_filter
-from ._convert import hit_to_node_with_score, nodes_to_docs
+from ._base import CoreIndexRetriever, one_filter, one_source, source_nodes
+from ._convert import nodes_to_docs
 from ._nodes import NodeCache
 
 __all__ = ["BM25Retriever"]
 
 
-class BM25Retriever(CoreSearcherRetriever):
+class BM25Retriever(CoreIndexRetriever):
     """BM25 keyword retriever for LlamaIndex backed by `hybrid_retrievers.BM25Index`.
 
     Returned nodes: each result is a new `NodeWithScore` carrying the BM25 score.
@@ -40,7 +40,8 @@ class BM25Retriever(CoreSearcherRetriever):
     term are returned, best first. `insert_nodes` / `delete_nodes` edit the index.
 
     Args:
-        index: The core index that does all scoring (shared, not copied).
+        bm25_index: The core index that does all scoring (shared, not copied);
+            ``index=`` is its deprecated name.
         similarity_top_k: Number of nodes to return (>= 1).
         filter: Applied before top-k: a mapping (metadata equality on every key), a
             callable receiving a `hybrid_retrievers.Doc`, or a LlamaIndex
@@ -61,9 +62,14 @@ class BM25Retriever(CoreSearcherRetriever):
         ['a']
     """
 
+    index_type = BM25Index
+    index_argument = "bm25_index"
+    build_hint = "BM25Retriever.from_defaults(nodes=...)"
+    legacy_kind = "bm25"
+
     def __init__(
         self,
-        index: BM25Index,
+        bm25_index: BM25Index | None = None,
         *,
         similarity_top_k: int = 4,
         filter: MetadataFilter | MetadataFilters | None = None,
@@ -71,23 +77,16 @@ class BM25Retriever(CoreSearcherRetriever):
         callback_manager: CallbackManager | None = None,
         verbose: bool = False,
         filters: MetadataFilters | MetadataFilter | None = None,
+        index: BM25Index | None = None,
     ) -> None:
-        filter = one_filter(filter, filters)
-        if not isinstance(index, BM25Index):
-            raise TypeError(
-                f"index must be a hybrid_retrievers.BM25Index, got {type(index).__name__}; "
-                "build one with BM25Retriever.from_defaults(nodes=...)"
-            )
-        self._index = index
-        self._setup(similarity_top_k=similarity_top_k, filter=filter, nodes=nodes,
-                    callback_manager=callback_manager, verbose=verbose)
-
-    # ------------------------------------------------------------ properties
+        self._init(bm25_index, index, similarity_top_k=similarity_top_k, filter=filter,
+                   filters=filters, nodes=nodes, callback_manager=callback_manager,
+                   verbose=verbose)
 
     @property
-    def index(self) -> BM25Index:
+    def bm25_index(self) -> BM25Index:
         """The core BM25 index."""
-        return self._index
+        return self._searcher  # type: ignore[no-any-return]
 
     # ----------------------------------------------------------------- build
 
@@ -98,6 +97,7 @@ class BM25Retriever(CoreSearcherRetriever):
         docstore: BaseDocumentStore | None = None,
         *,
         index: Any = None,
+        bm25_index: BM25Index | None = None,
         similarity_top_k: int = 4,
         analyzer: Analyzer | None = None,
         language: str | None = None,
@@ -124,7 +124,8 @@ class BM25Retriever(CoreSearcherRetriever):
             nodes: The nodes to index; ids are ``node.node_id``.
             docstore: Alternatively, a docstore whose ``docs`` are all indexed.
             index: Alternatively, a LlamaIndex index (``VectorStoreIndex``...) whose
-                docstore is indexed, or a core `BM25Index` used as it is.
+                docstore is indexed (a core `BM25Index` here is deprecated).
+            bm25_index: Alternatively, a core `BM25Index`, used as it is.
             similarity_top_k: Number of nodes to return (>= 1).
             analyzer: Tokenizer settings; ``None`` uses the core default (English).
             language: Shorthand for ``analyzer=Analyzer(language=...)`` (``"en"``,
@@ -138,23 +139,26 @@ class BM25Retriever(CoreSearcherRetriever):
             verbose: Also shows a progress bar while indexing.
 
         Raises:
-            ValueError: unless exactly one of ``nodes``, ``docstore`` and ``index`` is given.
+            ValueError: unless exactly one of ``nodes``, ``docstore``, ``index`` and
+                ``bm25_index`` is given.
             TypeError: for an argument of llama-index-retrievers-bm25 that has no meaning
                 here (``tokenizer``, ``token_pattern``, ``existing_bm25``...).
         """
         _refuse(unsupported)
         where = one_filter(filter, filters)
-        sources = sum(x is not None for x in (nodes, docstore, index))
-        if sources != 1:
-            raise ValueError(
-                "pass exactly one of nodes=, docstore= or index=, got "
-                f"{'none' if sources == 0 else sources}"
-            )
-        analyzer = _analyzer(analyzer, language, stemmer, skip_stemming)
+        if index is not None and bm25_index is not None:
+            raise ValueError("pass index= or bm25_index=, not both")
+        one_source(" (a core BM25Index goes in bm25_index=)", nodes=nodes, docstore=docstore,
+                   index=index if bm25_index is None else bm25_index)
         if isinstance(index, BM25Index):
+            warnings.warn("BM25Retriever.from_defaults(index=<BM25Index>) is deprecated; pass "
+                          "bm25_index=", DeprecationWarning, stacklevel=2)
+            index, bm25_index = None, index
+        analyzer = _analyzer(analyzer, language, stemmer, skip_stemming)
+        if bm25_index is not None:
             if analyzer is not None:
                 raise ValueError("an existing BM25Index keeps its analyzer; do not pass one")
-            return cls(index, similarity_top_k=similarity_top_k, filter=where,
+            return cls(bm25_index, similarity_top_k=similarity_top_k, filter=where,
                        callback_manager=callback_manager, verbose=verbose)
         if index is not None:
             docstore = getattr(index, "docstore", None)
@@ -163,64 +167,11 @@ class BM25Retriever(CoreSearcherRetriever):
                     f"index must be a LlamaIndex index with a docstore (VectorStoreIndex...) "
                     f"or a hybrid_retrievers BM25Index, got {type(index).__name__}"
                 )
-        if docstore is not None:
-            if not isinstance(docstore, BaseDocumentStore):
-                raise TypeError(
-                    "docstore must be a llama_index BaseDocumentStore, got "
-                    f"{type(docstore).__name__}"
-                )
-            node_list = list(docstore.docs.values())
-        else:
-            if isinstance(nodes, BaseNode):
-                raise TypeError("nodes must be a list of nodes, got a single node; wrap it in a list")
-            node_list = list(nodes)  # type: ignore[arg-type]
-        core = BM25Index.from_docs(
-            nodes_to_docs(node_list),
-            analyzer=analyzer,
-            k1=k1,
-            b=b,
-            method=method,
-            delta=delta,
-            show_progress=verbose,
-        )
-        return cls(
-            core,
-            similarity_top_k=similarity_top_k,
-            filter=where,
-            nodes=node_list,
-            callback_manager=callback_manager,
-            verbose=verbose,
-        )
-
-    # ---------------------------------------------------------------- search
-
-    def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
-        hits = self._index.search(
-            query_bundle.query_str, k=self._similarity_top_k, filter=self._core_filter
-        )
-        return [hit_to_node_with_score(hit, self._nodes) for hit in hits]
-
-    async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
-        # BM25 scoring is CPU work: keep it off the event loop.
-        return await asyncio.to_thread(self._retrieve, query_bundle)
-
-    # --------------------------------------------------------------- editing
-
-    def _editable_indexes(self) -> list[Any]:
-        return [self._index]
-
-    # ----------------------------------------------------------- persistence
-
-    def persist(self, persist_dir: str | os.PathLike[str]) -> None:
-        """Save the retriever: index, node fields, ``similarity_top_k`` and filter.
-
-        Written atomically as data (JSON + ``.npy``, never pickle): the core index
-        (ids, texts, metadata, analyzer, BM25 parameters) under ``index/``, which
-        ``BM25Index.load`` reads, and each node's LlamaIndex fields (type,
-        relationships / ``ref_doc_id``, excluded metadata keys, templates) as JSON. A
-        filter that is code (a callable) is not saved (a warning says so).
-        """
-        self._write(persist_dir, self._index.docs, {"index": self._index.save})
+        node_list = source_nodes(nodes, docstore)
+        core = BM25Index.from_docs(nodes_to_docs(node_list), analyzer=analyzer, k1=k1, b=b,
+                                   method=method, delta=delta, show_progress=verbose)
+        return cls(core, similarity_top_k=similarity_top_k, filter=where, nodes=node_list,
+                   callback_manager=callback_manager, verbose=verbose)
 
     @classmethod
     def from_persist_dir(
@@ -243,18 +194,16 @@ class BM25Retriever(CoreSearcherRetriever):
             hybrid_retrievers.persistence.IndexFormatError: for a missing, corrupt
                 or foreign directory.
         """
-        folder, fields, kwargs, _ = cls._read(persist_dir, ("bm25",), similarity_top_k,
-                                              one_filter(filter, filters))
-        index = BM25Index.load(folder, mmap=mmap)
-        return cls(index, nodes=NodeCache.from_json(fields, index.docs),
-                   callback_manager=callback_manager, verbose=verbose, **kwargs)
+        return cls._load(persist_dir, lambda folder: BM25Index.load(folder, mmap=mmap),  # type: ignore[no-any-return]
+                         similarity_top_k=similarity_top_k, filter=filter, filters=filters,
+                         callback_manager=callback_manager, verbose=verbose)
 
 
 _UNSUPPORTED = {
     "tokenizer": "pass analyzer=hybrid_retrievers.Analyzer(...) with its tokenizer hook "
                  "(saved with the index, used for documents and queries)",
     "token_pattern": "pass analyzer=hybrid_retrievers.Analyzer(...) with its tokenizer hook",
-    "existing_bm25": "pass index=<hybrid_retrievers.BM25Index> (e.g. BM25Index.load(path)), "
+    "existing_bm25": "pass bm25_index=<hybrid_retrievers.BM25Index> (e.g. BM25Index.load(path)), "
                      "or use BM25Retriever.from_persist_dir",
     "corpus": "pass nodes=, docstore= or index=",
 }
