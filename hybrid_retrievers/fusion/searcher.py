@@ -12,8 +12,9 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, TypeVar
 
+from ..filters import check_filter, combine_filters
 from ..validation import check_k, check_queries, check_query
-from ..types import Doc, Hit, MetadataFilter
+from ..types import Hit, MetadataFilter
 from ._common import Dedup, check_k_rrf, check_names, check_weights, parse_enum
 from .modes import FusionMode, _fuse
 from .rank import DEFAULT_K_RRF
@@ -22,7 +23,7 @@ __all__ = ["FusionSearcher", "FilteredSource", "combine_filters", "default_fetch
            "DEFAULT_MIN_FETCH_K"]
 
 T = TypeVar("T")
-_MISSING = object()
+
 
 DEFAULT_MIN_FETCH_K = 20
 """With ``fetch_k=None`` each child is asked for ``max(k, DEFAULT_MIN_FETCH_K)`` hits."""
@@ -45,51 +46,6 @@ def default_fetch_k(k: int) -> int:
     nothing (both scan the same postings or vectors; only the final sort grows).
     """
     return max(k, DEFAULT_MIN_FETCH_K)
-
-
-# ---------------------------------------------------------------------- filters
-
-
-def _passes(filter: MetadataFilter, doc: Doc) -> bool:
-    if isinstance(filter, Mapping):
-        return all(doc.metadata.get(f, _MISSING) == v for f, v in filter.items())
-    return bool(filter(doc))
-
-
-def _check_filter(filter: Any, name: str = "filter") -> None:
-    if filter is not None and not isinstance(filter, Mapping) and not callable(filter):
-        raise TypeError(
-            f"{name} must be a mapping of metadata equalities, a callable(Doc) -> bool or "
-            f"None, got {type(filter).__name__}"
-        )
-
-
-def combine_filters(
-    first: MetadataFilter | None, second: MetadataFilter | None
-) -> MetadataFilter | None:
-    """A filter that keeps what both keep.
-
-    Two mappings without conflicting keys merge into one mapping (so an index can still
-    use its cached equality masks); anything else becomes a predicate that applies both
-    (a mapping keeps a document when every key is present in its metadata and equal).
-
-    Example:
-        >>> combine_filters({"type": "image"}, {"lang": "en"})
-        {'type': 'image', 'lang': 'en'}
-    """
-    if first is None:
-        return second
-    if second is None:
-        return first
-    if isinstance(first, Mapping) and isinstance(second, Mapping):
-        conflict = any(key in first and first[key] != value for key, value in second.items())
-        if not conflict:
-            return {**first, **second}
-
-    def both(doc: Doc) -> bool:
-        return _passes(first, doc) and _passes(second, doc)
-
-    return both
 
 
 class FilteredSource:
@@ -125,7 +81,7 @@ class FilteredSource:
         if filter is None:
             raise TypeError("filter must be a mapping or a callable(Doc) -> bool, got None; "
                             "use the searcher itself for an unfiltered source")
-        _check_filter(filter)
+        check_filter(filter)
         if name is not None and (not isinstance(name, str) or not name):
             raise TypeError(f"name must be a non-empty str or None, got {name!r}")
         self.searcher = searcher
@@ -136,14 +92,14 @@ class FilteredSource:
         self, query: str, k: int = 10, *, filter: MetadataFilter | None = None
     ) -> list[Hit]:
         """The searcher's hits for ``query`` under the fixed filter (and ``filter``)."""
-        _check_filter(filter)
+        check_filter(filter)
         return self.searcher.search(query, k, filter=combine_filters(self.filter, filter))
 
     def search_many(
         self, queries: Sequence[str], k: int = 10, *, filter: MetadataFilter | None = None
     ) -> list[list[Hit]]:
         """`search` for each query (batched when the searcher has ``search_many``)."""
-        _check_filter(filter)
+        check_filter(filter)
         combined = combine_filters(self.filter, filter)
         many = getattr(self.searcher, "search_many", None)
         if callable(many):
@@ -378,7 +334,7 @@ class FusionSearcher:
         """
         check_query(query)
         k = check_k(k)
-        _check_filter(filter)
+        check_filter(filter)
         w = self._weights_for(query, weights)
         n_fetch = self._fetch_for(k, fetch_k)
         active = [i for i, x in enumerate(w) if x > 0]
@@ -402,7 +358,7 @@ class FusionSearcher:
         (its ``search_many`` when it has one, so a dense index does one matrix product)."""
         queries = check_queries(queries)
         k = check_k(k)
-        _check_filter(filter)
+        check_filter(filter)
         if not queries:
             return []
         per_query = [self._weights_for(q, weights) for q in queries]
