@@ -85,9 +85,10 @@ class CollectionStats:
     def of_index(cls, index: BM25Index) -> CollectionStats:
         """The statistics of one index's own documents (its local N, lengths and df)."""
         # Reads BM25Index's term-major postings: a term's df is its posting count.
-        df_counts = np.diff(index._indptr).tolist()
-        df = {t: df_counts[i] for t, i in index._vocab.items()}
-        return cls(len(index), int(np.asarray(index._doc_len, dtype=np.int64).sum()), df)
+        st = index._state  # one snapshot, so the three numbers agree under concurrent edits
+        df_counts = np.diff(st.indptr).tolist()
+        df = {t: df_counts[i] for t, i in st.vocab.items()}
+        return cls(len(st.docs), int(np.asarray(st.doc_len, dtype=np.int64).sum()), df)
 
     @classmethod
     def merge(cls, parts: Iterable[CollectionStats]) -> CollectionStats:

@@ -91,56 +91,16 @@ class BM25Index(BM25Matching, BM25Saving, DocumentAccess):
         self._collection_stats: CollectionStats | None = None  # collection-stats hook
         self._state = Snapshot.empty()
 
-    def _install(
-        self,
-        *,
-        docs: list[Doc],
-        vocab: dict[str, int],
-        indptr: NDArray[np.integer],
-        post_docs: NDArray[np.integer],
-        post_tf: NDArray[np.unsignedinteger],
-        doc_len: NDArray[np.integer],
-    ) -> None:
+    def _install(self, state: Snapshot) -> None:
         """Publish a complete new version of the index (used by `load`).
 
         Raises:
-            ValueError: ``docs`` holds duplicate ids.
+            ValueError: ``state``'s documents hold duplicate ids.
         """
-        state = Snapshot(docs, vocab, indptr, post_docs, post_tf, doc_len)
-        if len(state.positions) != len(docs):
+        if len(state.positions) != len(state.docs):
             raise ValueError("duplicate document ids")
         with self._lock:
             self._state = state
-
-    # Read-only views of the current snapshot, for code that reads one field
-    # (`CollectionStats.of_index`).
-    @property
-    def _docs(self) -> list[Doc]:
-        return self._state.docs
-
-    @property
-    def _positions(self) -> dict[str, int]:
-        return self._state.positions
-
-    @property
-    def _vocab(self) -> dict[str, int]:
-        return self._state.vocab
-
-    @property
-    def _indptr(self) -> NDArray[np.int64]:
-        return self._state.indptr
-
-    @property
-    def _post_docs(self) -> NDArray[np.int32]:
-        return self._state.post_docs
-
-    @property
-    def _post_tf(self) -> NDArray[np.unsignedinteger]:
-        return self._state.post_tf
-
-    @property
-    def _doc_len(self) -> NDArray[np.int32]:
-        return self._state.doc_len
 
     # ------------------------------------------------------------------ building
 

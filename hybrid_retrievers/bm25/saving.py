@@ -18,7 +18,7 @@ import numpy as np
 from .._integrity import check_offsets, check_postings, check_unique_ids
 from ..persistence import IndexFormatError, IndexReader, IndexWriter, atomic_index_dir, read_index
 from ..tokenization import Analyzer
-from .postings import IndexFields
+from .postings import IndexFields, Snapshot
 
 __all__ = ["BM25Saving", "FORMAT_VERSION"]
 
@@ -140,9 +140,9 @@ class BM25Saving(IndexFields):
         if len(docs) != n_docs:
             raise IndexFormatError(f"{where}: docs.jsonl has {len(docs)} documents, manifest says {n_docs}")
         check_unique_ids([d.id for d in docs], where=f"{where}/docs.jsonl")
-        index._install(
-            docs=docs, vocab={t: i for i, t in enumerate(terms)}, indptr=indptr.astype(np.int64),
-            post_docs=post_docs if post_docs.dtype == np.int32 else post_docs.astype(np.int32),
-            post_tf=post_tf, doc_len=doc_len.astype(np.int32),
-        )
+        index._install(Snapshot(
+            docs, {t: i for i, t in enumerate(terms)}, indptr.astype(np.int64),
+            post_docs if post_docs.dtype == np.int32 else post_docs.astype(np.int32),
+            post_tf, doc_len.astype(np.int32),
+        ))
         return index
