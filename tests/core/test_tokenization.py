@@ -410,6 +410,15 @@ def test_cache_swap_keeps_results(monkeypatch) -> None:
     assert len(a._cache) <= 5
 
 
+def test_cache_limit_is_read_from_the_analyzer_module(monkeypatch) -> None:
+    # Guards the patch target above (hybrid_retrievers.text.analyzer): a full cache is swapped.
+    monkeypatch.setattr(analyzer, "_MAX_CACHE", 3)
+    a = Analyzer(stopwords=None, stemmer=lambda w: w.upper())
+    a.tokenize("a b c")
+    assert a.tokenize("d e") == ["D", "E"]
+    assert sorted(a._cache) == ["d", "e"]
+
+
 def test_import_needs_no_optional_dependencies() -> None:
     code = (
         "import sys; import hybrid_retrievers.tokenization as t; "
