@@ -52,11 +52,11 @@ from .tokenizers import (
 
 __all__ = [
     "ANALYZER_CONFIG_VERSION",
-    "Analyzer",
     "BUILTIN_TOKENIZERS",
     "CHILD_INDEX_KEY",
     "PARENT_ID_KEY",
     "START_INDEX_KEY",
+    "Analyzer",
     "SentenceSplitter",
     "Splitter",
     "UnknownTokenizerError",

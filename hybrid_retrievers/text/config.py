@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from .stemming import check_snowball_installed
-from .tokenizers import BUILTIN_TOKENIZERS, UnknownTokenizerError, available_tokenizers
+from .tokenizers import UnknownTokenizerError, available_tokenizers
 
 __all__ = ["ANALYZER_CONFIG_VERSION", "read_config"]
 

@@ -10,13 +10,13 @@ import warnings
 
 import pytest
 
-from hybrid_retrievers.text import analyzer, stemming
+from hybrid_retrievers.text import Analyzer, available_languages, stemming
+from hybrid_retrievers.text import analyzer as analyzer_module
 from hybrid_retrievers.text.stopwords import (
     available_stopword_languages,
     load_stopwords,
     stopwords_source,
 )
-from hybrid_retrievers.text import Analyzer, available_languages
 
 try:
     import Stemmer as _pystemmer  # noqa: F401
@@ -403,7 +403,7 @@ def test_thread_safety() -> None:
 
 
 def test_cache_swap_keeps_results(monkeypatch) -> None:
-    monkeypatch.setattr(analyzer, "_MAX_CACHE", 3)
+    monkeypatch.setattr(analyzer_module, "_MAX_CACHE", 3)
     a = Analyzer(stopwords=None, stemmer=lambda w: w.upper())
     assert a.tokenize("a b c d e") == ["A", "B", "C", "D", "E"]
     assert a.tokenize("a b") == ["A", "B"]
@@ -411,8 +411,8 @@ def test_cache_swap_keeps_results(monkeypatch) -> None:
 
 
 def test_cache_limit_is_read_from_the_analyzer_module(monkeypatch) -> None:
-    # Guards the patch target above (hybrid_retrievers.text.analyzer): a full cache is swapped.
-    monkeypatch.setattr(analyzer, "_MAX_CACHE", 3)
+    # Guards the patch target (hybrid_retrievers.text.analyzer): a full cache is swapped.
+    monkeypatch.setattr(analyzer_module, "_MAX_CACHE", 3)
     a = Analyzer(stopwords=None, stemmer=lambda w: w.upper())
     a.tokenize("a b c")
     assert a.tokenize("d e") == ["D", "E"]
