@@ -29,7 +29,6 @@ __all__ = ["cjk_bigrams"]
 # tokenizer (CJK bigrams, or jieba), whatever the language setting.
 _CJK_LANGUAGES = frozenset({"chinese", "japanese", "korean"})
 
-
 # The scripts Lucene's CJKBigramFilter bigrams (Han, Hiragana, Katakana, Hangul), as code
 # point ranges of letters (not punctuation: "・" U+30FB and "゠" U+30A0 separate words).
 # Matched after NFKC, so half-width Katakana and compatibility ideographs are already
@@ -114,6 +113,7 @@ _jieba_lock = threading.Lock()
 
 
 def _jieba() -> _JiebaSegmenter:
+    """The one shared jieba segmenter of this process, built on first use."""
     global _jieba_segmenter
     with _jieba_lock:
         if _jieba_segmenter is None:
