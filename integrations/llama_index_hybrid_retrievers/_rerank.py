@@ -7,6 +7,8 @@ added), validates ``top_n`` and emits LlamaIndex's rerank events around the core
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from llama_index.core.bridge.pydantic import Field, field_validator
@@ -115,6 +117,19 @@ class RerankPostprocessor(BaseNodePostprocessor):
         dispatcher.event(ReRankStartEvent(query=query_bundle, nodes=nodes, top_n=self.top_n,
                                           model_name=self._model_label()))
 
+    @contextmanager
+    def _events(self, nodes: list[NodeWithScore], query_bundle: QueryBundle | None,
+                query: str) -> Iterator[list[NodeWithScore]]:
+        """Emit the rerank start events; the block fills the yielded list with the
+        output, whose end events follow (none when the block raises)."""
+        payload = self._event_payload(nodes, query, self._model_label())
+        self._start_event(nodes, query_bundle)
+        out: list[NodeWithScore] = []
+        with self.callback_manager.event(CBEventType.RERANKING, payload=payload) as event:
+            yield out
+            event.on_end(payload={EventPayload.NODES: out})
+        dispatcher.event(ReRankEndEvent(nodes=out))
+
     @dispatcher.span
     def _postprocess_nodes(
         self,
@@ -124,14 +139,10 @@ class RerankPostprocessor(BaseNodePostprocessor):
         query, nodes = self._prepare(nodes, query_bundle)
         if not nodes:
             return []
-        payload = self._event_payload(nodes, query, self._model_label())
-        self._start_event(nodes, query_bundle)
-        with self.callback_manager.event(CBEventType.RERANKING, payload=payload) as event:
+        with self._events(nodes, query_bundle, query) as out:
             hits = self._reranker.rerank(query, self._to_core(nodes), top_n=self.top_n,
                                          **self._rerank_options())
-            out = self._to_nodes(hits, nodes)
-            event.on_end(payload={EventPayload.NODES: out})
-        dispatcher.event(ReRankEndEvent(nodes=out))
+            out.extend(self._to_nodes(hits, nodes))
         return out
 
     @dispatcher.span
@@ -143,12 +154,8 @@ class RerankPostprocessor(BaseNodePostprocessor):
         query, nodes = self._prepare(nodes, query_bundle)
         if not nodes:
             return []
-        payload = self._event_payload(nodes, query, self._model_label())
-        self._start_event(nodes, query_bundle)
-        with self.callback_manager.event(CBEventType.RERANKING, payload=payload) as event:
+        with self._events(nodes, query_bundle, query) as out:
             hits = await self._reranker.arerank(query, self._to_core(nodes), top_n=self.top_n,
                                                 **self._rerank_options())
-            out = self._to_nodes(hits, nodes)
-            event.on_end(payload={EventPayload.NODES: out})
-        dispatcher.event(ReRankEndEvent(nodes=out))
+            out.extend(self._to_nodes(hits, nodes))
         return out
