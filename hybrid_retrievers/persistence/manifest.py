@@ -21,6 +21,8 @@ from typing import IO, Any
 from .errors import IndexFormatError, check_path
 from .safe_read import _parse_json, _read_bytes
 
+__all__ = ["FORMAT_NAME", "LAYOUT_VERSION", "LOCK", "MANIFEST", "current_files"]
+
 FORMAT_NAME = "hybrid-retrievers"
 MANIFEST = "manifest.json"
 LOCK = ".lock"
