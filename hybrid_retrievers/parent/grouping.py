@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Union
+from typing import Any
 
 from ..splitting import PARENT_ID_KEY
 from ..types import Doc, Hit
@@ -76,7 +76,8 @@ class UnmergedChild:
     group: ParentGroup
 
 
-ResultItem = Union[ParentGroup, UnmergedChild]
+ResultItem = ParentGroup | UnmergedChild
+"""One result item: a parent to return, or an unmerged child."""
 
 
 def group_hits(

@@ -11,7 +11,13 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..documents import check_docs, make_docs
-from ..splitting import CHILD_INDEX_KEY, PARENT_ID_KEY, START_INDEX_KEY, SentenceSplitter, split_parents
+from ..splitting import (
+    CHILD_INDEX_KEY,
+    PARENT_ID_KEY,
+    START_INDEX_KEY,
+    SentenceSplitter,
+    split_parents,
+)
 from ..types import Doc
 from .store import ParentStoreLike, check_parent_store
 
