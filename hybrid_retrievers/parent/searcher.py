@@ -231,7 +231,7 @@ class ParentChildSearcher:
         fetch_k: int | None = None,
         merge_threshold: float | None = None,
     ) -> list[Hit]:
-        """The top ``k`` parents for ``query`` (see the module docstring).
+        """The top ``k`` parents for ``query`` (provenance: see `hybrid_retrievers.parent`).
 
         Args:
             query: passed to the child searcher.
