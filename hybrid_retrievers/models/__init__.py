@@ -16,9 +16,9 @@ from .names import DEFAULT_CROSS_ENCODER, DEFAULT_EMBEDDING_MODEL, model_name
 from .sentence_transformers import SentenceTransformerEmbedder
 
 __all__ = [
-    "CrossEncoderScorer",
     "DEFAULT_CROSS_ENCODER",
     "DEFAULT_EMBEDDING_MODEL",
+    "CrossEncoderScorer",
     "EmbedderAdapter",
     "HashingEmbedder",
     "SentenceTransformerEmbedder",
