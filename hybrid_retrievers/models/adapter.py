@@ -4,10 +4,10 @@ A framework's embedding model (LangChain `Embeddings`, LlamaIndex `BaseEmbedding
 returns lists of Python floats and knows nothing of the core. The core wants float32
 numpy arrays of one fixed dimension, a model identity for its embedding cache and saved
 indexes, and batch / async query methods. `EmbedderAdapter` does all of that once; a
-framework adapter subclasses it and only says which of the model's methods to call
-(`_embed_documents`, `_embed_query`, `_aembed_query`), how to name the model
-(`_derive_model_id`) and, optionally, which attribute declares the model's dimension
-(`dimension_attribute`).
+framework adapter subclasses it and only names the model's methods to call
+(``document_method``, ``query_method``, ``async_query_method``), says how to name the
+model (`_derive_model_id`) and, optionally, which attribute declares the model's
+dimension (``dimension_attribute``).
 
 It lives in `hybrid_retrievers.models` because it is an `Embedder` implementation like
 `SentenceTransformerEmbedder` and `HashingEmbedder`; `hybrid_retrievers.vector` only
@@ -41,8 +41,8 @@ def _check_texts(texts: Sequence[str]) -> list[str]:
 class EmbedderAdapter:
     """Base of the adapters that make a framework's embedding model a core `Embedder`.
 
-    Subclasses set the class attributes (used for the type check and its message) and
-    implement the three ``_embed*`` hooks, each returning the model's raw output.
+    Subclasses set the class attributes: the accepted type and how error messages name
+    it, and the names of the model's methods, each returning lists of floats.
 
     Args:
         model: The framework's model; must be an instance of ``native_type``.
@@ -59,12 +59,12 @@ class EmbedderAdapter:
     """How the type check names ``native_type`` (``langchain_core...Embeddings``)."""
     example: ClassVar[str]
     """An example model to pass, for error messages."""
-    document_call: ClassVar[str]
-    """The model method behind `_embed_documents`, for error messages."""
-    query_call: ClassVar[str]
-    """The model method behind `_embed_query`."""
-    async_query_call: ClassVar[str]
-    """The model method behind `_aembed_query`."""
+    document_method: ClassVar[str]
+    """The model's method for a list of documents (``embed_documents``)."""
+    query_method: ClassVar[str]
+    """The model's method for one query (``embed_query``)."""
+    async_query_method: ClassVar[str]
+    """The model's coroutine method for one query (``aembed_query``)."""
     dimension_attribute: ClassVar[str | None] = None
     """The model attribute that declares its dimension (``embed_dim``), if any."""
 
@@ -86,18 +86,6 @@ class EmbedderAdapter:
         self._dimension = None if dimension is None else int(dimension)
 
     # ------------------------------------------------------------ subclass hooks
-
-    def _embed_documents(self, texts: list[str]) -> Any:
-        """The model's raw vectors for ``texts`` as documents."""
-        raise NotImplementedError
-
-    def _embed_query(self, text: str) -> Any:
-        """The model's raw vector for one query."""
-        raise NotImplementedError
-
-    async def _aembed_query(self, text: str) -> Any:
-        """The model's raw vector for one query, awaited."""
-        raise NotImplementedError
 
     @staticmethod
     def _derive_model_id(model: Any) -> str | None:
@@ -124,11 +112,13 @@ class EmbedderAdapter:
         texts = _check_texts(texts)
         if not texts:
             return self._empty()
-        return self._matrix(self._embed_documents(texts), len(texts), self.document_call)
+        raw = getattr(self._model, self.document_method)(texts)
+        return self._matrix(raw, len(texts), self.document_method)
 
     def embed_query(self, text: str) -> NDArray[np.float32]:
         """The vector of one query, shape ``(dimension,)``, float32."""
-        return self._matrix([self._embed_query(text)], 1, self.query_call)[0]
+        raw = getattr(self._model, self.query_method)(text)
+        return self._matrix([raw], 1, self.query_method)[0]
 
     def embed_queries(self, texts: Sequence[str]) -> NDArray[np.float32]:
         """Query vectors for several queries, one query call each.
@@ -139,29 +129,33 @@ class EmbedderAdapter:
         texts = _check_texts(texts)
         if not texts:
             return self._empty()
-        return self._matrix([self._embed_query(t) for t in texts], len(texts), self.query_call)
+        embed = getattr(self._model, self.query_method)
+        return self._matrix([embed(t) for t in texts], len(texts), self.query_method)
 
     async def aembed_query(self, text: str) -> NDArray[np.float32]:
         """Async `embed_query` through the model's own async method (no thread for
         models with a native async client)."""
-        return self._matrix([await self._aembed_query(text)], 1, self.async_query_call)[0]
+        raw = await getattr(self._model, self.async_query_method)(text)
+        return self._matrix([raw], 1, self.async_query_method)[0]
 
     async def aembed_queries(self, texts: Sequence[str]) -> NDArray[np.float32]:
         """Async `embed_queries` (one async query call each, in order)."""
         texts = _check_texts(texts)
         if not texts:
             return self._empty()
-        raw = [await self._aembed_query(t) for t in texts]
-        return self._matrix(raw, len(texts), self.async_query_call)
+        aembed = getattr(self._model, self.async_query_method)
+        raw = [await aembed(t) for t in texts]
+        return self._matrix(raw, len(texts), self.async_query_method)
 
     # ------------------------------------------------------------------- helpers
 
     def _empty(self) -> NDArray[np.float32]:
         return np.zeros((0, self._dimension or 0), dtype=np.float32)
 
-    def _matrix(self, raw: Any, n: int, call: str) -> NDArray[np.float32]:
-        """``raw`` as a float32 ``(n, dimension)`` matrix; learns or checks the dimension."""
-        name = f"{type(self._model).__name__}.{call}"
+    def _matrix(self, raw: Any, n: int, method: str) -> NDArray[np.float32]:
+        """``raw`` (from ``method``) as a float32 ``(n, dimension)`` matrix; learns or
+        checks the dimension."""
+        name = f"{type(self._model).__name__}.{method}()"
         try:
             matrix = np.asarray(raw, dtype=np.float32)
         except (TypeError, ValueError) as exc:

@@ -5,7 +5,8 @@ one dimension, model identity, batch and async queries, the error messages): thi
 module only says which LangChain methods to call. The model is called as LangChain
 documents it (``embed_documents`` for documents, ``embed_query`` for queries,
 ``aembed_query`` for async queries), so models whose document and query encodings
-differ keep working.
+differ keep working; LangChain's default ``aembed_query`` runs ``embed_query`` in an
+executor thread, models with a native async client (HTTP APIs) await it without one.
 
 Model identity: ``model_id=`` when given; otherwise the class name plus the first
 non-empty string among the model's ``model``, ``model_name``, ``model_id``,
@@ -50,9 +51,9 @@ class LangChainEmbedder(EmbedderAdapter):
     argument = "embeddings"
     native_name = "langchain_core.embeddings.Embeddings"
     example = "HuggingFaceEmbeddings(...)"
-    document_call = "embed_documents()"
-    query_call = "embed_query()"
-    async_query_call = "aembed_query()"
+    document_method = "embed_documents"
+    query_method = "embed_query"
+    async_query_method = "aembed_query"
 
     def __init__(self, embeddings: Embeddings, *, model_id: str | None = None,
                  dimension: int | None = None) -> None:
@@ -62,17 +63,6 @@ class LangChainEmbedder(EmbedderAdapter):
     def embeddings(self) -> Embeddings:
         """The wrapped LangChain model."""
         return self._model  # type: ignore[no-any-return]
-
-    def _embed_documents(self, texts: list[str]) -> Any:
-        return self._model.embed_documents(texts)
-
-    def _embed_query(self, text: str) -> Any:
-        return self._model.embed_query(text)
-
-    async def _aembed_query(self, text: str) -> Any:
-        # LangChain's default runs embed_query in an executor thread; models with a
-        # native async client (HTTP APIs) await it without a thread.
-        return await self._model.aembed_query(text)
 
     @staticmethod
     def _derive_model_id(model: Any) -> str | None:

@@ -50,9 +50,9 @@ class LlamaIndexEmbedder(EmbedderAdapter):
     argument = "embed_model"
     native_name = "llama_index BaseEmbedding"
     example = "HuggingFaceEmbedding(...)"
-    document_call = "get_text_embedding_batch()"
-    query_call = "get_query_embedding()"
-    async_query_call = "aget_query_embedding()"
+    document_method = "get_text_embedding_batch"
+    query_method = "get_query_embedding"
+    async_query_method = "aget_query_embedding"
     dimension_attribute = "embed_dim"
 
     def __init__(self, embed_model: BaseEmbedding, *, model_id: str | None = None,
@@ -63,15 +63,6 @@ class LlamaIndexEmbedder(EmbedderAdapter):
     def embed_model(self) -> BaseEmbedding:
         """The wrapped LlamaIndex model."""
         return self._model  # type: ignore[no-any-return]
-
-    def _embed_documents(self, texts: list[str]) -> Any:
-        return self._model.get_text_embedding_batch(texts)
-
-    def _embed_query(self, text: str) -> Any:
-        return self._model.get_query_embedding(text)
-
-    async def _aembed_query(self, text: str) -> Any:
-        return await self._model.aget_query_embedding(text)
 
     @staticmethod
     def _derive_model_id(model: Any) -> str | None:
