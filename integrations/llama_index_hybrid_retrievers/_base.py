@@ -90,6 +90,17 @@ class SearcherState(SimilarityTopK):
         self._nodes = nodes if isinstance(nodes, NodeCache) else NodeCache(nodes or ())
         BaseRetriever.__init__(self, callback_manager=callback_manager, verbose=verbose)
 
+    def _hold(self, searcher: Any, kind: type, hint: str = "") -> None:
+        """Keep ``searcher`` as ``self._searcher`` after checking it is a core ``kind``.
+
+        Raises:
+            TypeError: naming ``kind`` (then ``hint``) for any other object.
+        """
+        if not isinstance(searcher, kind):
+            raise TypeError(f"searcher must be a hybrid_retrievers {kind.__name__}, got "
+                            f"{type(searcher).__name__}{hint}")
+        self._searcher = searcher
+
     @property
     def filter(self) -> MetadataFilter | MetadataFilters | None:
         """The filter as given at construction."""

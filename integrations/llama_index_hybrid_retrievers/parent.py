@@ -70,12 +70,8 @@ class ParentDocumentRetriever(SearcherState, QueryChecked, BaseRetriever):
         filters: MetadataFilters | MetadataFilter | None = None,
     ) -> None:
         filter = one_filter(filter, filters)
-        if not isinstance(searcher, ParentChildSearcher):
-            raise TypeError(
-                "searcher must be a hybrid_retrievers ParentChildSearcher, got "
-                f"{type(searcher).__name__}; build one with ParentDocumentRetriever.from_defaults"
-            )
-        self._searcher = searcher
+        self._hold(searcher, ParentChildSearcher,
+                   "; build one with ParentDocumentRetriever.from_defaults")
         self._fetch_k = None if fetch_k is None else check_k(fetch_k, "fetch_k")
         self._merge = check_merge_threshold(merge_threshold)  # now, not at the first query
         self._setup(similarity_top_k=similarity_top_k, filter=filter, nodes=nodes,
