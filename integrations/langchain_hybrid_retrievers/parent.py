@@ -121,9 +121,7 @@ class ParentDocumentRetriever(StrictRetriever):
     @field_validator("score_key")
     @classmethod
     def _check_score_key(cls, value: str) -> str:
-        if value == MATCHED_CHILDREN_KEY:
-            raise ValueError(f"score_key must differ from {MATCHED_CHILDREN_KEY!r}, got {value!r}")
-        return check_score_key(value)
+        return check_score_key(value, reserved=MATCHED_CHILDREN_KEY)
 
     # ------------------------------------------------------------------ build
 
