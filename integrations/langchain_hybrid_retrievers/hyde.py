@@ -10,12 +10,8 @@ documents and wires async.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, ClassVar
 
-from langchain_core.callbacks import (
-    AsyncCallbackManagerForRetrieverRun,
-    CallbackManagerForRetrieverRun,
-)
 from langchain_core.documents import Document
 from pydantic import ConfigDict, field_validator
 
@@ -23,7 +19,7 @@ from hybrid_retrievers.hyde import HYDE_OPTIONS, HyDESearcher
 from hybrid_retrievers.types import Hit
 from hybrid_retrievers.vector import VectorIndex
 
-from ._base import CoreRetriever, Filter, core_calls_as_children
+from ._base import CoreRetriever
 from ._convert import RANK_KEY, check_score_key, copy_metadata, documents_to_columns
 from ._llm import LangChainGenerator, as_text_generator
 from .embeddings import as_embedder
@@ -74,6 +70,8 @@ class HyDERetriever(CoreRetriever):
 
     searcher: HyDESearcher
     """The core HyDE searcher that does all the work; shared, not copied."""
+
+    child_runs: ClassVar[bool] = True  # each LLM call is a child run of the retrieval
 
     @field_validator("score_key")
     @classmethod
@@ -151,19 +149,3 @@ class HyDERetriever(CoreRetriever):
 
     def _documents(self, hits: Iterable[Hit]) -> list[Document]:
         return [self._to_document(h) for h in hits]
-
-    def _get_relevant_documents(
-        self, query: str, *, run_manager: CallbackManagerForRetrieverRun,
-        k: int | None = None, filter: Filter | None = None,
-    ) -> list[Document]:
-        """Generate, embed, search: up to ``k`` documents for ``query``, best first."""
-        with core_calls_as_children(run_manager):
-            return self._search(query, k, filter)
-
-    async def _aget_relevant_documents(
-        self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun,
-        k: int | None = None, filter: Filter | None = None,
-    ) -> list[Document]:
-        """Async `_get_relevant_documents`: generations concurrent, search in a thread."""
-        with core_calls_as_children(run_manager):
-            return await self._asearch(query, k, filter)
