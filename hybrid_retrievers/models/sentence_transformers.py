@@ -16,6 +16,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..optional import require
+from ..validation import check_str_items
 from .lazy import LazyModel, instance_name
 from .onnx_backend import check_backend
 
@@ -187,8 +188,5 @@ class SentenceTransformerEmbedder(LazyModel):
 def _check_texts(texts: Sequence[str]) -> list[str]:
     if isinstance(texts, str):
         raise TypeError("texts must be a list of str, not a single str; wrap it in a list")
-    texts = list(texts)
-    for i, t in enumerate(texts):
-        if not isinstance(t, str):
-            raise TypeError(f"texts[{i}] must be a str, got {type(t).__name__}: {t!r:.80}")
+    texts = check_str_items(texts, "texts")
     return texts
