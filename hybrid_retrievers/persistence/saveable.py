@@ -25,7 +25,7 @@ class AtomicSave:
     _lock: threading.RLock
 
     def save(self, path: str | os.PathLike[str]) -> None:
-        """Write the index to directory ``path`` atomically and durably (JSON + ``.npy``, no pickle).
+        """Write the index to directory ``path`` atomically and durably (no pickle).
 
         A crash at any moment leaves ``path`` loading as the previous save or this one;
         a concurrent `load` gets one complete version; concurrent saves to one path run

@@ -71,8 +71,7 @@ class SearcherState(SimilarityTopK):
     core form, and the caller's nodes (`NodeCache`), so results can hand back the
     caller's node objects while they agree with the index; one path from core hits to
     new `NodeWithScore` objects (`_wrap`) and the persisted settings (`_settings`,
-    `_write`, `_read`). `ParentDocumentRetriever` uses it directly, the others through
-    `CoreSearcherRetriever`.
+    `_write`, `_read`). Used directly by `ParentDocumentRetriever`.
     """
 
     def _setup(
@@ -91,11 +90,7 @@ class SearcherState(SimilarityTopK):
         BaseRetriever.__init__(self, callback_manager=callback_manager, verbose=verbose)
 
     def _hold(self, searcher: Any, kind: type, hint: str = "") -> None:
-        """Keep ``searcher`` as ``self._searcher`` after checking it is a core ``kind``.
-
-        Raises:
-            TypeError: naming ``kind`` (then ``hint``) for any other object.
-        """
+        """Keep ``searcher`` as ``self._searcher``; a TypeError naming ``kind`` unless it is one."""
         if not isinstance(searcher, kind):
             raise TypeError(f"searcher must be a hybrid_retrievers {kind.__name__}, got "
                             f"{type(searcher).__name__}{hint}")
