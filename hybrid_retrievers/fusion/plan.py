@@ -143,12 +143,16 @@ class FusionPlan:
         weights: Weights | None = None,
         fetch_k: int | None = None,
         mode: FusionMode | str | None = None,
+        check: bool = True,
     ) -> FusionCall:
         """Validate one call and decide which children are asked for how many hits.
 
-        ``None`` for ``weights``, ``fetch_k`` or ``mode`` means the plan's own value.
+        ``None`` for ``weights``, ``fetch_k`` or ``mode`` means the plan's own value;
+        ``check=False`` leaves the query to the children (a framework may accept a
+        blank query string with a precomputed embedding).
         """
-        check_query(query)
+        if check:
+            check_query(query)
         top = check_k(k, "k")
         chosen = self.mode if mode is None else parse_enum(FusionMode, mode, "mode")
         w = self.weights_for(query, weights)
