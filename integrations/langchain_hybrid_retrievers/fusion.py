@@ -114,6 +114,7 @@ class FusionRetriever(StrictRetriever):
 
     _runner: CallRunner | None = PrivateAttr(default=None)
     _plan_cache: tuple[Any, FusionPlan] | None = PrivateAttr(default=None)
+    _accepts: dict[Any, Any] = PrivateAttr(default_factory=dict)  # accepts_k per child
 
     @field_validator("retrievers", mode="before")
     @classmethod
@@ -215,7 +216,7 @@ class FusionRetriever(StrictRetriever):
             return cached[1]
         plan = FusionPlan(key[0], mode=self.mode, weights=self.weights, k_rrf=self.k_rrf,
                           fetch_k=self.fetch_k, names=self.names, dedup=self.dedup,
-                          describe=self._label)
+                          describe=lambda i: child_label(self, i))
         self._plan_cache = (key, plan)
         return plan
 
@@ -231,9 +232,6 @@ class FusionRetriever(StrictRetriever):
             runner = self._runner = CallRunner(size=len(self.retrievers),
                                                name="FusionRetriever")
         return runner.run(calls, self._note(call), max_workers=max_concurrency)
-
-    def _label(self, i: int) -> str:
-        return child_label(self, i)
 
     def _note(self, call: FusionCall) -> Any:  # names a failing child in the exception
         return lambda j: f"FusionRetriever child {child_label(self, call.active[j])}"
