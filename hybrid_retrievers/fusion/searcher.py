@@ -236,6 +236,15 @@ class FusionSearcher:
         w = None if weights is None else [weights.get(name, 1.0) for name in filters]
         return cls(sources, weights=w, names=list(filters), **options)
 
+    @classmethod
+    def hybrid(cls, texts: Any, embedder: Any, ids: Any = None, metadatas: Any = None,
+               **options: Any) -> FusionSearcher:
+        """BM25 + dense over the same texts, fused: `hybrid_retrievers.fusion.hybrid`'s
+        `hybrid_searcher` (``options``: its BM25, dense and fusion settings)."""
+        from .hybrid import hybrid_searcher
+
+        return hybrid_searcher(texts, embedder, ids, metadatas, **options)
+
     # ------------------------------------------------------------------ properties
 
     @property

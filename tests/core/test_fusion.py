@@ -740,11 +740,11 @@ def test_lexical_boost_rule_in_a_searcher_and_validation(bm25):
 def test_docstring_examples_run():
     import hybrid_retrievers.fusion as package
     from hybrid_retrievers.fusion import (
-        _common, candidates, concurrency, modes, plan, rank, rules, score, searcher,
+        _common, candidates, concurrency, hybrid, modes, plan, rank, rules, score, searcher,
     )
 
     failures = 0
-    for module in (package, _common, candidates, concurrency, modes, plan, rank, rules,
+    for module in (package, _common, candidates, concurrency, hybrid, modes, plan, rank, rules,
                    score, searcher):
         failures += doctest.testmod(module, optionflags=doctest.ELLIPSIS).failed
     assert failures == 0
