@@ -21,8 +21,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from ..tokenization import Analyzer
-from ..vector import DEFAULT_BATCH_SIZE, VectorIndex
 from .searcher import FusionSearcher
 
 __all__ = ["hybrid_searcher"]
@@ -34,39 +32,39 @@ def hybrid_searcher(
     ids: Iterable[str] | None = None,
     metadatas: Iterable[Mapping[str, Any] | None] | None = None,
     *,
-    analyzer: Analyzer | None = None,
-    k1: float = 1.5,
-    b: float = 0.75,
-    method: str = "lucene",
-    delta: float | None = None,
-    metric: str = "cosine",
-    batch_size: int = DEFAULT_BATCH_SIZE,
-    cache: Any = None,
+    bm25: Mapping[str, Any] | None = None,
+    dense: Mapping[str, Any] | None = None,
     show_progress: bool = False,
     **fusion: Any,
 ) -> FusionSearcher:
     """A `FusionSearcher` over a new `BM25Index` and `VectorIndex` of ``texts``.
 
+    The two indexes' settings are passed through, not listed again here, so a new
+    index option needs no change to the recipe.
+
     Args:
         texts: the document texts (read once; both indexes get the same ids).
         embedder: the dense model (a core `Embedder`).
         ids, metadatas: as for `BM25Index.from_texts` (``None`` ids: content ids).
-        analyzer, k1, b, method, delta: the BM25 settings.
-        metric, batch_size, cache, show_progress: the dense settings.
-        **fusion: other `FusionSearcher` arguments (``mode``, ``weights``, ``fetch_k``...;
+        bm25: keyword arguments of `BM25Index.from_texts` (``analyzer``, ``k1``, ``b``,
+            ``method``, ``delta``).
+        dense: keyword arguments of `VectorIndex.from_texts` (``metric``,
+            ``batch_size``, ``cache``).
+        show_progress: progress bars while indexing (both indexes).
+        **fusion: `FusionSearcher` arguments (``mode``, ``weights``, ``fetch_k``...;
             ``names`` defaults to ``["bm25", "dense"]``).
     """
     from ..bm25 import BM25Index
+    from ..vector import VectorIndex
 
     if isinstance(texts, str):
         raise TypeError("texts must be a list of str, got a single str; wrap it in a list")
     text_list = list(texts)
     id_list = None if ids is None else list(ids)
     meta_list = None if metadatas is None else list(metadatas)
-    bm25 = BM25Index.from_texts(text_list, id_list, meta_list, analyzer=analyzer, k1=k1, b=b,
-                                method=method, delta=delta, show_progress=show_progress)
-    dense = VectorIndex.from_texts(text_list, id_list, meta_list, embedder=embedder,
-                                   metric=metric, batch_size=batch_size, cache=cache,
-                                   show_progress=show_progress)
+    lexical = BM25Index.from_texts(text_list, id_list, meta_list, show_progress=show_progress,
+                                   **dict(bm25 or {}))
+    vectors = VectorIndex.from_texts(text_list, id_list, meta_list, embedder=embedder,
+                                     show_progress=show_progress, **dict(dense or {}))
     fusion.setdefault("names", ["bm25", "dense"])
-    return FusionSearcher([bm25, dense], **fusion)
+    return FusionSearcher([lexical, vectors], **fusion)

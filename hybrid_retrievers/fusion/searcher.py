@@ -240,7 +240,8 @@ class FusionSearcher:
     def hybrid(cls, texts: Any, embedder: Any, ids: Any = None, metadatas: Any = None,
                **options: Any) -> FusionSearcher:
         """BM25 + dense over the same texts, fused: `hybrid_retrievers.fusion.hybrid`'s
-        `hybrid_searcher` (``options``: its BM25, dense and fusion settings)."""
+        `hybrid_searcher` (``options``: its ``bm25=`` / ``dense=`` settings and the
+        fusion's)."""
         from .hybrid import hybrid_searcher
 
         return hybrid_searcher(texts, embedder, ids, metadatas, **options)

@@ -108,7 +108,8 @@ def test_hybrid_recipe_equals_the_hand_built_fusion():
     ids = [i for i, _, _ in CORPUS]
     metas = [m for *_, m in CORPUS]
     emb = HashingEmbedder(dimension=128)
-    recipe = FusionSearcher.hybrid(texts, emb, ids, metas, k1=1.2, mode="relative_score")
+    recipe = FusionSearcher.hybrid(texts, emb, ids, metas, bm25={"k1": 1.2},
+                                   mode="relative_score")
     by_hand = FusionSearcher(
         [BM25Index.from_texts(texts, ids, metas, k1=1.2),
          VectorIndex.from_texts(texts, ids, metas, embedder=emb)],
