@@ -77,10 +77,15 @@ class CallRunner:
     def __init__(self, max_workers: int | None = None, *, size: int,
                  name: str = "fusion") -> None:
         self.max_workers = size if max_workers is None else max_workers
+        self._size = size
         self._threads = max(1, min(self.max_workers, size) - 1)
         self._name = name
         self._pool: ThreadPoolExecutor | None = None
         self._lock = threading.Lock()
+
+    def __reduce__(self) -> Any:
+        """A copy (``copy.deepcopy``, pickle) is a new runner with the same settings."""
+        return (_new_runner, (self.max_workers, self._size, self._name))
 
     def run(
         self, calls: Sequence[Callable[[], T]], label: Label, *, max_workers: int | None = None
@@ -126,6 +131,10 @@ class CallRunner:
         pool = getattr(self, "_pool", None)
         if pool is not None:
             pool.shutdown(wait=False)
+
+
+def _new_runner(max_workers: int, size: int, name: str) -> CallRunner:
+    return CallRunner(max_workers, size=size, name=name)
 
 
 def _run_on(pool: ThreadPoolExecutor, calls: Sequence[Callable[[], T]], label: Label) -> list[T]:

@@ -10,6 +10,7 @@ its fused score and provenance. `HybridRetriever` (BM25 + dense) is in ``hybrid.
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -216,7 +217,7 @@ class FusionRetriever(StrictRetriever):
             return cached[1]
         plan = FusionPlan(key[0], mode=self.mode, weights=self.weights, k_rrf=self.k_rrf,
                           fetch_k=self.fetch_k, names=self.names, dedup=self.dedup,
-                          describe=lambda i: child_label(self, i))
+                          describe=functools.partial(child_label, self))
         self._plan_cache = (key, plan)
         return plan
 
