@@ -21,6 +21,7 @@ from .fusion import FusionRetriever
 from .hybrid import HybridRetriever
 from .hyde import HyDERetriever
 from .parent import ParentDocumentRetriever
+from .parent_store import LangChainParentStore
 from .vectorstores import ScoredVectorStoreRetriever
 from .searcher import SearcherRetriever
 
@@ -33,6 +34,7 @@ __all__ = [
     "HyDERetriever",
     "LLMReranker",
     "LangChainEmbedder",
+    "LangChainParentStore",
     "ParentDocumentRetriever",
     "RerankingRetriever",
     "ScoredVectorStoreRetriever",

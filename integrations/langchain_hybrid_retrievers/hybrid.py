@@ -15,7 +15,7 @@ from langchain_core.retrievers import BaseRetriever
 from pydantic import model_validator
 
 from hybrid_retrievers import Analyzer
-from hybrid_retrievers.embedding_cache import DEFAULT_CHUNK, EmbeddingCache
+from hybrid_retrievers.vector import DEFAULT_CHUNK, EmbeddingCache
 from hybrid_retrievers.fusion import DEFAULT_K_RRF, FusionMode
 from hybrid_retrievers.fusion.plan import Weights
 

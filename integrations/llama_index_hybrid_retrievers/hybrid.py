@@ -17,7 +17,7 @@ from llama_index.core.storage.docstore.types import BaseDocumentStore
 from llama_index.core.vector_stores.types import MetadataFilters
 
 from hybrid_retrievers import Analyzer
-from hybrid_retrievers.embedding_cache import DEFAULT_CHUNK, EmbeddingCache
+from hybrid_retrievers.vector import DEFAULT_CHUNK, EmbeddingCache
 from hybrid_retrievers.fusion import DEFAULT_K_RRF, Dedup, FusionMode, default_fetch_k
 from hybrid_retrievers.fusion.plan import Weights
 from hybrid_retrievers.types import MetadataFilter
