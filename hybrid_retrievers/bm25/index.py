@@ -27,7 +27,7 @@ from numpy.typing import NDArray
 
 from ..documents import DocumentAccess, check_docs, make_docs
 from ..selection import top_k
-from ..tokenization import Analyzer
+from ..text import Analyzer
 from ..types import Doc, Hit, MetadataFilter
 from ..validation import check_id_list, check_k, check_queries, check_query
 from .collection_stats import CollectionStats

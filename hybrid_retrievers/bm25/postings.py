@@ -23,7 +23,7 @@ from ..documents import DocTable
 from ..types import Doc
 
 if TYPE_CHECKING:
-    from ..tokenization import Analyzer
+    from ..text import Analyzer
     from .collection_stats import CollectionStats
     from .scoring import BM25Method, Variant
     from .statistics import ScoreCache

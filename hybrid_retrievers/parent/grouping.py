@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..splitting import PARENT_ID_KEY
+from ..text.splitting import PARENT_ID_KEY
 from ..types import Doc, Hit
 from .store import ParentStoreLike
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..splitting import PARENT_ID_KEY
+from ..text.splitting import PARENT_ID_KEY
 from ..types import Doc
 
 __all__ = ["check_child_searcher", "child_leaves", "existing_children"]

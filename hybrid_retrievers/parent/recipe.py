@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..documents import check_docs, make_docs
-from ..splitting import (
+from ..text.splitting import (
     CHILD_INDEX_KEY,
     PARENT_ID_KEY,
     START_INDEX_KEY,

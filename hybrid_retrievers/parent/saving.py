@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from ..persistence import IndexFormatError, IndexReader, IndexWriter, atomic_index_dir, read_index
-from ..splitting import PARENT_ID_KEY
+from ..text.splitting import PARENT_ID_KEY
 from .store import STORE_FORMAT_VERSION, ParentStore, ParentStoreLike
 
 __all__ = ["SEARCHER_FORMAT_VERSION", "load_parent_child", "save_parent_child"]

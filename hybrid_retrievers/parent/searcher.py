@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ..documents import check_docs, make_docs
-from ..splitting import PARENT_ID_KEY, SentenceSplitter, split_parents
+from ..text.splitting import PARENT_ID_KEY, SentenceSplitter, split_parents
 from ..types import Doc, Hit, MetadataFilter
 from ..validation import check_id_list, check_k, check_merge_threshold, check_query
 from . import recipe
