@@ -15,7 +15,7 @@ from langchain_core.retrievers import BaseRetriever
 from pydantic import model_validator
 
 from hybrid_retrievers import Analyzer
-from hybrid_retrievers.vector import DEFAULT_CHUNK, EmbeddingCache
+from hybrid_retrievers.vector import DEFAULT_BATCH_SIZE, EmbeddingCache
 from hybrid_retrievers.fusion import DEFAULT_K_RRF, FusionMode
 from hybrid_retrievers.fusion.plan import Weights
 
@@ -88,7 +88,7 @@ class HybridRetriever(FusionRetriever):
         delta: float | None = None,
         metric: str = "cosine",
         cache: EmbeddingCache | None = None,
-        batch_size: int = DEFAULT_CHUNK,
+        batch_size: int = DEFAULT_BATCH_SIZE,
         show_progress: bool = False,
         **kwargs: Any,
     ) -> HybridRetriever:

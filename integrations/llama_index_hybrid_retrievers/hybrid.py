@@ -17,7 +17,7 @@ from llama_index.core.storage.docstore.types import BaseDocumentStore
 from llama_index.core.vector_stores.types import MetadataFilters
 
 from hybrid_retrievers import Analyzer
-from hybrid_retrievers.vector import DEFAULT_CHUNK, EmbeddingCache
+from hybrid_retrievers.vector import DEFAULT_BATCH_SIZE, EmbeddingCache
 from hybrid_retrievers.fusion import DEFAULT_K_RRF, Dedup, FusionMode, default_fetch_k
 from hybrid_retrievers.fusion.plan import Weights
 from hybrid_retrievers.types import MetadataFilter
@@ -96,7 +96,7 @@ class HybridRetriever(FusionRetriever):
         delta: float | None = None,
         metric: str = "cosine",
         cache: EmbeddingCache | None = None,
-        batch_size: int = DEFAULT_CHUNK,
+        batch_size: int = DEFAULT_BATCH_SIZE,
         filter: MetadataFilter | MetadataFilters | None = None,
         max_workers: int | None = None,
         callback_manager: CallbackManager | None = None,
