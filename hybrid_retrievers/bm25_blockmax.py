@@ -1,0 +1,137 @@
+"""Compiled block-max MaxScore top-k for `BM25Index`, used when numba is installed.
+
+`BM25Index` hands a top-k query without a metadata filter to `match_top_k`, which
+returns the exact top k (same documents, same float32 scores, ties to the earlier
+document) as exhaustive scoring, or ``None`` when it cannot take the query (numba
+missing, switched off, negative idfs); the numpy path then runs as before.
+
+The kernel (`hybrid_retrievers._bm25_kernels`) splits each posting list into blocks
+of 64 postings and keeps, per block, its last document and largest weight. That
+metadata (8 bytes per block, about 1/8 byte per posting more than the postings) is
+built lazily from a snapshot and its score cache on its first top-k query and kept
+for as long as that score cache is current; an edit starts a new one.
+
+Switching it off: set ``HYBRID_RETRIEVERS_BM25_KERNEL=0`` in the environment before
+the first search, or assign ``hybrid_retrievers.bm25_blockmax.ENABLED = False``.
+The kernels are compiled with ``cache=True``: the first process compiles them once
+(a few seconds) and later ones load them from numba's cache.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from .optional import is_available
+
+__all__ = ["ENABLED", "BlockMax", "available", "block_max", "match_top_k"]
+
+ENABLED: bool = os.environ.get("HYBRID_RETRIEVERS_BM25_KERNEL", "1").strip().lower() not in (
+    "0", "false", "no", "off",
+)
+"""Use the compiled kernel when numba is installed (False: always the numpy path)."""
+
+_VARIANT_CODES = {"lucene": 0, "robertson": 1, "bm25l": 2, "bm25+": 3}
+_kernels: ModuleType | None = None
+_checked = False
+_lock = threading.Lock()
+
+
+def _load() -> ModuleType | None:
+    """The kernels module, imported (and numba with it) on first use; None without numba."""
+    global _kernels, _checked
+    if not _checked:
+        with _lock:
+            if not _checked:
+                if is_available("numba"):
+                    from . import _bm25_kernels
+
+                    _kernels = _bm25_kernels
+                _checked = True
+    return _kernels
+
+
+def available() -> bool:
+    """True when the kernel is switched on and numba can be imported."""
+    return ENABLED and _load() is not None
+
+
+class BlockMax:
+    """Block metadata of one snapshot's postings under one score cache (immutable)."""
+
+    __slots__ = ("cache", "block_ptr", "block_max", "block_last", "term_max", "params")
+
+    def __init__(self, index: Any, state: Any, cache: Any) -> None:
+        kernels = _load()
+        assert kernels is not None
+        self.cache = cache
+        self.params = _params(index, cache)
+        self.block_ptr, self.block_max, self.block_last, self.term_max = kernels.build_blocks(
+            state.indptr, np.asarray(state.post_docs), np.asarray(state.post_tf), cache.norm,
+            *self.params,
+        )
+
+    def nbytes(self) -> int:
+        """Bytes held by the block arrays."""
+        return int(sum(a.nbytes for a in (self.block_ptr, self.block_max, self.block_last,
+                                          self.term_max)))
+
+
+def _params(index: Any, cache: Any) -> tuple[Any, ...]:
+    """(variant, k1, k1 + 1, delta, tfw(0), has tfw(0)) as the float32 numpy scoring uses."""
+    return (
+        _VARIANT_CODES[index.method],
+        np.float32(index.k1),
+        np.float32(index.k1 + 1.0),
+        np.float32(index.delta),
+        np.float32(cache.absent_weight),
+        bool(cache.absent_weight),
+    )
+
+
+def block_max(index: Any, state: Any, cache: Any) -> BlockMax:
+    """The block metadata for ``state`` (built on first use, then kept on the index)."""
+    held = getattr(index, "_blockmax", None)
+    if held is not None and held.cache is cache:
+        return held
+    with _lock:
+        held = getattr(index, "_blockmax", None)
+        if held is None or held.cache is not cache:
+            held = BlockMax(index, state, cache)
+            index._blockmax = held
+        return held
+
+
+def match_top_k(
+    index: Any,
+    state: Any,
+    cache: Any,
+    ids: list[tuple[int, int]],
+    constant: np.float32,
+    k: int,
+) -> tuple[NDArray[np.int32], NDArray[np.float32]] | None:
+    """The exact top ``k`` of a query as ``(positions, scores)``, unordered, or None.
+
+    ``ids`` are the query's (term id, count) pairs in query order, all in the
+    vocabulary; ``constant`` the absent-term weight every document gets. None means
+    "use the numpy path": the kernel is off or missing, or an idf is negative (the
+    bounds assume contributions >= 0).
+    """
+    if not ENABLED or not cache.nonnegative or not ids:
+        return None
+    kernels = _load()
+    if kernels is None:
+        return None
+    meta = block_max(index, state, cache)
+    terms = np.fromiter((t for t, _ in ids), dtype=np.int64, count=len(ids))
+    scales = np.array([float(cache.idf[t]) * c for t, c in ids], dtype=np.float32)
+    return kernels.search_top_k(
+        state.indptr, np.asarray(state.post_docs), np.asarray(state.post_tf), cache.norm,
+        meta.block_ptr, meta.block_max, meta.block_last, meta.term_max,
+        terms, scales, *meta.params, np.float32(constant), max(1, min(k, len(state.docs))),
+    )
