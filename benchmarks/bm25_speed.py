@@ -176,25 +176,42 @@ def vocab_bytes(vocab: dict[str, Any] | None) -> int | None:
     return sys.getsizeof(vocab) + sum(sys.getsizeof(k) for k in vocab)
 
 
-def ours_engine(stop: list[str]) -> Engine:
-    from hybrid_retrievers import Analyzer, BM25Index
+def ours_engine(stop: list[str], kernel: bool = True) -> Engine:
+    """Our index; ``kernel`` chooses the numba block-max kernel or the numpy path."""
+    from hybrid_retrievers import Analyzer, BM25Index, bm25_blockmax
+
+    def switch() -> None:
+        bm25_blockmax.ENABLED = kernel
 
     def build(texts: list[str], ids: list[str]) -> Any:
+        switch()
         index = BM25Index.from_texts(texts, ids=ids, analyzer=Analyzer(stopwords=stop, stemmer=None))
         index.nbytes()  # builds the lazy per-posting score cache: part of the build
+        if kernel and bm25_blockmax.available():
+            st = index._state  # private, read only to build the block metadata here
+            bm25_blockmax.block_max(index, st, index._scores(st))  # part of the build too
         return index
 
     def search(index: Any, q: str) -> list[str]:
+        switch()
         return [h.doc.id for h in index.search(q, k=K)]
 
     def search_batch(index: Any, qs: list[str]) -> list[list[str]]:
+        switch()
         return [[h.doc.id for h in hits] for hits in index.search_many(qs, k=K)]
+
+    def prepare(index: Any, qs: list[str]) -> None:
+        for q in qs[:5]:  # loads (or JIT-compiles) the numba kernels before timing
+            search(index, q)
 
     def array_bytes(index: Any) -> tuple[int | None, int | None]:
         # The vocabulary dict is private; read only to size it like bm25s's vocab_dict.
-        return index.nbytes(), vocab_bytes(getattr(index, "_vocab", None))
+        held = getattr(index, "_blockmax", None) if kernel else None
+        blocks = held.nbytes() if held is not None else 0
+        return index.nbytes() + blocks, vocab_bytes(getattr(index, "_vocab", None))
 
-    return Engine("ours (BM25Index)", build, search, search_batch, array_bytes,
+    name = "ours (BM25Index, numba block-max)" if kernel else "ours (BM25Index, numpy path)"
+    return Engine(name, build, search, search_batch, array_bytes, prepare,
                   batch_note="search_many")
 
 
@@ -407,6 +424,10 @@ def main(argv: list[str] | None = None) -> int:
                         help="tracemalloc builds only up to this corpus size (default 100000)")
     parser.add_argument("--no-numba", action="store_true", help="skip the bm25s numba backend")
     parser.add_argument("--quick", action="store_true", help="Cranfield and 10k only")
+    parser.add_argument("--engines", default="",
+                        help="comma-separated substrings: run only systems whose name contains "
+                        "one (e.g. 'ours,bm25s'); default all")
+    parser.add_argument("--no-cranfield", action="store_true", help="skip the Cranfield corpus")
     args = parser.parse_args(argv)
     quiet_third_party()
     started = time.perf_counter()
@@ -422,8 +443,11 @@ def main(argv: list[str] | None = None) -> int:
     assert cran is not None
     queries = [normalise(q) for q in cran.dataset.queries.values()][: max(1, args.queries)]
 
-    engines: list[Engine] = [ours_engine(stop), bm25s_engine(stop, "numpy")]
+    engines: list[Engine] = [ours_engine(stop), ours_engine(stop, kernel=False),
+                             bm25s_engine(stop, "numpy")]
     notes: list[str] = []
+    if not _numba_installed():
+        notes.append("- ours: numba is not installed, so both 'ours' rows run the numpy path.")
     if not args.no_numba:
         try:
             import numba  # noqa: F401
@@ -436,6 +460,10 @@ def main(argv: list[str] | None = None) -> int:
             engines.append(factory(stop))
         except ImportError as exc:
             notes.append(f"- {factory.__name__} skipped: {exc}")
+
+    if args.engines:
+        wanted = [w.strip().lower() for w in args.engines.split(",") if w.strip()]
+        engines = [e for e in engines if any(w in e.name.lower() for w in wanted)]
 
     header = [
         "# BM25 speed and memory: hybrid-retrievers vs bm25s, LangChain, LlamaIndex",
@@ -456,10 +484,11 @@ def main(argv: list[str] | None = None) -> int:
 
     vocabulary: list[str] | None = None
     corpora: list[tuple[str, Callable[[], Corpus]]] = []
-    corpora.append(("cranfield", lambda: Corpus(
-        f"Cranfield ({cran.source})",
-        [normalise(d.text) for d in cran.dataset.corpus.values()],
-        list(cran.dataset.corpus), "real abstracts")))
+    if not args.no_cranfield:
+        corpora.append(("cranfield", lambda: Corpus(
+            f"Cranfield ({cran.source})",
+            [normalise(d.text) for d in cran.dataset.corpus.values()],
+            list(cran.dataset.corpus), "real abstracts")))
     for n in sizes:
         corpora.append((str(n), lambda n=n: synthetic_corpus(n, vocabulary)))  # type: ignore[arg-type]
 
@@ -521,6 +550,14 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def _numba_installed() -> bool:
+    try:
+        import numba  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
 def targets(results: dict[str, Result], engines: list[Engine], n_docs: int) -> list[str]:
     ours = results.get(engines[0].name)
     np_ = results.get("bm25s (numpy backend)")
@@ -533,6 +570,12 @@ def targets(results: dict[str, Result], engines: list[Engine], n_docs: int) -> l
 
     check("latency <= bm25s numpy", ours.lat_median_ms <= np_.lat_median_ms,  # type: ignore[operator]
           f"median {ms(ours.lat_median_ms)} vs {ms(np_.lat_median_ms)} ms")
+    nb = results.get("bm25s (numba backend)")
+    if nb is not None and nb.lat_median_ms is not None:
+        check("latency <= bm25s numba", ours.lat_median_ms <= nb.lat_median_ms  # type: ignore[operator]
+              and ours.lat_p95_ms <= nb.lat_p95_ms,  # type: ignore[operator]
+              f"median {ms(ours.lat_median_ms)} vs {ms(nb.lat_median_ms)} ms, "
+              f"p95 {ms(ours.lat_p95_ms)} vs {ms(nb.lat_p95_ms)} ms")
     check("batch >= bm25s numpy", ours.batch_qps >= np_.batch_qps,  # type: ignore[operator]
           f"{ours.batch_qps:,.0f} vs {np_.batch_qps:,.0f} q/s")
     check("build within 1.5x of bm25s numpy", ours.build_s <= 1.5 * np_.build_s,
