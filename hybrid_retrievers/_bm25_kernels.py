@@ -256,17 +256,14 @@ def _worse(s1, d1, s2, d2):  # pragma: no cover
 @njit(cache=True)
 def _heap_push(hs, hd, size, s, d):  # pragma: no cover
     """Add (s, d) to the min-heap of the ``size`` worst-first entries."""
+    hs[size] = s
+    hd[size] = d
     i = size
-    while i > 0:
+    while i > 0 and _worse(hs[i], hd[i], hs[(i - 1) >> 1], hd[(i - 1) >> 1]):
         parent = (i - 1) >> 1
-        if _worse(s, d, hs[parent], hd[parent]):
-            hs[i] = hs[parent]
-            hd[i] = hd[parent]
-            i = parent
-        else:
-            break
-    hs[i] = s
-    hd[i] = d
+        hs[i], hs[parent] = hs[parent], hs[i]
+        hd[i], hd[parent] = hd[parent], hd[i]
+        i = parent
 
 
 @njit(cache=True)
