@@ -425,7 +425,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-numba", action="store_true", help="skip the bm25s numba backend")
     parser.add_argument("--quick", action="store_true", help="Cranfield and 10k only")
     parser.add_argument("--engines", default="",
-                        help="comma-separated substrings: run only systems whose name contains "
+                        help="comma-separated prefixes: run only systems whose name starts with "
                         "one (e.g. 'ours,bm25s'); default all")
     parser.add_argument("--no-cranfield", action="store_true", help="skip the Cranfield corpus")
     args = parser.parse_args(argv)
@@ -463,7 +463,7 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.engines:
         wanted = [w.strip().lower() for w in args.engines.split(",") if w.strip()]
-        engines = [e for e in engines if any(w in e.name.lower() for w in wanted)]
+        engines = [e for e in engines if any(e.name.lower().startswith(w) for w in wanted)]
 
     header = [
         "# BM25 speed and memory: hybrid-retrievers vs bm25s, LangChain, LlamaIndex",

@@ -18,6 +18,12 @@ from hybrid_retrievers.collection_stats import CollectionStats  # noqa: E402
 from hybrid_retrievers.selection import top_k  # noqa: E402
 
 METHODS = ["lucene", "robertson", "bm25l", "bm25+"]
+
+
+@pytest.fixture(autouse=True)
+def _kernel_on(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The kernel is opt-in; every test here runs with it switched on."""
+    monkeypatch.setattr(bm25_blockmax, "ENABLED", True)
 WORDS = [f"w{i}" for i in range(400)]
 _P = 1.0 / np.arange(1, len(WORDS) + 1) ** 1.1
 _P /= _P.sum()

@@ -45,8 +45,6 @@ def test_pruned_equals_exhaustive(cranfield_index, monkeypatch, k: int) -> None:
     monkeypatch.setattr(BM25Index, "_can_skip_new", staticmethod(counting))
     # Cranfield's queries are short; take the per-term (prunable) path for all of them.
     monkeypatch.setattr(bm25_module, "_BATCHED_POSTINGS", 0)
-    # The numpy MaxScore path is what is counted here, so the numba kernel is off.
-    monkeypatch.setattr("hybrid_retrievers.bm25_blockmax.ENABLED", False)
     for q in queries:
         got = [(h.id, h.score) for h in index.search(q, k=k)]
         want = _exhaustive(index, q, k)
