@@ -7,7 +7,8 @@ missing, switched off, negative idfs); the numpy path then runs as before.
 
 The kernel (`hybrid_retrievers._bm25_kernels`) splits each posting list into blocks
 of 64 postings and keeps, per block, its last document and largest weight. That
-metadata (8 bytes per block, about 1/8 byte per posting more than the postings) is
+metadata (8 bytes per block plus 12 per term: 4.3 MB for 100k documents, 4.6M
+postings and 197k terms, on top of the index's 26 MB of arrays) is
 built lazily from a snapshot and its score cache on its first top-k query and kept
 for as long as that score cache is current; an edit starts a new one.
 
