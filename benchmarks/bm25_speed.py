@@ -205,10 +205,11 @@ def ours_engine(stop: list[str], kernel: bool = True) -> Engine:
             search(index, q)
 
     def array_bytes(index: Any) -> tuple[int | None, int | None]:
-        # The vocabulary dict is private; read only to size it like bm25s's vocab_dict.
+        # The vocabulary dict (index._state.vocab) is private; read only to size it like
+        # bm25s's vocab_dict.
         held = getattr(index, "_blockmax", None) if kernel else None
         blocks = held.nbytes() if held is not None else 0
-        return index.nbytes() + blocks, vocab_bytes(getattr(index, "_vocab", None))
+        return index.nbytes() + blocks, vocab_bytes(index._state.vocab)
 
     name = "ours (BM25Index, numba block-max)" if kernel else "ours (BM25Index, numpy path)"
     return Engine(name, build, search, search_batch, array_bytes, prepare,

@@ -11,7 +11,7 @@ from importlib import metadata as _metadata
 from .vector import HNSWConfig
 from .bm25 import BM25Index
 from .vector import EmbeddingCache
-from .explanation import Explanation, TermContribution
+from .bm25 import BM25Explanation, Explanation, TermContribution
 from .fusion import (
     FilteredSource,
     FusionMode,
@@ -26,9 +26,9 @@ from .ids import content_id
 from .parent import ParentChildSearcher, ParentStore
 from .persistence import IndexFormatError
 from .rerank import LLMReranker, Reranker, RerankingSearcher
-from .scoring import BM25Method
-from .splitting import SentenceSplitter, split_parents
-from .tokenization import Analyzer, register_tokenizer
+from .bm25 import BM25Method
+from .text.splitting import SentenceSplitter, split_parents
+from .text import Analyzer, register_tokenizer
 from .types import Doc, Embedder, Hit, MetadataFilter, PairScorer, Searcher, TextGenerator
 from .vector import VectorIndex
 
@@ -39,6 +39,7 @@ except _metadata.PackageNotFoundError:  # running from a source checkout
 
 __all__ = [
     "Analyzer",
+    "BM25Explanation",
     "BM25Index",
     "BM25Method",
     "content_id",

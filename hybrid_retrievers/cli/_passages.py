@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from ..tokenization import Analyzer
+from ..text import Analyzer
 
 __all__ = ["best_passage", "bold", "brackets"]
 

@@ -12,7 +12,8 @@ import Ray; the functions and `ShardedSearcher` import it when they run.
   merge, filters pushed down, routed edits, restarts, timeouts, ``asearch``.
 
 The framework-free parts (routing, the saved layout, the merge rule, the shard
-server) live in `layout` and `shard` and run without Ray.
+server) live in `layout` and `shard` and run without Ray; `fanout` holds the calls to
+the shard actors (retries, timeouts, fault rules) that `ShardedSearcher` makes.
 """
 
 from __future__ import annotations

@@ -20,14 +20,15 @@ is still unavailable raises `ShardUnavailableError` naming it, or, with
 ``allow_partial=True``, the other shards' hits come back as `PartialHits` (flagged
 ``partial``, each hit's explanation names the missing shards) with a warning: never
 silently fewer results. A shard slower than ``timeout`` raises `ShardTimeoutError`
-(or counts as missing under ``allow_partial``).
+(or counts as missing under ``allow_partial``). Those call rules live in
+`hybrid_retrievers.distributed.fanout` (`ShardCalls`); this module plans the calls and
+merges their answers.
 """
 
 from __future__ import annotations
 
 import asyncio
 import threading
-import time
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -38,9 +39,11 @@ import numpy as np
 from ..documents import check_docs, make_docs
 from ..optional import require
 from ..validation import check_k, check_query
-from ..collection_stats import CollectionStats, StatsDelta
+from ..bm25.collection_stats import CollectionStats, StatsDelta
 from ..vector import EmbeddingCache, embed_texts, embedder_identity
 from ..types import Doc, Hit, MetadataFilter
+from .fanout import RESTART_WAIT  # noqa: F401 - kept for compatibility (moved to .fanout)
+from .fanout import ShardCalls, ShardTimeoutError, ShardUnavailableError
 from .layout import ShardedManifest, ShardHit, merge_top_k, shard_of, spread_strategies
 from .shard import ShardServer
 
@@ -51,26 +54,6 @@ __all__ = [
     "PartialHits",
     "PartialResultsWarning",
 ]
-
-
-RESTART_WAIT = 60.0
-"""Seconds a call waits for a dead shard actor to be restarted before it counts as down."""
-
-
-class ShardUnavailableError(RuntimeError):
-    """A shard actor died and could not be reached after a restart and one retry."""
-
-    def __init__(self, message: str, shards: Sequence[int]) -> None:
-        super().__init__(message)
-        self.shards = tuple(shards)
-
-
-class ShardTimeoutError(TimeoutError):
-    """Some shards did not answer within the call's timeout."""
-
-    def __init__(self, message: str, shards: Sequence[int]) -> None:
-        super().__init__(message)
-        self.shards = tuple(shards)
 
 
 class PartialResultsWarning(UserWarning):
@@ -147,14 +130,17 @@ class ShardedSearcher:
         Actor = self._ray.remote(ShardServer)
         stats_path = str(self._root / "stats") if self._kind == "bm25" else None
         places = spread_strategies(self._ray, len(self._manifest.shards))
-        self._actors = [
+        actors = [
             Actor.options(max_restarts=max_restarts, max_task_retries=0, num_cpus=num_cpus,
                           scheduling_strategy=place).remote(
                 str(self._root / name), stats_path, persist=persist, mmap=mmap)
             for name, place in zip(self._manifest.shards, places)
         ]
+        self._calls = ShardCalls(self._ray, actors, [str(self._root / name) for name in
+                                                     self._manifest.shards], self._timeout)
         # Fail now if a shard cannot load; starting actors may take a while on a busy cluster.
-        self._call_all("ping", wait=None if self._timeout is None else max(self._timeout, 120.0))
+        self._calls.call_all("ping",
+                             wait=None if self._timeout is None else max(self._timeout, 120.0))
 
     # ------------------------------------------------------------------ properties
 
@@ -165,12 +151,12 @@ class ShardedSearcher:
 
     @property
     def n_shards(self) -> int:
-        return len(self._actors)
+        return len(self._calls.actors)
 
     @property
     def actors(self) -> list[Any]:
         """The shard actor handles, by shard number."""
-        return list(self._actors)
+        return list(self._calls.actors)
 
     @property
     def collection_stats(self) -> CollectionStats | None:
@@ -218,8 +204,8 @@ class ShardedSearcher:
             ShardTimeoutError: a shard did not answer in time (same).
         """
         method, arg, k = self._query_args(query, k)
-        answers, missing = self._call_all(method, arg, k, filter, **self._policy(timeout,
-                                                                                 allow_partial))
+        answers, missing = self._calls.call_all(method, arg, k, filter,
+                                                **self._policy(timeout, allow_partial))
         return self._merge(answers, k, missing)
 
     def search_vector(
@@ -230,8 +216,8 @@ class ShardedSearcher:
         if self._kind != "vector":
             raise TypeError("search_vector needs a vector index; this one is BM25")
         k = check_k(k)
-        answers, missing = self._call_all("search_vector", np.asarray(vector, np.float32), k,
-                                          filter, **self._policy(timeout, allow_partial))
+        answers, missing = self._calls.call_all("search_vector", np.asarray(vector, np.float32),
+                                                k, filter, **self._policy(timeout, allow_partial))
         return self._merge(answers, k, missing)
 
     async def asearch(
@@ -248,26 +234,9 @@ class ShardedSearcher:
             method, arg, k = await asyncio.to_thread(self._query_args, query, k)
         else:
             method, arg, k = self._query_args(query, k)
-        policy = self._policy(timeout, allow_partial)
-        wait, partial_ok = policy["wait"], policy["partial_ok"]
-
-        async def one(i: int) -> Any:
-            for attempt in (0, 1):
-                try:
-                    ref = getattr(self._actors[i], method).remote(arg, k, filter)
-                    return await asyncio.wait_for(asyncio.wrap_future(ref.future()), wait)
-                except (asyncio.TimeoutError, TimeoutError):
-                    return _Timeout()
-                except self._ray.exceptions.RayActorError:
-                    if attempt or not await asyncio.to_thread(self._await_restart, i, wait):
-                        return _Dead()
-                except self._ray.exceptions.RayTaskError as exc:
-                    raise _cause(exc) from None
-            return _Dead()  # pragma: no cover
-
-        results = await asyncio.gather(*(one(i) for i in range(self.n_shards)))
-        answers = self._judge(list(results), partial_ok, wait)
-        return self._merge(answers[0], k, answers[1])
+        answers, missing = await self._calls.acall_all(
+            method, arg, k, filter, **self._policy(timeout, allow_partial))
+        return self._merge(answers, k, missing)
 
     def _policy(self, timeout: float | None, allow_partial: bool | None) -> dict[str, Any]:
         return {"wait": self._timeout if timeout is None else _check_timeout(timeout),
@@ -290,7 +259,7 @@ class ShardedSearcher:
             return hits
         warnings.warn(
             f"search answered from {self.n_shards - len(missing)} of {self.n_shards} shards; "
-            f"missing: {self._names(missing)}", PartialResultsWarning, stacklevel=3)
+            f"missing: {self._calls.names(missing)}", PartialResultsWarning, stacklevel=3)
         marked = [Hit(h.doc, h.score, h.rank, {**h.explanation, "partial": True,
                                                 "missing_shards": list(missing)})
                   for h in hits]
@@ -322,8 +291,8 @@ class ShardedSearcher:
         with self._lock:
             matrix = self._vectors_for(docs, vectors)
             routed = self._route([d.id for d in docs])
-            taken = self._call_some({s: ("present", [docs[p].id for p in pos])
-                                     for s, pos in routed.items()})
+            taken = self._calls.call_some({s: ("present", [docs[p].id for p in pos])
+                                           for s, pos in routed.items()})
             clash = [i for ids in taken.values() for i in ids]
             if clash:
                 raise ValueError(f"{len(clash)} id(s) already in the index: {clash[:5]}; "
@@ -333,7 +302,7 @@ class ShardedSearcher:
             for s, pos in routed.items():
                 rows = [(docs[p].id, docs[p].text, dict(docs[p].metadata), seq0 + p) for p in pos]
                 calls[s] = ("add", rows, None if matrix is None else matrix[pos])
-            deltas = self._call_some(calls)
+            deltas = self._calls.call_some(calls)
             self._manifest.next_seq = seq0 + len(docs)
             self._manifest.n_docs += len(docs)
             self._after_edit(deltas)
@@ -346,14 +315,14 @@ class ShardedSearcher:
             return
         with self._lock:
             routed = self._route(ids)
-            present = self._call_some({s: ("present", [ids[p] for p in pos])
-                                       for s, pos in routed.items()})
+            present = self._calls.call_some({s: ("present", [ids[p] for p in pos])
+                                             for s, pos in routed.items()})
             found = {i for got in present.values() for i in got}
             unknown = [i for i in ids if i not in found]
             if unknown:
                 raise KeyError(f"{len(unknown)} id(s) not in the index: {unknown[:5]}")
             unique = {s: sorted({ids[p] for p in pos}) for s, pos in routed.items()}
-            deltas = self._call_some({s: ("delete", got) for s, got in unique.items()})
+            deltas = self._calls.call_some({s: ("delete", got) for s, got in unique.items()})
             self._manifest.n_docs -= len(found)
             self._after_edit(deltas)
 
@@ -391,142 +360,20 @@ class ShardedSearcher:
                         total.df[t] = total.df.get(t, 0) + c
             self._stats = self._stats.apply(total)
             self._stats.save(self._root / "stats")  # restarted shards read these
-            self._call_all("apply_stats", total, wait=self._timeout)
+            self._calls.call_all("apply_stats", total, wait=self._timeout)
         self._manifest.write(self._root)
-
-    # ------------------------------------------------------------------ calls and faults
-
-    def _call_all(self, method: str, *args: Any, wait: float | None,
-                  partial_ok: bool = False) -> Any:
-        """Call ``method`` on every shard; returns ``[(shard, answer)], missing``.
-
-        ``wait`` is the timeout in seconds (None: none); only searches may accept
-        partial answers (edits and health checks must reach every shard).
-        """
-        refs = [getattr(a, method).remote(*args) for a in self._actors]
-        ready, _ = self._ray.wait(refs, num_returns=len(refs), timeout=wait)
-        ready_set = set(ready)
-        results: list[Any] = []
-        for i, ref in enumerate(refs):
-            if ref not in ready_set:
-                results.append(_Timeout())
-                continue
-            try:
-                results.append(self._ray.get(ref))
-            except self._ray.exceptions.RayActorError:
-                results.append(self._retry(i, method, args, wait))
-            except self._ray.exceptions.RayTaskError as exc:
-                raise _cause(exc) from None
-        answers, missing = self._judge(results, partial_ok, wait)
-        return answers, missing
-
-    def _await_restart(self, i: int, wait: float | None) -> bool:
-        """Wait until Ray has restarted shard ``i``'s actor; False if it stays dead.
-
-        A restarting actor refuses calls (``ActorUnavailableError``) until it has reloaded
-        its saved shard, which takes a while on a loaded machine; an actor out of
-        restarts fails at once (``ActorDiedError``).
-        """
-        deadline = time.monotonic() + (RESTART_WAIT if wait is None else wait)
-        while True:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                return False
-            try:
-                self._ray.get(self._actors[i].ping.remote(), timeout=remaining)
-                return True
-            except self._ray.exceptions.ActorUnavailableError:
-                time.sleep(0.05)
-            except (self._ray.exceptions.RayActorError, self._ray.exceptions.GetTimeoutError):
-                return False
-
-    def _retry(self, i: int, method: str, args: tuple[Any, ...], wait: float | None) -> Any:
-        """One more try on a shard whose actor died, once Ray has restarted it from its save."""
-        if not self._await_restart(i, wait):
-            return _Dead()
-        try:
-            return self._ray.get(getattr(self._actors[i], method).remote(*args), timeout=wait)
-        except self._ray.exceptions.GetTimeoutError:
-            return _Timeout()
-        except self._ray.exceptions.RayActorError:
-            return _Dead()
-        except self._ray.exceptions.RayTaskError as exc:
-            raise _cause(exc) from None
-
-    def _call_some(self, calls: Mapping[int, tuple[Any, ...]]) -> dict[int, Any]:
-        """Call one method per shard (edits): every call must succeed."""
-        refs = {s: getattr(self._actors[s], c[0]).remote(*c[1:]) for s, c in calls.items()}
-        out: dict[int, Any] = {}
-        for s, ref in refs.items():
-            try:
-                out[s] = self._ray.get(ref, timeout=self._timeout)
-            except self._ray.exceptions.RayActorError:
-                got = self._retry(s, calls[s][0], calls[s][1:], self._timeout)
-                if isinstance(got, (_Dead, _Timeout)):
-                    raise self._unavailable([s]) from None
-                out[s] = got
-            except self._ray.exceptions.GetTimeoutError:
-                raise ShardTimeoutError(
-                    f"shard {self._names([s])} did not answer within {self._timeout}s",
-                    [s]) from None
-            except self._ray.exceptions.RayTaskError as exc:
-                raise _cause(exc) from None
-        return out
-
-    def _judge(self, results: list[Any], partial_ok: bool, wait: float | None
-               ) -> tuple[list[tuple[int, Any]], list[int]]:
-        dead = [i for i, r in enumerate(results) if isinstance(r, _Dead)]
-        slow = [i for i, r in enumerate(results) if isinstance(r, _Timeout)]
-        if not partial_ok:
-            if dead:
-                raise self._unavailable(dead)
-            if slow:
-                raise ShardTimeoutError(
-                    f"{len(slow)} shard(s) did not answer within {wait}s: {self._names(slow)}; "
-                    "raise timeout=, or pass allow_partial=True to accept partial results",
-                    slow)
-        answers = [(i, r) for i, r in enumerate(results) if not isinstance(r, (_Dead, _Timeout))]
-        return answers, sorted(dead + slow)
-
-    def _unavailable(self, shards: Sequence[int]) -> ShardUnavailableError:
-        return ShardUnavailableError(
-            f"{len(shards)} shard(s) unavailable after a restart and one retry: "
-            f"{self._names(shards)}; check the Ray cluster (ray status) and the shard folders, "
-            "or pass allow_partial=True to accept partial results", shards)
-
-    def _names(self, shards: Sequence[int]) -> list[str]:
-        return [f"#{s} ({self._root / self._manifest.shards[s]})" for s in shards]
 
     # ------------------------------------------------------------------ lifecycle
 
     def close(self) -> None:
         """Stop the shard actors (the saved shards stay on disk)."""
-        for a in self._actors:
-            try:
-                self._ray.kill(a, no_restart=True)
-            except Exception:  # noqa: BLE001 - already gone
-                pass
-        self._actors = []
+        self._calls.close()
 
     def __enter__(self) -> ShardedSearcher:
         return self
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
-
-
-class _Dead:
-    """Marker: the shard's actor stayed dead."""
-
-
-class _Timeout:
-    """Marker: the shard did not answer in time."""
-
-
-def _cause(exc: Any) -> BaseException:
-    """The remote exception itself (ValueError, KeyError...), not Ray's wrapper."""
-    original = getattr(exc, "cause", None)
-    return original if isinstance(original, BaseException) else exc.as_instanceof_cause()
 
 
 def _check_timeout(timeout: Any) -> float | None:

@@ -14,9 +14,10 @@ from __future__ import annotations
 
 from .generation import HyDE, HyDEResult, PassageCache
 from .prompts import HYDE_PROMPTS, render_prompt
-from .searcher import HyDESearcher
+from .searcher import HYDE_OPTIONS, HyDESearcher
 
 __all__ = [
+    "HYDE_OPTIONS",
     "HYDE_PROMPTS",
     "HyDE",
     "HyDEResult",

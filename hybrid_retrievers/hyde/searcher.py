@@ -28,7 +28,11 @@ from ..validation import check_k, check_k_rrf, check_query
 from .generation import HyDE, HyDEResult
 from .prompts import Prompt
 
-__all__ = ["HyDESearcher"]
+__all__ = ["HYDE_OPTIONS", "HyDESearcher"]
+
+HYDE_OPTIONS = ("n", "include_query", "prompt", "timeout", "cache", "expand_with_bm25")
+"""The keyword options of `HyDESearcher.from_index` / `from_docs` besides the model and
+embedder: adapters pass these through to the recipe instead of listing them again."""
 
 
 class HyDESearcher:
@@ -93,31 +97,19 @@ class HyDESearcher:
 
     @classmethod
     def from_docs(
-        cls,
-        docs: Iterable[Doc],
-        *,
-        embedder: Any,
-        generate: Any,
-        n: int = 1,
-        include_query: bool = True,
-        prompt: Prompt = "web",
-        timeout: float | None = DEFAULT_LLM_TIMEOUT,
-        cache: bool | int = False,
-        expand_with_bm25: bool = False,
+        cls, docs: Iterable[Doc], *, embedder: Any, generate: Any, **options: Any
     ) -> HyDESearcher:
         """Embed and index ``docs`` in a new `VectorIndex` and search it with HyDE.
 
         The recipe both framework adapters use. ``embedder`` embeds the documents, the
-        queries and the hypothetical passages; with ``expand_with_bm25`` a `BM25Index`
-        of the same documents is also queried with the expanded query, and the two
-        lists are fused with RRF. The other arguments are `HyDE`'s.
+        queries and the hypothetical passages; ``options`` are `from_index`'s
+        (`HYDE_OPTIONS`: ``n``, ``include_query``, ``prompt``, ``timeout``, ``cache``,
+        ``expand_with_bm25``).
         """
         from ..vector import VectorIndex
 
         index = VectorIndex.from_docs(docs, embedder=embedder)
-        return cls.from_index(index, generate=generate, embedder=embedder, n=n,
-                              include_query=include_query, prompt=prompt, timeout=timeout,
-                              cache=cache, expand_with_bm25=expand_with_bm25)
+        return cls.from_index(index, generate=generate, embedder=embedder, **options)
 
     @classmethod
     def from_index(
@@ -134,6 +126,10 @@ class HyDESearcher:
         expand_with_bm25: bool = False,
     ) -> HyDESearcher:
         """HyDE over an existing `VectorIndex` (``embedder=None``: the index's own).
+
+        With ``expand_with_bm25`` a `BM25Index` of the same documents is also queried
+        with the expanded query, and the two lists are fused with RRF. The other
+        arguments are `HyDE`'s.
 
         Raises:
             ValueError: when neither ``embedder`` nor the index has an embedder.

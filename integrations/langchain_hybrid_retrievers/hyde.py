@@ -17,86 +17,25 @@ from langchain_core.callbacks import (
     CallbackManagerForRetrieverRun,
 )
 from langchain_core.documents import Document
-from langchain_core.messages import BaseMessage
-from langchain_core.runnables import Runnable
 from pydantic import ConfigDict, field_validator
 
-from hybrid_retrievers.timeout import DEFAULT_LLM_TIMEOUT
-from hybrid_retrievers.validation import check_k
-from hybrid_retrievers.bm25 import BM25Index
-from hybrid_retrievers.hyde import HyDE, HyDESearcher
+from hybrid_retrievers.hyde import HYDE_OPTIONS, HyDESearcher
 from hybrid_retrievers.types import Hit
+from hybrid_retrievers.validation import check_k
 from hybrid_retrievers.vector import VectorIndex
 
-from ._base import StrictRetriever, core_call_config, core_calls_as_children
+from ._base import Filter, StrictRetriever, core_calls_as_children
 from ._convert import RANK_KEY, check_score_key, copy_metadata, documents_to_columns
+from ._llm import LangChainGenerator, as_text_generator
 from .embeddings import as_embedder
-from ._base import Filter
 
 __all__ = ["HYDE_KEY", "HyDERetriever", "LangChainGenerator", "as_generator"]
 
+as_generator = as_text_generator
+"""Kept for compatibility: `langchain_hybrid_retrievers._llm.as_text_generator`."""
+
 HYDE_KEY = "hyde"
 """Metadata key of a returned document: ``{"passages", "fallback", "error", "mode"}``."""
-
-
-def _text_of(output: Any) -> str:
-    if isinstance(output, str):
-        return output
-    if isinstance(output, BaseMessage):
-        content = output.content
-        if isinstance(content, str):
-            return content
-        parts = [p if isinstance(p, str) else p.get("text", "") for p in content
-                 if isinstance(p, (str, dict))]
-        return "".join(parts)
-    raise TypeError(
-        f"the LLM returned a {type(output).__name__}; expected a str or a message "
-        "(end a custom Runnable with StrOutputParser())"
-    )
-
-
-class LangChainGenerator:
-    """A LangChain LLM, chat model or `Runnable` as the core's text generator.
-
-    ``__call__`` runs ``invoke(prompt)``, ``agenerate`` awaits ``ainvoke(prompt)``;
-    messages become their text content. Inside a retriever call of this package the
-    model runs with that call's config, as a child run (see
-    `langchain_hybrid_retrievers._base.core_calls_as_children`).
-
-    Example:
-        >>> from langchain_core.language_models import FakeListLLM
-        >>> LangChainGenerator(FakeListLLM(responses=["Wings make lift."]))("Why?")
-        'Wings make lift.'
-    """
-
-    def __init__(self, runnable: Runnable) -> None:
-        if not isinstance(runnable, Runnable):
-            raise TypeError(
-                "llm must be a LangChain LLM, chat model or Runnable (or a callable "
-                f"prompt -> str), got {type(runnable).__name__}"
-            )
-        self.runnable = runnable
-
-    def __call__(self, prompt: str) -> str:
-        return _text_of(self.runnable.invoke(prompt, core_call_config()))
-
-    async def agenerate(self, prompt: str) -> str:
-        return _text_of(await self.runnable.ainvoke(prompt, core_call_config()))
-
-    def __repr__(self) -> str:
-        return f"LangChainGenerator({type(self.runnable).__name__})"
-
-
-def as_generator(llm: Any) -> Any:
-    """``llm`` as a core generator: Runnables are wrapped, plain callables pass through."""
-    if isinstance(llm, Runnable):
-        return LangChainGenerator(llm)
-    if callable(llm):
-        return llm
-    raise TypeError(
-        "llm must be a LangChain LLM, chat model or Runnable, or a callable prompt -> str, "
-        f"got {type(llm).__name__}"
-    )
 
 
 class HyDERetriever(StrictRetriever):
@@ -167,13 +106,7 @@ class HyDERetriever(StrictRetriever):
         *,
         embedding: Any,
         llm: Any,
-        n: int = 1,
         k: int = 4,
-        include_query: bool = True,
-        prompt: Any = "web",
-        timeout: float | None = DEFAULT_LLM_TIMEOUT,
-        cache: bool | int = False,
-        expand_with_bm25: bool = False,
         **kwargs: Any,
     ) -> HyDERetriever:
         """Embed and index ``documents`` and return a HyDE retriever over them.
@@ -183,42 +116,22 @@ class HyDERetriever(StrictRetriever):
             embedding: LangChain `Embeddings` or core `Embedder` (documents, query and
                 hypothetical passages are all embedded by it).
             llm: LangChain LLM, chat model or `Runnable`, or a callable ``prompt -> str``.
-            n: Hypothetical passages per query (1..8).
             k: Default number of documents per query.
-            include_query: Average the query's own embedding in (the reference method).
-            prompt: A built-in template name (``"web"``, ``"scientific"``, ``"legal"``,
-                ``"technical"``... see `hybrid_retrievers.hyde.HYDE_PROMPTS`), a
-                template with ``{query}``, or a callable.
-            timeout: Seconds to wait for the model before falling back (default 30;
-                ``None``: no limit).
-            cache: Cache passages by (prompt, query).
-            expand_with_bm25: Also query a BM25 index of the documents with the query
-                plus the passages, and fuse both lists with RRF.
-            **kwargs: Other retriever fields (``filter``, ``score_key``, ``tags``...).
+            **kwargs: The recipe's options (`hybrid_retrievers.hyde.HYDE_OPTIONS`, see
+                `HyDESearcher.from_index`: ``n`` passages per query (1..8),
+                ``include_query``, ``prompt`` (a name from ``HYDE_PROMPTS``, a template
+                or a callable), ``timeout`` (default 30 s), ``cache`` and
+                ``expand_with_bm25`` (also query a BM25 index of the documents with the
+                expanded query, fused with RRF)); the rest are retriever fields
+                (``filter``, ``score_key``, ``tags``...).
         """
         texts, ids, metadatas = documents_to_columns(documents)
         embedder = as_embedder(embedding)
         index = VectorIndex.from_texts(texts, ids=ids, metadatas=metadatas, embedder=embedder)
-        expand = None
-        if expand_with_bm25:
-            expand = BM25Index.from_docs(index.docs)
-        hyde = HyDE(as_generator(llm), embedder, n=n, include_query=include_query,
-                    prompt=prompt, timeout=timeout, cache=cache)
-        return cls(searcher=HyDESearcher(hyde, index, expand=expand), k=k, **kwargs)
+        return cls._over(index, llm, embedder, dict(kwargs, k=k))
 
     @classmethod
-    def from_retriever(
-        cls,
-        retriever: Any,
-        *,
-        llm: Any,
-        n: int = 1,
-        include_query: bool = True,
-        prompt: Any = "web",
-        timeout: float | None = DEFAULT_LLM_TIMEOUT,
-        cache: bool | int = False,
-        **kwargs: Any,
-    ) -> HyDERetriever:
+    def from_retriever(cls, retriever: Any, *, llm: Any, **kwargs: Any) -> HyDERetriever:
         """HyDE over an existing `DenseRetriever` or core `VectorIndex` (its embedder is used).
 
         ``k`` defaults to the dense retriever's ``k``. Other arguments as for
@@ -230,13 +143,18 @@ class HyDERetriever(StrictRetriever):
                 "retriever must be a DenseRetriever or a hybrid_retrievers VectorIndex, "
                 f"got {type(retriever).__name__}"
             )
-        if index.embedder is None:
-            raise ValueError("the vector index has no embedder; HyDE needs one to embed passages")
         if "k" not in kwargs and isinstance(getattr(retriever, "k", None), int):
             kwargs["k"] = retriever.k
-        hyde = HyDE(as_generator(llm), index.embedder, n=n, include_query=include_query,
-                    prompt=prompt, timeout=timeout, cache=cache)
-        return cls(searcher=HyDESearcher(hyde, index), **kwargs)
+        return cls._over(index, llm, None, kwargs)
+
+    @classmethod
+    def _over(cls, index: VectorIndex, llm: Any, embedder: Any,
+              kwargs: dict[str, Any]) -> HyDERetriever:
+        """The core recipe over ``index``; ``kwargs`` split into its options and fields."""
+        options = {key: kwargs.pop(key) for key in HYDE_OPTIONS if key in kwargs}
+        searcher = HyDESearcher.from_index(index, generate=as_text_generator(llm),
+                                           embedder=embedder, **options)
+        return cls(searcher=searcher, **kwargs)
 
     # ----------------------------------------------------------------- search
 

@@ -11,58 +11,22 @@ from collections.abc import Iterable
 from typing import Any
 
 from llama_index.core.callbacks.base import CallbackManager
-from llama_index.core.llms import LLM
 from llama_index.core.schema import BaseNode, NodeWithScore, QueryBundle
 from llama_index.core.vector_stores.types import MetadataFilters
 
-from hybrid_retrievers.timeout import DEFAULT_LLM_TIMEOUT
-from hybrid_retrievers.bm25 import BM25Index
-from hybrid_retrievers.hyde import HyDE, HyDEResult, HyDESearcher
+from hybrid_retrievers.hyde import HyDEResult, HyDESearcher
 from hybrid_retrievers.types import MetadataFilter
 from hybrid_retrievers.vector import VectorIndex
 
 from ._base import CoreSearcherRetriever, one_filter
 from ._convert import hit_to_node_with_score, nodes_to_docs
+from ._llm import LlamaIndexGenerator, as_text_generator
 from .embeddings import as_embedder
 
 __all__ = ["HyDERetriever", "LlamaIndexGenerator", "as_generator"]
 
-
-class LlamaIndexGenerator:
-    """A LlamaIndex `LLM` as the core's text generator (``complete`` / ``acomplete``).
-
-    Example:
-        >>> from llama_index.core.llms import MockLLM
-        >>> LlamaIndexGenerator(MockLLM())("echo me")
-        'echo me'
-    """
-
-    def __init__(self, llm: LLM) -> None:
-        if not isinstance(llm, LLM):
-            raise TypeError(
-                f"llm must be a llama_index LLM (or a callable prompt -> str), got {type(llm).__name__}"
-            )
-        self.llm = llm
-
-    def __call__(self, prompt: str) -> str:
-        return self.llm.complete(prompt).text
-
-    async def agenerate(self, prompt: str) -> str:
-        return (await self.llm.acomplete(prompt)).text
-
-    def __repr__(self) -> str:
-        return f"LlamaIndexGenerator({type(self.llm).__name__})"
-
-
-def as_generator(llm: Any) -> Any:
-    """``llm`` as a core generator: LlamaIndex LLMs are wrapped, callables pass through."""
-    if isinstance(llm, LLM):
-        return LlamaIndexGenerator(llm)
-    if callable(llm):
-        return llm
-    raise TypeError(
-        f"llm must be a llama_index LLM or a callable prompt -> str, got {type(llm).__name__}"
-    )
+as_generator = as_text_generator
+"""Kept for compatibility: `llama_index_hybrid_retrievers._llm.as_text_generator`."""
 
 
 class HyDERetriever(CoreSearcherRetriever):
@@ -121,17 +85,12 @@ class HyDERetriever(CoreSearcherRetriever):
         embed_model: Any,
         llm: Any,
         index: VectorIndex | None = None,
-        n: int = 1,
         similarity_top_k: int = 4,
-        include_query: bool = True,
-        prompt: Any = "web",
-        timeout: float | None = DEFAULT_LLM_TIMEOUT,
-        cache: bool | int = False,
-        expand_with_bm25: bool = False,
         filter: MetadataFilter | MetadataFilters | None = None,
         callback_manager: CallbackManager | None = None,
         verbose: bool = False,
         filters: MetadataFilters | MetadataFilter | None = None,
+        **options: Any,
     ) -> HyDERetriever:
         """Index ``nodes`` (or use an existing ``index``, e.g. a `DenseRetriever`'s) with HyDE.
 
@@ -140,29 +99,30 @@ class HyDERetriever(CoreSearcherRetriever):
             embed_model: LlamaIndex `BaseEmbedding` or core `Embedder`.
             llm: LlamaIndex `LLM` or a callable ``prompt -> str``.
             index: An existing `VectorIndex` instead of ``nodes``.
-            n: Hypothetical passages per query (1..8).
-            include_query, prompt, timeout, cache: See `hybrid_retrievers.hyde.HyDE`.
-            expand_with_bm25: Also search a BM25 index of the same documents with the
-                query plus the passages, fused with RRF.
+            **options: The core recipe's (`HyDESearcher.from_index`): ``n`` passages per
+                query (1..8), ``include_query``, ``prompt``, ``timeout``, ``cache`` and
+                ``expand_with_bm25`` (also search a BM25 index of the same documents
+                with the query plus the passages, fused with RRF).
         """
         if (nodes is None) == (index is None):
             raise ValueError("pass exactly one of nodes= or index=")
         embedder = as_embedder(embed_model)
+        generate = as_text_generator(llm)
         node_list: list[BaseNode] = []
         if index is None:
             if isinstance(nodes, BaseNode):
                 raise TypeError("nodes must be a list of nodes, got a single node; wrap it in a list")
             node_list = list(nodes)  # type: ignore[arg-type]
-            index = VectorIndex.from_docs(nodes_to_docs(node_list), embedder=embedder)
+            searcher = HyDESearcher.from_docs(nodes_to_docs(node_list), embedder=embedder,
+                                              generate=generate, **options)
         elif not isinstance(index, VectorIndex):
             raise TypeError(f"index must be a hybrid_retrievers VectorIndex, got {type(index).__name__}")
-        expand = BM25Index.from_docs(index.docs) if expand_with_bm25 else None
-        hyde = HyDE(as_generator(llm), embedder, n=n, include_query=include_query,
-                    prompt=prompt, timeout=timeout, cache=cache)
-        return cls(HyDESearcher(hyde, index, expand=expand), similarity_top_k=similarity_top_k,
+        else:
+            searcher = HyDESearcher.from_index(index, generate=generate, embedder=embedder,
+                                               **options)
+        return cls(searcher, similarity_top_k=similarity_top_k,
                    filter=one_filter(filter, filters), nodes=node_list,
-                   callback_manager=callback_manager,
-                   verbose=verbose)
+                   callback_manager=callback_manager, verbose=verbose)
 
     def _editable_indexes(self) -> list[Any]:
         return [i for i in (self._searcher.index, self._searcher.expansion_searcher)

@@ -28,174 +28,35 @@ key                    value
 
 The added keys are excluded from the node's LLM and embedding text, so they never leak
 into prompts or into a later reranker's input.
+
+Layout: the conversions and events shared by both live in ``_rerank``, the LLM wrapper
+in ``_llm`` (shared with `HyDERetriever`); the model is resolved by the core's
+`hybrid_retrievers.rerank.as_pair_scorer`.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from llama_index.core.bridge.pydantic import Field, PrivateAttr, field_validator
-from llama_index.core.callbacks import CBEventType, EventPayload
-from llama_index.core.instrumentation import get_dispatcher
-from llama_index.core.instrumentation.events.rerank import ReRankEndEvent, ReRankStartEvent
-from llama_index.core.postprocessor.types import BaseNodePostprocessor
-from llama_index.core.schema import MetadataMode, NodeWithScore, QueryBundle
+from llama_index.core.bridge.pydantic import Field, PrivateAttr
+from llama_index.core.schema import MetadataMode
 
-from hybrid_retrievers import Doc, Hit
-from hybrid_retrievers.timeout import DEFAULT_LLM_TIMEOUT
-from hybrid_retrievers.validation import check_k
-from hybrid_retrievers.models.cross_encoder import DEFAULT_CROSS_ENCODER
-from hybrid_retrievers.rerank import DEFAULT_LLM_RERANK_PROMPT, RERANK_KEY
+from hybrid_retrievers.models import DEFAULT_CROSS_ENCODER
+from hybrid_retrievers.rerank import DEFAULT_LLM_RERANK_PROMPT, as_pair_scorer
 from hybrid_retrievers.rerank import LLMReranker as CoreLLMReranker
 from hybrid_retrievers.rerank import Reranker as CoreReranker
+from hybrid_retrievers.timeout import DEFAULT_LLM_TIMEOUT
+
+from ._llm import as_text_generator, llm_name
+from ._rerank import RerankPostprocessor
 
 __all__ = ["CrossEncoderRerank", "LLMRerank"]
-
-dispatcher = get_dispatcher(__name__)
-
-RETRIEVAL_SCORE_KEY = "retrieval_score"
-RETRIEVAL_RANK_KEY = "retrieval_rank"
-STATUS_KEY = "rerank_status"
-DETAIL_KEY = "rerank_detail"
-
-
-def _query(query_bundle: QueryBundle | None, cls: str) -> str:
-    if query_bundle is None:
-        raise ValueError(
-            f"{cls} needs the query: call postprocess_nodes(nodes, query_str=...) or pass "
-            "query_bundle=QueryBundle(...)"
-        )
-    return query_bundle.query_str
-
-
-def _check_nodes(nodes: Any) -> list[NodeWithScore]:
-    if isinstance(nodes, NodeWithScore) or not isinstance(nodes, (list, tuple)):
-        raise TypeError(
-            f"nodes must be a list of NodeWithScore, got {type(nodes).__name__}; "
-            "wrap a single node in a list"
-        )
-    for i, n in enumerate(nodes):
-        if not isinstance(n, NodeWithScore):
-            raise TypeError(f"nodes[{i}] must be a NodeWithScore, got {type(n).__name__}")
-    return list(nodes)
-
-
-class _RerankPostprocessor(BaseNodePostprocessor):
-    """Shared plumbing: conversion to core docs and back, callback events, validation."""
-
-    top_n: int = Field(default=3, description="How many nodes to keep (>= 1).")
-    metadata_mode: MetadataMode = Field(
-        default=MetadataMode.EMBED,
-        description="Which text of a node is reranked: EMBED (its text with the metadata "
-        "not excluded from embedding, as LlamaIndex's SentenceTransformerRerank), LLM, ALL, "
-        "or NONE (its own text, as indexed by this package's retrievers).",
-    )
-
-    @field_validator("top_n", mode="before")
-    @classmethod
-    def _check_top_n(cls, value: Any) -> int:
-        return check_k(value, name="top_n")
-
-    def _to_core(self, nodes: list[NodeWithScore]) -> list[Doc]:
-        # Positions as ids, so every result maps back to exactly its own input node. A
-        # repeated node_id gets its first occurrence's position, so the core keeps only
-        # that one (as it does for repeated Doc ids, and as the LangChain adapters do).
-        first: dict[str, int] = {}
-        return [Doc(str(first.setdefault(n.node.node_id, i)),
-                    n.node.get_content(metadata_mode=self.metadata_mode))
-                for i, n in enumerate(nodes)]
-
-    @staticmethod
-    def _to_nodes(hits: list[Hit], nodes: list[NodeWithScore]) -> list[NodeWithScore]:
-        out = []
-        for hit in hits:
-            original = nodes[int(hit.doc.id)]
-            info = hit.explanation[RERANK_KEY]
-            added: dict[str, Any] = {RETRIEVAL_SCORE_KEY: original.score,
-                                     RETRIEVAL_RANK_KEY: int(hit.doc.id) + 1}
-            if "status" in info:
-                added[STATUS_KEY] = info["status"]
-                added[DETAIL_KEY] = info["detail"]
-            node = original.node
-            new_keys = list(added)
-            copy = node.model_copy(update={
-                "metadata": {**node.metadata, **added},
-                "excluded_llm_metadata_keys": _merge(node.excluded_llm_metadata_keys, new_keys),
-                "excluded_embed_metadata_keys": _merge(node.excluded_embed_metadata_keys,
-                                                       new_keys),
-            })
-            out.append(NodeWithScore(node=copy, score=float(hit.score)))
-        return out
-
-    def _event_payload(self, nodes: list[NodeWithScore], query: str, model: str
-                       ) -> dict[str, Any]:
-        return {EventPayload.NODES: nodes, EventPayload.MODEL_NAME: model,
-                EventPayload.QUERY_STR: query, EventPayload.TOP_K: self.top_n}
-
-    def _rerank_options(self) -> dict[str, Any]:
-        """Extra keyword arguments for the core reranker's ``rerank``."""
-        return {}
-
-    def _model_label(self) -> str:
-        raise NotImplementedError
-
-    def _prepare(
-        self, nodes: list[NodeWithScore], query_bundle: QueryBundle | None
-    ) -> tuple[str, list[NodeWithScore]]:
-        return _query(query_bundle, type(self).__name__), _check_nodes(nodes)
-
-    def _start_event(self, nodes: list[NodeWithScore], query_bundle: QueryBundle | None) -> None:
-        dispatcher.event(ReRankStartEvent(query=query_bundle, nodes=nodes, top_n=self.top_n,
-                                          model_name=self._model_label()))
-
-    @dispatcher.span
-    def _postprocess_nodes(
-        self,
-        nodes: list[NodeWithScore],
-        query_bundle: QueryBundle | None = None,
-    ) -> list[NodeWithScore]:
-        query, nodes = self._prepare(nodes, query_bundle)
-        if not nodes:
-            return []
-        payload = self._event_payload(nodes, query, self._model_label())
-        self._start_event(nodes, query_bundle)
-        with self.callback_manager.event(CBEventType.RERANKING, payload=payload) as event:
-            hits = self._reranker.rerank(query, self._to_core(nodes), top_n=self.top_n,
-                                         **self._rerank_options())
-            out = self._to_nodes(hits, nodes)
-            event.on_end(payload={EventPayload.NODES: out})
-        dispatcher.event(ReRankEndEvent(nodes=out))
-        return out
-
-    @dispatcher.span
-    async def _apostprocess_nodes(
-        self,
-        nodes: list[NodeWithScore],
-        query_bundle: QueryBundle | None = None,
-    ) -> list[NodeWithScore]:
-        query, nodes = self._prepare(nodes, query_bundle)
-        if not nodes:
-            return []
-        payload = self._event_payload(nodes, query, self._model_label())
-        self._start_event(nodes, query_bundle)
-        with self.callback_manager.event(CBEventType.RERANKING, payload=payload) as event:
-            hits = await self._reranker.arerank(query, self._to_core(nodes), top_n=self.top_n,
-                                                **self._rerank_options())
-            out = self._to_nodes(hits, nodes)
-            event.on_end(payload={EventPayload.NODES: out})
-        dispatcher.event(ReRankEndEvent(nodes=out))
-        return out
-
-
-def _merge(existing: list[str] | None, new: list[str]) -> list[str]:
-    existing = list(existing or [])
-    return existing + [k for k in new if k not in existing]
 
 
 # --------------------------------------------------------------- cross-encoder
 
 
-class CrossEncoderRerank(_RerankPostprocessor):
+class CrossEncoderRerank(RerankPostprocessor):
     """Rerank nodes with a cross-encoder, as a LlamaIndex node postprocessor.
 
     Unlike LlamaIndex's ``SentenceTransformerRerank`` it defaults to a real reranking
@@ -239,21 +100,8 @@ class CrossEncoderRerank(_RerankPostprocessor):
 
     def model_post_init(self, context: Any, /) -> None:
         super().model_post_init(context)
-        model = self.model
-        if isinstance(model, str) or callable(getattr(model, "predict", None)) and not callable(
-            getattr(model, "score", None)
-        ):
-            from hybrid_retrievers.models import CrossEncoderScorer
-
-            scorer: Any = CrossEncoderScorer(model, batch_size=self.batch_size,
-                                             max_length=self.max_length, device=self.device)
-        elif callable(getattr(model, "score", None)):
-            scorer = model
-        else:
-            raise TypeError(
-                "model must be a model name, a local path, a sentence_transformers "
-                f"CrossEncoder or an object with score(pairs), got {type(model).__name__}"
-            )
+        scorer = as_pair_scorer(self.model, batch_size=self.batch_size,
+                                max_length=self.max_length, device=self.device)
         self._reranker = CoreReranker(scorer, top_n=self.top_n,
                                       score_threshold=self.score_threshold)
 
@@ -276,17 +124,7 @@ class CrossEncoderRerank(_RerankPostprocessor):
 # ------------------------------------------------------------------------- LLM
 
 
-def _llm_name(llm: Any) -> str:
-    metadata = getattr(llm, "metadata", None)
-    name = getattr(metadata, "model_name", None)
-    if isinstance(name, str) and name.strip() and name != "unknown":
-        return name
-    if hasattr(llm, "class_name") and callable(llm.class_name):
-        return str(llm.class_name())
-    return getattr(llm, "__name__", None) or type(llm).__name__
-
-
-class LLMRerank(_RerankPostprocessor):
+class LLMRerank(RerankPostprocessor):
     """Listwise reranking by a LlamaIndex LLM, failing safe, as a node postprocessor.
 
     The LLM is prompted (``llm.complete``; ``acomplete`` for ``apostprocess_nodes``) with
@@ -327,26 +165,12 @@ class LLMRerank(_RerankPostprocessor):
 
     def model_post_init(self, context: Any, /) -> None:
         super().model_post_init(context)
-        llm = self.llm
-        if not callable(getattr(llm, "complete", None)) and not callable(llm):
-            raise TypeError(
-                "llm must be a LlamaIndex LLM (with complete()) or a callable str -> str, "
-                f"got {type(llm).__name__}: {llm!r:.80}"
-            )
-        if callable(getattr(llm, "complete", None)):
-            def generate(prompt: str) -> Any:
-                return llm.complete(prompt).text
-
-            agenerate: Any = None
-            if callable(getattr(llm, "acomplete", None)):
-                async def agenerate(prompt: str) -> Any:
-                    return (await llm.acomplete(prompt)).text
-        else:
-            generate, agenerate = llm, None
+        generate = as_text_generator(self.llm)
         self._reranker = CoreLLMReranker(
-            generate, agenerate=agenerate, top_n=self.top_n, window=self.window,
-            step=self.step, prompt=self.prompt, max_passage_chars=self.max_passage_chars,
-            name=_llm_name(llm), timeout=self.timeout,
+            generate, agenerate=getattr(generate, "agenerate", None), top_n=self.top_n,
+            window=self.window, step=self.step, prompt=self.prompt,
+            max_passage_chars=self.max_passage_chars, name=llm_name(self.llm),
+            timeout=self.timeout,
         )
 
     @classmethod

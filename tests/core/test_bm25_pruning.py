@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from hybrid_retrievers import BM25Index
-from hybrid_retrievers import bm25 as bm25_module
+from hybrid_retrievers.bm25 import matching as bm25_module
 from hybrid_retrievers.datasets import load_dataset
 from hybrid_retrievers.selection import top_k
 

@@ -15,11 +15,11 @@ import pytest
 
 from hybrid_retrievers import Analyzer, BM25Index, ParentChildSearcher
 from hybrid_retrievers.persistence import current_files
-from hybrid_retrievers.tokenization import (
+from hybrid_retrievers.text.cjk import cjk_bigrams
+from hybrid_retrievers.text.tokenizers import (
     BUILTIN_TOKENIZERS,
     UnknownTokenizerError,
     available_tokenizers,
-    cjk_bigrams,
     register_tokenizer,
     unregister_tokenizer,
 )
@@ -186,9 +186,9 @@ def test_jieba_index_round_trips(tmp_path: Path) -> None:
 def test_jieba_missing_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
     import sys
 
-    from hybrid_retrievers import tokenization
+    from hybrid_retrievers.text import cjk
 
-    monkeypatch.setattr(tokenization, "_jieba_segmenter", None)
+    monkeypatch.setattr(cjk, "_jieba_segmenter", None)
     monkeypatch.setitem(sys.modules, "jieba", None)
     with pytest.raises(ImportError, match=r"hybrid-retrievers\[cjk\]"):
         Analyzer(tokenizer="jieba")

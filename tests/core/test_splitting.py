@@ -1,4 +1,4 @@
-"""Tests for `hybrid_retrievers.splitting`: sizes, overlap, sentence cuts, ids and metadata."""
+"""Tests for `hybrid_retrievers.text.splitting`: sizes, overlap, sentence cuts, ids and metadata."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hybrid_retrievers import Doc
-from hybrid_retrievers.splitting import (
+from hybrid_retrievers.text.splitting import (
     CHILD_INDEX_KEY,
     PARENT_ID_KEY,
     START_INDEX_KEY,

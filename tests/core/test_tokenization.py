@@ -1,4 +1,4 @@
-"""Tests for the text analyzer (hybrid_retrievers.tokenization) and bundled stopwords."""
+"""Tests for the text analyzer (hybrid_retrievers.text) and bundled stopwords."""
 
 from __future__ import annotations
 
@@ -10,13 +10,13 @@ import warnings
 
 import pytest
 
-from hybrid_retrievers import tokenization
-from hybrid_retrievers.stopwords import (
+from hybrid_retrievers.text import Analyzer, available_languages, stemming
+from hybrid_retrievers.text import analyzer as analyzer_module
+from hybrid_retrievers.text.stopwords import (
     available_stopword_languages,
     load_stopwords,
     stopwords_source,
 )
-from hybrid_retrievers.tokenization import Analyzer, available_languages
 
 try:
     import Stemmer as _pystemmer  # noqa: F401
@@ -209,8 +209,8 @@ def test_stemmer_validation() -> None:
 
 
 def test_missing_pystemmer_warns_once_and_does_not_stem(monkeypatch) -> None:
-    monkeypatch.setattr(tokenization, "_import_stemmer", lambda: None)
-    monkeypatch.setattr(tokenization, "_warned_no_stemmer", False)
+    monkeypatch.setattr(stemming, "_import_stemmer", lambda: None)
+    monkeypatch.setattr(stemming, "_warned_no_stemmer", False)
     with pytest.warns(UserWarning, match=r"hybrid-retrievers\[stem\]"):
         a = Analyzer()
     with warnings.catch_warnings():
@@ -403,11 +403,20 @@ def test_thread_safety() -> None:
 
 
 def test_cache_swap_keeps_results(monkeypatch) -> None:
-    monkeypatch.setattr(tokenization, "_MAX_CACHE", 3)
+    monkeypatch.setattr(analyzer_module, "_MAX_CACHE", 3)
     a = Analyzer(stopwords=None, stemmer=lambda w: w.upper())
     assert a.tokenize("a b c d e") == ["A", "B", "C", "D", "E"]
     assert a.tokenize("a b") == ["A", "B"]
     assert len(a._cache) <= 5
+
+
+def test_cache_limit_is_read_from_the_analyzer_module(monkeypatch) -> None:
+    # Guards the patch target (hybrid_retrievers.text.analyzer): a full cache is swapped.
+    monkeypatch.setattr(analyzer_module, "_MAX_CACHE", 3)
+    a = Analyzer(stopwords=None, stemmer=lambda w: w.upper())
+    a.tokenize("a b c")
+    assert a.tokenize("d e") == ["D", "E"]
+    assert sorted(a._cache) == ["d", "e"]
 
 
 def test_import_needs_no_optional_dependencies() -> None:

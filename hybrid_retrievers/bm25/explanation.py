@@ -1,0 +1,120 @@
+"""BM25 score explanations: what each query term contributed to a document's score.
+
+`BM25Explanation` is what `BM25Index.explain` returns (and, as a dict, what
+``hit.explanation["bm25"]`` holds); `explain_position` computes one from a snapshot.
+`Explanation` is its former name, kept as an alias for compatibility.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from .scoring import length_norm
+
+if TYPE_CHECKING:
+    from .postings import Snapshot
+    from .statistics import BM25Statistics
+
+__all__ = ["TermContribution", "BM25Explanation", "Explanation", "explain_position"]
+
+
+@dataclass(frozen=True, slots=True)
+class TermContribution:
+    """One query term's share of a score.
+
+    ``contribution = query_count · idf · tf_weight(tf, doc_length)``; a term missing
+    from the vocabulary has ``df == 0`` and contributes 0.
+    """
+
+    term: str
+    query_count: int
+    df: int
+    idf: float
+    tf: int
+    doc_length: int
+    avg_doc_length: float
+    contribution: float
+
+
+@dataclass(frozen=True, slots=True)
+class BM25Explanation:
+    """Why ``doc_id`` scored ``score`` for ``query``: the contributions sum to the score."""
+
+    query: str
+    doc_id: str
+    method: str
+    k1: float
+    b: float
+    delta: float
+    score: float
+    terms: tuple[TermContribution, ...]
+
+    def as_dict(self) -> dict[str, Any]:
+        """A JSON-serialisable copy (for metadata, logs or notebooks)."""
+        return asdict(self)
+
+    def __str__(self) -> str:
+        head = (
+            f"{self.doc_id}  score={self.score:.4f}  ({self.method}, k1={self.k1}, b={self.b}"
+            + (f", delta={self.delta}" if self.delta else "")
+            + ")"
+        )
+        rows = [f"  {'term':<18}{'qtf':>4}{'df':>7}{'idf':>8}{'tf':>5}{'len':>6}{'contrib':>10}"]
+        for t in self.terms:
+            rows.append(
+                f"  {t.term[:18]:<18}{t.query_count:>4}{t.df:>7}{t.idf:>8.3f}{t.tf:>5}"
+                f"{t.doc_length:>6}{t.contribution:>10.4f}"
+            )
+        return "\n".join([head, *rows])
+
+
+Explanation = BM25Explanation
+"""The former name of `BM25Explanation`, kept for compatibility."""
+
+
+def explain_position(
+    index: BM25Statistics, st: Snapshot, query: str, terms: list[str], counts: list[int],
+    pos: int,
+) -> BM25Explanation:
+    """The explanation of the document at position ``pos`` of ``st`` for the query terms.
+
+    Recomputed in float64 from the postings with the same statistics a search uses
+    (``index``'s score cache, and its collection statistics when set).
+    """
+    cache = index._scores(st)
+    v = index._variant
+    dl = int(st.doc_len[pos])
+    avgdl = index._avgdl_of(st)
+    norm = float(length_norm(np.float64(dl), avgdl, index._b))
+    rows = []
+    for term, c in zip(terms, counts):
+        t = st.vocab.get(term)
+        if t is None:
+            # collection-stats hook: a term only other shards hold still has an idf.
+            idf = index._global_idf(term)
+            weight = 0.0
+            if idf and v.scores_absent_terms:
+                weight = float(v.tfw(np.float64(0.0), np.float64(norm), index._k1, index._delta))
+            rows.append(TermContribution(term, c, index._term_df(term, 0), idf, 0, dl, avgdl,
+                                         c * idf * weight))
+            continue
+        lo, hi = int(st.indptr[t]), int(st.indptr[t + 1])
+        docs = st.post_docs[lo:hi]
+        j = int(np.searchsorted(docs, pos))
+        tf = int(st.post_tf[lo + j]) if j < docs.size and docs[j] == pos else 0
+        if tf == 0 and not v.scores_absent_terms:
+            weight = 0.0
+        else:
+            weight = float(v.tfw(np.float64(tf), np.float64(norm), index._k1, index._delta))
+        idf = float(cache.idf[t])
+        rows.append(TermContribution(term, c, index._term_df(term, hi - lo), idf, tf, dl, avgdl,
+                                     c * idf * weight))
+    return BM25Explanation(
+        query=query, doc_id=st.docs[pos].id, method=index._method.value,
+        k1=index._k1, b=index._b, delta=index._delta,
+        score=sum(r.contribution for r in rows), terms=tuple(rows),
+    )
+

@@ -1,0 +1,162 @@
+"""BM25 variants as small pure functions: one idf and one term-frequency weight each.
+
+A BM25 score is ``Σ_t qtf(t) · idf(t) · tfw(tf(t, d), norm(d))`` with the length
+norm ``norm(d) = 1 - b + b·|d|/avgdl``. Variants differ in the idf and in the
+term-frequency weight ``tfw``; BM25L and BM25+ also give a non-zero weight to terms a
+document does not contain (``tfw(0, ·) > 0``, the same for every document). The
+functions work elementwise on numpy arrays of any float dtype.
+
+References:
+    Robertson, S. & Zaragoza, H. (2009). The Probabilistic Relevance Framework:
+    BM25 and Beyond. Foundations and Trends in IR 3(4).
+    Kamphuis, C., de Vries, A. P., Boytsov, L. & Lin, J. (2020). Which BM25 Do You
+    Mean? A Large-Scale Reproducibility Study of Scoring Variants. ECIR 2020.
+    Lv, Y. & Zhai, C. (2011). When Documents Are Very Long, BM25 Fails! (BM25L) SIGIR.
+    Lv, Y. & Zhai, C. (2011). Lower-Bounding Term Frequency Normalization (BM25+) CIKM.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from enum import Enum
+
+import numpy as np
+from numpy.typing import NDArray
+
+__all__ = [
+    "BM25Method",
+    "Variant",
+    "get_variant",
+    "idf_lucene",
+    "idf_robertson",
+    "idf_bm25l",
+    "idf_bm25plus",
+    "tfw_lucene",
+    "tfw_robertson",
+    "tfw_bm25l",
+    "tfw_bm25plus",
+    "length_norm",
+    "DEFAULT_DELTA",
+    "OKAPI_EPSILON",
+]
+
+FloatArray = NDArray[np.float64]
+
+OKAPI_EPSILON = 0.25
+"""Floor for negative Robertson idfs, as a fraction of the mean idf (rank_bm25's default)."""
+
+
+class BM25Method(str, Enum):
+    """The scoring variants; the values are the names accepted by ``method=``."""
+
+    LUCENE = "lucene"
+    ROBERTSON = "robertson"
+    BM25L = "bm25l"
+    BM25PLUS = "bm25+"
+
+    @classmethod
+    def parse(cls, name: object) -> BM25Method:
+        """Resolve a method name (``"okapi"`` is an alias of ``"robertson"``)."""
+        if isinstance(name, cls):
+            return name
+        if not isinstance(name, str):
+            raise TypeError(f"method must be a str, got {type(name).__name__}: {name!r}")
+        key = name.strip().lower()
+        key = _ALIASES.get(key, key)
+        try:
+            return cls(key)
+        except ValueError:
+            valid = sorted([m.value for m in cls] + list(_ALIASES))
+            raise ValueError(f"unknown BM25 method {name!r}; valid methods: {valid}") from None
+
+
+_ALIASES = {"okapi": "robertson", "bm25plus": "bm25+", "bm25_plus": "bm25+", "atire": "lucene"}
+
+DEFAULT_DELTA = {BM25Method.BM25L: 0.5, BM25Method.BM25PLUS: 1.0}
+"""Default ``delta`` per variant (Lv & Zhai 2011; rank_bm25 and bm25s use the same)."""
+
+
+def length_norm(doc_len: FloatArray, avgdl: float, b: float) -> FloatArray:
+    """Document length normalisation ``1 - b + b·|d|/avgdl`` shared by every variant.
+
+    ``avgdl`` is 0 only when every document is empty; no term matches anything then.
+    """
+    return 1.0 - b + b * (doc_len / avgdl if avgdl > 0 else doc_len * 0.0)
+
+
+def idf_lucene(df: FloatArray, n_docs: int) -> FloatArray:
+    """Lucene's idf: ``ln(1 + (N - df + 0.5) / (df + 0.5))``, always positive."""
+    return np.log1p((n_docs - df + 0.5) / (df + 0.5))
+
+
+def idf_robertson(df: FloatArray, n_docs: int, epsilon: float = OKAPI_EPSILON) -> FloatArray:
+    """Robertson–Spärck Jones idf ``ln((N - df + 0.5) / (df + 0.5))`` with rank_bm25's floor.
+
+    Terms in more than half of the documents get a negative idf; like
+    ``rank_bm25.BM25Okapi`` they are replaced by ``epsilon`` times the mean idf over
+    the vocabulary (the mean is taken before flooring).
+    """
+    idf = np.log((n_docs - df + 0.5) / (df + 0.5))
+    if idf.size:
+        floor = epsilon * float(idf.sum()) / idf.size
+        idf = np.where(idf < 0, floor, idf)
+    return idf
+
+
+def idf_bm25l(df: FloatArray, n_docs: int) -> FloatArray:
+    """BM25L idf: ``ln((N + 1) / (df + 0.5))`` (Lv & Zhai 2011)."""
+    return np.log((n_docs + 1.0) / (df + 0.5))
+
+
+def idf_bm25plus(df: FloatArray, n_docs: int) -> FloatArray:
+    """BM25+ idf: ``ln((N + 1) / df)`` (Lv & Zhai 2011)."""
+    return np.log((n_docs + 1.0) / df)
+
+
+def tfw_lucene(tf: FloatArray, norm: FloatArray, k1: float, delta: float) -> FloatArray:
+    """Lucene's tf weight ``tf / (tf + k1·norm)`` (no ``k1 + 1`` factor)."""
+    return tf / (tf + k1 * norm)
+
+
+def tfw_robertson(tf: FloatArray, norm: FloatArray, k1: float, delta: float) -> FloatArray:
+    """Robertson's tf weight ``tf·(k1 + 1) / (tf + k1·norm)``."""
+    return tf * (k1 + 1.0) / (tf + k1 * norm)
+
+
+def tfw_bm25l(tf: FloatArray, norm: FloatArray, k1: float, delta: float) -> FloatArray:
+    """BM25L: ``(k1 + 1)(c + δ) / (k1 + c + δ)`` with ``c = tf / norm``."""
+    c = tf / norm
+    return (k1 + 1.0) * (c + delta) / (k1 + c + delta)
+
+
+def tfw_bm25plus(tf: FloatArray, norm: FloatArray, k1: float, delta: float) -> FloatArray:
+    """BM25+: ``δ + tf·(k1 + 1) / (tf + k1·norm)``."""
+    return delta + tfw_robertson(tf, norm, k1, delta)
+
+
+IdfFn = Callable[[FloatArray, int], FloatArray]
+TfwFn = Callable[[FloatArray, FloatArray, float, float], FloatArray]
+
+
+@dataclass(frozen=True)
+class Variant:
+    """An idf function, a tf weight, and whether absent terms still score."""
+
+    method: BM25Method
+    idf: IdfFn
+    tfw: TfwFn
+    scores_absent_terms: bool
+
+
+_VARIANTS = {
+    BM25Method.LUCENE: Variant(BM25Method.LUCENE, idf_lucene, tfw_lucene, False),
+    BM25Method.ROBERTSON: Variant(BM25Method.ROBERTSON, idf_robertson, tfw_robertson, False),
+    BM25Method.BM25L: Variant(BM25Method.BM25L, idf_bm25l, tfw_bm25l, True),
+    BM25Method.BM25PLUS: Variant(BM25Method.BM25PLUS, idf_bm25plus, tfw_bm25plus, True),
+}
+
+
+def get_variant(method: BM25Method | str) -> Variant:
+    """Return the functions implementing ``method``."""
+    return _VARIANTS[BM25Method.parse(method)]

@@ -1,0 +1,148 @@
+"""The names and rules of the on-disk layout: pointer, manifests and checksums.
+
+The index path holds a pointer file (``manifest.json``: kind, the ``current`` version
+directory and the SHA-256 of that version's manifest); each version's own
+``manifest.json`` lists every data file with its size and SHA-256. This module holds
+those names, the checks of manifest fields and checksums, and the reading of the pointer
+(shared by savers, which need the current version, and loaders).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import stat
+from collections.abc import Mapping
+from pathlib import Path
+from typing import IO, Any
+
+from .errors import IndexFormatError, check_path
+from .safe_read import _parse_json, _read_bytes
+
+__all__ = ["FORMAT_NAME", "LAYOUT_VERSION", "LOCK", "MANIFEST", "current_files"]
+
+FORMAT_NAME = "hybrid-retrievers"
+MANIFEST = "manifest.json"
+LOCK = ".lock"
+LAYOUT_VERSION = 2
+"""Version of the directory layout (pointer + versioned sub-directories)."""
+
+_VERSION_RE = re.compile(r"v(\d{6,})-[0-9a-f]{8}\Z")
+_HEX64_RE = re.compile(r"[0-9a-f]{64}\Z")
+_MAX_POINTER_BYTES = 64 * 1024
+_MAX_MANIFEST_BYTES = 64 * 1024 * 1024
+_CHUNK = 1 << 24
+"""Bytes hashed or written per step for large arrays."""
+
+
+def current_files(path: str | os.PathLike[str]) -> Path:
+    """The directory that holds the files of the index saved at ``path`` now.
+
+    For a format-2 index that is the version the pointer names; for format 1, ``path``
+    itself. Meant for inspection and tests: a later save may remove it.
+    """
+    path = check_path(path)
+    pointer = _pointer_bytes(path)
+    head = _parse_json(pointer, path / MANIFEST) if pointer is not None else None
+    if isinstance(head, dict) and isinstance(head.get("current"), str) and _VERSION_RE.match(
+        head["current"]
+    ):
+        return path / head["current"]
+    return path
+
+
+def _pointer_bytes(path: Path, missing_ok: bool = False) -> bytes | None:
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        if missing_ok:
+            return None
+        raise IndexFormatError(f"no index directory at {str(path)!r}") from None
+    except OSError as exc:
+        raise IndexFormatError(f"cannot read {str(path)!r}: {exc.strerror}") from None
+    if not stat.S_ISDIR(st.st_mode):
+        if missing_ok:
+            return None
+        raise IndexFormatError(f"no index directory at {str(path)!r} (it is a file)")
+    manifest = path / MANIFEST
+    if not os.path.lexists(manifest):
+        if missing_ok:
+            return None
+        names = os.listdir(path)
+        if LOCK in names:
+            raise IndexFormatError(
+                f"no complete index at {str(path)!r}: {MANIFEST} is missing (the first save "
+                "to this path did not finish)"
+            )
+        raise IndexFormatError(
+            f"{str(path)!r} is not a hybrid-retrievers index: {MANIFEST} is missing"
+        )
+    try:
+        return _read_bytes(manifest, _MAX_MANIFEST_BYTES)
+    except IndexFormatError:
+        if missing_ok:
+            return None
+        raise
+
+
+def _is_our_manifest(path: Path) -> bool:
+    try:
+        data = _read_bytes(path, _MAX_MANIFEST_BYTES)
+        return json.loads(data).get("format") == FORMAT_NAME
+    except (IndexFormatError, ValueError, AttributeError, RecursionError):
+        return False
+
+
+def _current_versions(path: Path) -> tuple[str | None, str | None]:
+    """The current and previous versions the pointer names (None when unknown)."""
+    try:
+        pointer = json.loads(_read_bytes(path / MANIFEST, _MAX_POINTER_BYTES))
+    except (IndexFormatError, ValueError, RecursionError):
+        return None, None
+    if not isinstance(pointer, dict):
+        return None, None
+    names = [pointer.get("current"), pointer.get("previous")]
+    current, previous = (n if isinstance(n, str) and _VERSION_RE.match(n) else None for n in names)
+    return current, previous if current else None
+
+
+def _check_kind(manifest: Mapping[str, Any], kind: str, where: Path) -> None:
+    if manifest.get("kind") != kind:
+        raise IndexFormatError(
+            f"{str(where)!r} holds a {manifest.get('kind')!r} index, not {kind!r}"
+        )
+
+
+def _check_version(
+    version: Any, max_version: int, where: Path, manifest: Mapping[str, Any]
+) -> None:
+    if type(version) is not int or version < 1:
+        raise IndexFormatError(f"{where}: invalid format_version {version!r}")
+    if version > max_version:
+        raise IndexFormatError(
+            f"{str(where.parent)!r} was saved in format version {version} by "
+            f"hybrid-retrievers {manifest.get('library_version')}; this version reads up "
+            f"to {max_version}: upgrade hybrid-retrievers to load it"
+        )
+
+
+def _check_size(path: Path, size: int, entry: Mapping[str, Any]) -> None:
+    if size != entry["bytes"]:
+        raise IndexFormatError(
+            f"{path} is truncated or altered: {size} bytes, manifest says {entry['bytes']}"
+        )
+
+
+def _check_hash(path: Path, digest: str, entry: Mapping[str, Any]) -> None:
+    if digest != entry["sha256"]:
+        raise IndexFormatError(f"{path} is corrupt: its checksum does not match the manifest")
+
+
+def _hash_stream(fh: IO[bytes]) -> str:
+    fh.seek(0)
+    digest = hashlib.sha256()
+    for block in iter(lambda: fh.read(_CHUNK), b""):
+        digest.update(block)
+    return digest.hexdigest()

@@ -1,0 +1,199 @@
+"""`IndexWriter`: the data files of one index version, hashed and fsynced as written.
+
+Arrays are written as ``.npy`` (never pickled), values as strict JSON and documents as
+JSON lines whose metadata must load back equal (nothing is coerced silently).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from numpy.lib import format as npy_format
+from numpy.typing import NDArray
+
+from ..types import Doc
+from .atomic import _HashingFile
+from .manifest import _CHUNK, FORMAT_NAME, MANIFEST
+
+__all__ = ["IndexWriter"]
+
+
+class IndexWriter:
+    """Writes the files of one index version into a directory and records them.
+
+    Every file is hashed while it is written and fsynced before the writer moves on,
+    so the manifest's checksums describe exactly the bytes on disk.
+    """
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = Path(directory)
+        self._files: dict[str, dict[str, Any]] = {}
+
+    def array(self, name: str, array: NDArray[Any]) -> None:
+        """Save ``array`` as ``name.npy`` (never pickled)."""
+        if array.dtype.hasobject or array.dtype.fields is not None:
+            raise TypeError(f"array {name!r} has dtype {array.dtype}, which cannot be saved safely")
+        array = np.ascontiguousarray(array)
+        filename = f"{name}.npy"
+        with _HashingFile(self.directory / filename) as out:
+            npy_format.write_array_header_1_0(out, npy_format.header_data_from_array_1_0(array))
+            if array.size:
+                flat = array.reshape(-1).view(np.uint8)
+                for lo in range(0, flat.size, _CHUNK):
+                    out.write(memoryview(flat[lo : lo + _CHUNK]))
+        self._record(filename, out, {"dtype": array.dtype.str, "shape": list(array.shape)})
+
+    def json(self, name: str, value: Any) -> None:
+        """Save ``value`` as ``name.json`` (strict JSON: no NaN or infinity)."""
+        filename = f"{name}.json"
+        try:
+            data = json.dumps(value, ensure_ascii=False, allow_nan=False).encode("utf-8")
+        except (TypeError, ValueError) as exc:
+            raise TypeError(f"{filename} cannot be saved as JSON: {exc}") from None
+        with _HashingFile(self.directory / filename) as out:
+            out.write(data)
+        self._record(filename, out, {})
+
+    def docs(self, name: str, docs: Iterable[Doc]) -> None:
+        """Save documents as JSON lines.
+
+        Metadata must be JSON data that loads back equal: str keys; str, int, float,
+        bool, None, lists and dicts as values. Anything JSON would change (a tuple
+        becomes a list, an int key a str key, ``1`` and ``"1"`` collide) or cannot
+        store is refused with an error naming the document and the key; nothing is
+        coerced.
+        """
+        filename = f"{name}.jsonl"
+        with _HashingFile(self.directory / filename) as out:
+            lines: list[str] = []
+            for doc in docs:
+                lines.append(_doc_line(doc))
+                if len(lines) >= 4096:
+                    out.write(_encode_lines(lines))
+                    lines = []
+            if lines:
+                out.write(_encode_lines(lines))
+        self._record(filename, out, {})
+
+    def subdirectory(self, name: str) -> Path:
+        """Create ``name/`` for a nested index; `bind` it once it is written."""
+        path = self.directory / name
+        path.mkdir()
+        return path
+
+    def bind(self, name: str) -> None:
+        """Record the manifest of sub-directory ``name`` (and so all of its files)."""
+        filename = f"{name}/{MANIFEST}"
+        data = (self.directory / filename).read_bytes()
+        self._files[filename] = {"bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}
+
+    def manifest(self, kind: str, format_version: int, payload: Mapping[str, Any]) -> None:
+        """Write the manifest last: it lists every file with its size and checksum."""
+        from .. import __version__
+
+        manifest = {
+            "format": FORMAT_NAME,
+            "kind": kind,
+            "format_version": format_version,
+            "library_version": __version__,
+            **payload,
+            "files": self._files,
+        }
+        data = json.dumps(manifest, indent=2, ensure_ascii=False, allow_nan=False)
+        with _HashingFile(self.directory / MANIFEST) as out:
+            out.write(data.encode("utf-8"))
+
+    def _record(self, filename: str, out: _HashingFile, extra: dict[str, Any]) -> None:
+        self._files[filename] = {"bytes": out.size, "sha256": out.hexdigest(), **extra}
+
+
+def _doc_line(doc: Doc) -> str:
+    metadata = dict(doc.metadata)
+    try:
+        line = json.dumps(
+            {"id": doc.id, "text": doc.text, "metadata": metadata},
+            ensure_ascii=False,
+            allow_nan=False,
+        )
+    except (TypeError, ValueError, RecursionError) as exc:
+        problem = _json_problem(metadata) or str(exc)
+        raise TypeError(
+            f"metadata of document {doc.id!r} is not JSON-serialisable ({problem}); store "
+            "only str keys and str, int, float, bool, None, lists and dicts as values to "
+            "save the index"
+        ) from None
+    if not _flat_json(metadata) and json.loads(line)["metadata"] != metadata:
+        raise TypeError(
+            f"metadata of document {doc.id!r} would not load back unchanged "
+            f"({_json_problem(metadata)}); nothing is coerced silently: convert it before "
+            "adding the document"
+        )
+    return line
+
+
+def _encode_lines(lines: list[str]) -> bytes:
+    text = "\n".join(lines) + "\n"
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        for line in lines:
+            try:
+                line.encode("utf-8")
+            except UnicodeEncodeError as exc:
+                doc_id = json.loads(line)["id"]
+                raise ValueError(
+                    f"document {doc_id!r} holds a lone surrogate "
+                    f"({line[exc.start]!r}), which is not valid Unicode and cannot be saved"
+                ) from None
+        raise
+
+
+_STR = frozenset({str})
+_JSON_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
+def _flat_json(metadata: Mapping[Any, Any]) -> bool:
+    """True when metadata trivially round-trips: str keys and scalar values only."""
+    return _STR.issuperset(map(type, metadata)) and _JSON_SCALARS.issuperset(
+        map(type, metadata.values())
+    )
+
+
+def _json_problem(value: Any) -> str | None:
+    """The first thing in ``value`` that JSON cannot store exactly, described."""
+    stack: list[tuple[str, Any]] = [("", value)]
+    seen: set[int] = set()
+    while stack:
+        where, v = stack.pop()
+        at = f"key {where}" if where else "the metadata"
+        if isinstance(v, bool) or v is None or isinstance(v, (str, int)):
+            continue
+        if isinstance(v, float):
+            if v != v or v in (float("inf"), float("-inf")):
+                return f"{at} holds {v!r}, which JSON cannot store"
+            continue
+        if id(v) in seen:
+            return f"{at} refers to itself"
+        seen.add(id(v))
+        if isinstance(v, tuple):
+            return f"{at} holds a tuple, which JSON stores as a list; use a list"
+        if isinstance(v, list):
+            stack.extend((f"{where}[{i}]", x) for i, x in enumerate(v))
+        elif isinstance(v, dict):
+            keys = {}
+            for k, x in v.items():
+                if not isinstance(k, str):
+                    return (
+                        f"{at} has the {type(k).__name__} key {k!r}; JSON keys are strings, "
+                        f"so it would load back as {json.dumps(k)!r}"
+                    )
+                keys[k] = x
+            stack.extend((f"{where}.{k}" if where else repr(k), x) for k, x in keys.items())
+        else:
+            return f"{at} holds a {type(v).__name__}, which is not JSON data"
+    return None

@@ -1,0 +1,382 @@
+"""The :class:`Analyzer`: one object that turns text into index terms, for indexing and queries.
+
+It runs the pipeline described in :mod:`hybrid_retrievers.text` (normalise, split,
+stopwords, stemming) and caches the result per distinct token, so a corpus' vocabulary is
+stopped and stemmed once (:meth:`Analyzer.tokenize_many` resolves it in one batch). Its
+settings are saved with an index (:meth:`Analyzer.to_config` / :meth:`Analyzer.from_config`)
+so queries are analysed exactly as the documents were.
+"""
+
+from __future__ import annotations
+
+import gc
+import threading
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from ..progress import progress
+from ._callables import callable_name
+from .config import ANALYZER_CONFIG_VERSION, read_config
+from .languages import _resolve_language
+from .normalization import _HAS_JOINER, _Normalizer
+from .stemming import resolve_stemmer
+from .stopwords import load_stopwords
+from .tokenizers import BUILTIN_TOKENIZERS, _registered_name, resolve_tokenizer
+
+__all__ = ["Analyzer"]
+
+# Above this many cached tokens the stem cache starts afresh (bounds memory on endless
+# query streams; a corpus vocabulary of this size is resolved in one batch anyway).
+_MAX_CACHE = 2_000_000
+
+
+class Analyzer:
+    """Normalises, splits, removes stopwords and stems text, the same way for index and query.
+
+    Args:
+        language: A Snowball language name (``"english"``, ``"spanish"``, ...; see
+            :func:`available_languages`) or an ISO 639-1 code (``"en"``, ``"es"``, ``"fr"``,
+            ``"de"``), normalised to the full name. Picks the default stopwords and stemmer.
+        stopwords: ``"default"`` for the language's bundled list (English: NLTK's
+            179-word list; Spanish, French, German, Portuguese, Italian, Dutch: Snowball's lists;
+            a language without a bundled list gets none), an iterable of words (folded like the
+            text, so ``"está"`` matches "esta" under accent folding), or ``None`` for none.
+            Stopwords are matched against word parts, before stemming.
+        stemmer: ``"default"`` for the Snowball stemmer of the language via PyStemmer (when
+            PyStemmer is not installed: no stemming, with a one-time warning), ``None`` for no
+            stemming, or any callable ``str -> str``. A callable cannot be saved with
+            :meth:`to_config`.
+        accent_folding: Remove combining diacritics after NFKC and case folding
+            ("café" -> "cafe"). On by default; it also folds "ñ" -> "n", "й" -> "и".
+        tokenizer: How normalised text is split into tokens: ``"standard"`` (the default:
+            word split, codes, and CJK runs as overlapping bigrams), ``"jieba"`` (standard,
+            with Chinese segmented by the jieba dictionary: the ``cjk`` extra),
+            ``"words"`` (word split without CJK handling), the name of a tokenizer
+            registered with :func:`register_tokenizer`, or any callable
+            ``text -> iterable of str`` (it gets the normalised text; stopwords and
+            stemming still apply to its tokens). A callable can be saved with
+            :meth:`to_config` only when it is registered (under any name).
+
+    The languages ``"chinese"``, ``"japanese"`` and ``"korean"`` (``zh``, ``ja``, ``ko``)
+    are accepted: they have no Snowball stemmer and no bundled stopwords, so
+    ``stemmer="default"`` means no stemming for them. CJK text is split by the tokenizer
+    whatever the language, so a mixed corpus needs no setting.
+
+    Raises:
+        TypeError: For arguments of the wrong kind.
+        ValueError: For an unknown language or tokenizer name, or a language PyStemmer
+            cannot stem.
+        ImportError: For ``tokenizer="jieba"`` without jieba installed.
+
+    Example:
+        >>> Analyzer(stemmer=None).tokenize("The IPC-420 pumps, naïve café")
+        ['ipc-420', 'ipc', '420', 'pumps', 'naive', 'cafe']
+        >>> Analyzer(stopwords=None, stemmer=None).tokenize("To be or not")
+        ['to', 'be', 'or', 'not']
+        >>> Analyzer().tokenize("举头望明月")
+        ['举头', '头望', '望明', '明月']
+
+    The analyzer is safe to share between threads: its stem cache only grows by atomic
+    dict updates, and calls into PyStemmer (not thread-safe) are serialised by a lock.
+    """
+
+    def __init__(
+        self,
+        language: str = "english",
+        *,
+        stopwords: str | Iterable[str] | None = "default",
+        stemmer: str | Callable[[str], str] | None = "default",
+        accent_folding: bool = True,
+        tokenizer: str | Callable[[str], Iterable[str]] = "standard",
+    ) -> None:
+        if not isinstance(accent_folding, bool):
+            raise TypeError(
+                f"accent_folding must be True or False, got "
+                f"{type(accent_folding).__name__}: {accent_folding!r}"
+            )
+        self._language = _resolve_language(language)
+        self._accent_folding = accent_folding
+        self._normalize = _Normalizer(accent_folding)
+        self._stopwords_spec, self._stopwords = self._resolve_stopwords(stopwords)
+        self._stemmer_spec, self._stem_batch = resolve_stemmer(stemmer, self._language)
+        self._tokenizer_spec, self._split = resolve_tokenizer(tokenizer, self._normalize)
+        # Nothing to remove or stem: split tokens are final and the cache is not needed.
+        self._identity = not self._stopwords and self._stem_batch is None
+        self._cache: dict[str, str] = {}
+        self._stem_lock = threading.Lock()
+
+    # -- construction helpers ------------------------------------------------------------
+
+    def _resolve_stopwords(self, stopwords: Any) -> tuple[Any, frozenset[str]]:
+        if stopwords is None:
+            return None, frozenset()
+        if isinstance(stopwords, str):
+            if stopwords == "default":
+                words = load_stopwords(self._language)
+                return "default", frozenset(self._normalize(w) for w in words)
+            raise ValueError(
+                f"stopwords must be 'default', None or an iterable of words, got the string "
+                f"{stopwords!r}; to use one stopword pass a list: stopwords=[{stopwords!r}]"
+            )
+        if isinstance(stopwords, (bytes, dict)) or not isinstance(stopwords, Iterable):
+            raise TypeError(
+                f"stopwords must be 'default', None or an iterable of str, got "
+                f"{type(stopwords).__name__}: {stopwords!r:.80}"
+            )
+        folded = set()
+        for i, word in enumerate(stopwords):
+            if not isinstance(word, str):
+                raise TypeError(
+                    f"stopwords[{i}] must be a str, got {type(word).__name__}: {word!r:.80}"
+                )
+            word = self._normalize(word.strip())
+            if word:
+                folded.add(word)
+        words = frozenset(folded)
+        return words, words
+
+
+    # -- public properties ---------------------------------------------------------------
+
+    @property
+    def language(self) -> str:
+        """The full language name (ISO codes are resolved)."""
+        return self._language
+
+    @property
+    def stopwords(self) -> frozenset[str]:
+        """The folded stopwords in effect (empty when none)."""
+        return self._stopwords
+
+    @property
+    def stemmer(self) -> str | Callable[[str], str] | None:
+        """``"snowball"``, ``None`` (no stemming) or the custom callable."""
+        return self._stemmer_spec
+
+    @property
+    def accent_folding(self) -> bool:
+        """Whether combining diacritics are removed."""
+        return self._accent_folding
+
+    @property
+    def tokenizer(self) -> str | Callable[[str], Iterable[str]]:
+        """The tokenizer's name (``"standard"``, ``"jieba"``, a registered name) or callable."""
+        return self._tokenizer_spec
+
+    # -- analysis ------------------------------------------------------------------------
+
+    def normalize(self, text: str) -> str:
+        """Return ``text`` normalised (NFKC, case folding, accent folding) but not split."""
+        if not isinstance(text, str):
+            raise TypeError(f"text must be a str, got {type(text).__name__}: {text!r:.80}")
+        return self._normalize(text)
+
+    def tokenize(self, text: str) -> list[str]:
+        """Return the index terms of ``text``, exactly as the index sees them.
+
+        Args:
+            text: Any string (an empty or blank one gives ``[]``).
+
+        Raises:
+            TypeError: When ``text`` is not a str.
+        """
+        if not isinstance(text, str):
+            raise TypeError(f"text must be a str, got {type(text).__name__}: {text!r:.80}")
+        tokens = self._split(text)
+        if self._identity or not tokens:
+            return tokens
+        cache = self._cache
+        missing = [t for t in set(tokens) if t not in cache]
+        if missing:
+            cache = self._learn(missing)
+        get = cache.get
+        return [s for s in map(get, tokens) if s]
+
+    def tokenize_many(
+        self, texts: Iterable[str], *, show_progress: bool = False
+    ) -> list[list[str]]:
+        """Tokenise many texts; equal to ``[tokenize(t) for t in texts]``, but faster.
+
+        Every text is split first, then the distinct vocabulary is resolved (stopwords,
+        one batched Snowball ``stemWords`` call) once, then each text is mapped.
+
+        Args:
+            texts: An iterable of str (not a single str).
+            show_progress: Show a tqdm progress bar over the texts (needs tqdm: the
+                ``progress`` extra; without it a one-time warning is given).
+
+        Raises:
+            TypeError: When ``texts`` is a str or not iterable, or an item is not a str
+                (the message gives its position).
+        """
+        if isinstance(texts, (str, bytes)) or not isinstance(texts, Iterable):
+            raise TypeError(
+                f"texts must be an iterable of str, got {type(texts).__name__}; "
+                "use tokenize() for a single text"
+            )
+        iterator: Iterable[Any] = texts
+        if show_progress:
+            iterator = progress(texts, show=True, desc="Tokenizing", unit="doc")
+        # Building ~10^5 small lists triggers many cyclic-GC passes that find nothing
+        # (lists of str cannot form cycles); pausing the collector halves the run time.
+        gc_was_enabled = gc.isenabled()
+        gc.disable()
+        try:
+            return self._tokenize_all(iterator)
+        finally:
+            if gc_was_enabled:
+                gc.enable()
+
+    def _tokenize_all(self, iterator: Iterable[Any]) -> list[list[str]]:
+        split = self._split
+        token_lists: list[list[str]] = []
+        vocab: set[str] = set()
+        update = vocab.update
+        for i, text in enumerate(iterator):
+            if not isinstance(text, str):
+                raise TypeError(
+                    f"texts[{i}] must be a str, got {type(text).__name__}: {text!r:.80}"
+                )
+            tokens = split(text)
+            token_lists.append(tokens)
+            if not self._identity:
+                update(tokens)
+        if self._identity:
+            return token_lists
+        cache = self._cache
+        missing = [t for t in vocab if t not in cache]
+        if missing:
+            cache = self._learn(missing)
+        get = cache.get
+        return [[s for s in map(get, tokens) if s] for tokens in token_lists]
+
+    def _learn(self, missing: list[str]) -> dict[str, str]:
+        """Resolve tokens not yet cached; return a dict that holds all of them.
+
+        A stopword maps to ``""`` (dropped), a compound to itself, a part to its stem.
+        The returned dict is the one to read from: when the cache is full a fresh one is
+        swapped in, and readers still holding the old one stay consistent.
+        """
+        resolved: dict[str, str] = {}
+        to_stem: list[str] = []
+        stop = self._stopwords
+        for token in missing:
+            if _HAS_JOINER(token):
+                resolved[token] = token  # a code's compound: never stopped nor stemmed
+            elif token in stop:
+                resolved[token] = ""
+            else:
+                to_stem.append(token)
+        if to_stem:
+            if self._stem_batch is None:
+                resolved.update(zip(to_stem, to_stem))
+            else:
+                with self._stem_lock:
+                    stems = self._stem_batch(to_stem)
+                resolved.update(zip(to_stem, stems))
+        cache = self._cache
+        if len(cache) + len(resolved) > _MAX_CACHE:
+            cache = dict(resolved)
+            self._cache = cache
+        else:
+            cache.update(resolved)
+        return cache
+
+    # -- persistence ---------------------------------------------------------------------
+
+    def to_config(self) -> dict[str, Any]:
+        """Return the settings as a JSON-serialisable dict, to save with an index.
+
+        ``stemmer`` records what is actually done: ``"snowball"`` or ``None`` (also when
+        ``"default"`` fell back to no stemming because PyStemmer is missing).
+        ``tokenizer`` records a name: a built-in one, or the name a callable tokenizer is
+        registered under (:func:`register_tokenizer`).
+
+        Raises:
+            ValueError: When the stemmer is a custom callable, or the tokenizer a callable
+                that is not registered (code cannot be saved).
+        """
+        if callable(self._stemmer_spec):
+            raise ValueError(
+                f"an Analyzer with a custom callable stemmer ({self._stemmer_spec!r:.60}) "
+                "cannot be saved: code is not serialisable. Use stemmer='default' (Snowball) "
+                "or stemmer=None, or rebuild the index with the same callable after loading"
+            )
+        tokenizer = self._tokenizer_spec
+        if callable(tokenizer):
+            name = _registered_name(tokenizer)
+            if name is None:
+                raise ValueError(
+                    f"an Analyzer with an unregistered tokenizer callable "
+                    f"({callable_name(tokenizer)}) cannot be saved: code is not serialisable. "
+                    "Register it first with hybrid_retrievers.register_tokenizer('a-name', fn) "
+                    "(and again, under the same name, before loading), or use a built-in "
+                    f"tokenizer {list(BUILTIN_TOKENIZERS)}"
+                )
+            tokenizer = name
+        # The resolved words are saved, not "default": an index must analyse queries
+        # exactly as it analysed documents, even if a later release edits a bundled list.
+        stopwords = None if self._stopwords_spec is None else sorted(self.stopwords)
+        return {
+            "version": ANALYZER_CONFIG_VERSION,
+            "language": self._language,
+            "stopwords": stopwords,
+            "stemmer": self._stemmer_spec,
+            "accent_folding": self._accent_folding,
+            "tokenizer": tokenizer,
+        }
+
+    @classmethod
+    def from_config(cls, config: Any) -> Analyzer:
+        """Rebuild an analyzer from :meth:`to_config` output.
+
+        A version 1 config (saved before tokenizers existed) gets ``tokenizer="words"``:
+        the split it was built with, so queries match its index as before (CJK text
+        stays whole words there; rebuild the index to get CJK bigrams).
+
+        Raises:
+            ValueError: For a malformed config (not a dict, unknown or missing keys, wrong
+                types, an unsupported version).
+            UnknownTokenizerError: When the config names a tokenizer not registered in
+                this process (register it with :func:`register_tokenizer` first).
+            ImportError: When the config uses Snowball stemming and PyStemmer is missing,
+                or the jieba tokenizer and jieba is missing (analysing queries without
+                them would not match the index).
+        """
+        language, options = read_config(config)
+        return cls(language, **options)
+
+    # -- dunder --------------------------------------------------------------------------
+
+    def _key(self) -> tuple[Any, ...]:
+        return (self._language, self.stopwords, self._stemmer_spec, self._accent_folding,
+                self._tokenizer_spec)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Analyzer):
+            return NotImplemented
+        return self._key() == other._key()
+
+    def __hash__(self) -> int:
+        try:
+            return hash(self._key())
+        except TypeError:  # an unhashable callable stemmer or tokenizer
+            return hash(self._key()[:2] + (self._accent_folding,))
+
+    def __repr__(self) -> str:
+        spec = self._stopwords_spec
+        if isinstance(spec, frozenset):
+            words = sorted(spec)
+            stop = repr(words) if len(words) <= 8 else f"<{len(words)} custom words>"
+        else:
+            stop = repr(spec)
+        stem = self._stemmer_spec
+        stem_text = repr(stem) if stem is None or isinstance(stem, str) else callable_name(stem)
+        tok = self._tokenizer_spec
+        tok_text = "" if tok == "standard" else (
+            f", tokenizer={tok!r}" if isinstance(tok, str) else f", tokenizer={callable_name(tok)}"
+        )
+        return (
+            f"Analyzer(language={self._language!r}, stopwords={stop}, "
+            f"stemmer={stem_text}, accent_folding={self._accent_folding}{tok_text})"
+        )

@@ -1,0 +1,118 @@
+"""The one LLM wrapper of the LangChain adapters: any LangChain model as a core generator.
+
+Every adapter that takes an ``llm`` (`HyDERetriever`, `LLMReranker`) turns it into the
+core's `hybrid_retrievers.TextGenerator` here, so the rules are written once:
+
+* a LangChain LLM, chat model or any `Runnable` (e.g. ``prompt | model | parser``) is
+  wrapped in `LangChainGenerator`: ``__call__`` runs ``invoke``, ``agenerate`` awaits
+  ``ainvoke``, and a chat message becomes its text;
+* a plain callable ``prompt -> str`` is used as it is;
+* `llm_name` is the model's name recorded in provenance.
+
+Tracing: a wrapper bound to callbacks (`LangChainGenerator.with_callbacks`, as a
+compressor gets them) passes them on; otherwise, inside a retriever call of this
+package, the model runs as a child run of that call (see
+`langchain_hybrid_retrievers._base.core_calls_as_children`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langchain_core.callbacks import Callbacks
+from langchain_core.messages import BaseMessage
+from langchain_core.runnables import Runnable, RunnableConfig
+
+from ._base import core_call_config
+
+__all__ = ["LangChainGenerator", "as_text_generator", "llm_name", "message_text"]
+
+
+def message_text(output: Any) -> str:
+    """The text of a model's output: a str as it is, a message's text content.
+
+    Raises:
+        TypeError: for anything else (a custom `Runnable` should end with a parser).
+    """
+    if isinstance(output, str):
+        return output
+    if isinstance(output, BaseMessage):
+        text = output.text  # a str-like property in langchain-core >= 1.0, a method before
+        return str(text) if isinstance(text, str) else str(text())
+    raise TypeError(
+        f"the LLM returned a {type(output).__name__}; expected a str or a message "
+        "(end a custom Runnable with StrOutputParser())"
+    )
+
+
+def llm_name(llm: Any) -> str:
+    """The model's name for provenance: ``model_name`` / ``model`` / ``model_id``, else
+    the runnable's name, else the callable's ``__name__`` or class name."""
+    for attr in ("model_name", "model", "model_id"):
+        value = getattr(llm, attr, None)
+        if isinstance(value, str) and value.strip():
+            return value
+    if isinstance(llm, Runnable):
+        return llm.get_name()
+    return getattr(llm, "__name__", None) or type(llm).__name__
+
+
+class LangChainGenerator:
+    """A LangChain LLM, chat model or `Runnable` as the core's text generator.
+
+    ``__call__`` runs ``invoke(prompt)``, ``agenerate`` awaits ``ainvoke(prompt)``;
+    messages become their text content.
+
+    Example:
+        >>> from langchain_core.language_models import FakeListLLM
+        >>> LangChainGenerator(FakeListLLM(responses=["Wings make lift."]))("Why?")
+        'Wings make lift.'
+    """
+
+    def __init__(self, runnable: Runnable, *, callbacks: Callbacks = None) -> None:
+        if not isinstance(runnable, Runnable):
+            raise TypeError(
+                "llm must be a LangChain LLM, chat model or Runnable (or a callable "
+                f"prompt -> str), got {type(runnable).__name__}"
+            )
+        self.runnable = runnable
+        self.callbacks = callbacks
+
+    @property
+    def name(self) -> str:
+        """The model's name (`llm_name`)."""
+        return llm_name(self.runnable)
+
+    def with_callbacks(self, callbacks: Callbacks) -> LangChainGenerator:
+        """The same model, its calls reported to ``callbacks`` (``None``: as the context)."""
+        return LangChainGenerator(self.runnable, callbacks=callbacks)
+
+    def _config(self) -> RunnableConfig | None:
+        if self.callbacks is not None:
+            return {"callbacks": self.callbacks}
+        return core_call_config()
+
+    def __call__(self, prompt: str) -> str:
+        return message_text(self.runnable.invoke(prompt, self._config()))
+
+    async def agenerate(self, prompt: str) -> str:
+        return message_text(await self.runnable.ainvoke(prompt, self._config()))
+
+    def __repr__(self) -> str:
+        return f"LangChainGenerator({type(self.runnable).__name__})"
+
+
+def as_text_generator(llm: Any) -> Any:
+    """``llm`` as a core generator: Runnables are wrapped, plain callables pass through.
+
+    Raises:
+        TypeError: for anything else.
+    """
+    if isinstance(llm, Runnable):
+        return LangChainGenerator(llm)
+    if callable(llm):
+        return llm
+    raise TypeError(
+        "llm must be a LangChain LLM, chat model or Runnable, or a callable prompt -> str, "
+        f"got {type(llm).__name__}: {llm!r:.80}"
+    )

@@ -1,0 +1,84 @@
+"""The one LLM wrapper of the LlamaIndex adapters: a LlamaIndex LLM as a core generator.
+
+Every adapter that takes an ``llm`` (`HyDERetriever`, `LLMRerank`) turns it into the
+core's `hybrid_retrievers.TextGenerator` here, so the rules are written once:
+
+* a LlamaIndex `LLM` (or any object with ``complete(prompt)``) is wrapped in
+  `LlamaIndexGenerator`: ``__call__`` is ``complete(prompt).text`` and, when the model
+  has ``acomplete``, ``agenerate`` awaits it (otherwise ``agenerate`` is ``None`` and
+  the core runs ``complete`` in a worker thread);
+* a plain callable ``prompt -> str`` is used as it is;
+* `llm_name` is the model's name recorded in provenance.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["LlamaIndexGenerator", "as_text_generator", "llm_name"]
+
+
+def llm_name(llm: Any) -> str:
+    """The model's name for provenance: ``llm.metadata.model_name`` (unless
+    ``"unknown"``), else ``class_name()``, else the callable's ``__name__`` or class name."""
+    metadata = getattr(llm, "metadata", None)
+    name = getattr(metadata, "model_name", None)
+    if isinstance(name, str) and name.strip() and name != "unknown":
+        return name
+    if hasattr(llm, "class_name") and callable(llm.class_name):
+        return str(llm.class_name())
+    return getattr(llm, "__name__", None) or type(llm).__name__
+
+
+def _completes(llm: Any) -> bool:
+    return callable(getattr(llm, "complete", None))
+
+
+class LlamaIndexGenerator:
+    """A LlamaIndex `LLM` as the core's text generator (``complete`` / ``acomplete``).
+
+    Example:
+        >>> from llama_index.core.llms import MockLLM
+        >>> LlamaIndexGenerator(MockLLM())("echo me")
+        'echo me'
+    """
+
+    def __init__(self, llm: Any) -> None:
+        if not _completes(llm):
+            raise TypeError(
+                "llm must be a llama_index LLM (with complete()) or a callable "
+                f"prompt -> str, got {type(llm).__name__}: {llm!r:.80}"
+            )
+        self.llm = llm
+        # None without acomplete: the core then runs complete() in a worker thread.
+        self.agenerate = self._acomplete if callable(getattr(llm, "acomplete", None)) else None
+
+    @property
+    def name(self) -> str:
+        """The model's name (`llm_name`)."""
+        return llm_name(self.llm)
+
+    def __call__(self, prompt: str) -> str:
+        return self.llm.complete(prompt).text  # type: ignore[no-any-return]
+
+    async def _acomplete(self, prompt: str) -> str:
+        return (await self.llm.acomplete(prompt)).text  # type: ignore[no-any-return]
+
+    def __repr__(self) -> str:
+        return f"LlamaIndexGenerator({type(self.llm).__name__})"
+
+
+def as_text_generator(llm: Any) -> Any:
+    """``llm`` as a core generator: LLMs are wrapped, plain callables pass through.
+
+    Raises:
+        TypeError: for anything else.
+    """
+    if _completes(llm):
+        return LlamaIndexGenerator(llm)
+    if callable(llm):
+        return llm
+    raise TypeError(
+        "llm must be a llama_index LLM (with complete()) or a callable prompt -> str, "
+        f"got {type(llm).__name__}: {llm!r:.80}"
+    )
