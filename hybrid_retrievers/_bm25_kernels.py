@@ -24,7 +24,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-__all__ = ["BLOCK", "build_blocks", "search_top_k"]
+__all__ = ["BLOCK", "build_blocks", "search_top_k", "search_taat"]
 
 BLOCK = 64
 """Postings per block."""
@@ -245,6 +245,62 @@ def search_top_k(indptr, post_docs, post_tf, norm, block_ptr, block_max, block_l
         for i in range(n):
             contrib[i] = 0.0
     return heap_d[:size].copy(), heap_s[:size].copy()
+
+
+@njit(cache=True)
+def search_taat(indptr, post_docs, post_tf, norm, terms, scales, variant, k1, k1p1, delta, aw,
+                has_aw, constant, k, acc, seen, touched):  # pragma: no cover
+    """The top ``k`` documents of one query by exhaustive term-at-a-time scoring.
+
+    Each term's postings, in query order, add their float32 weight to ``acc`` (a
+    zeroed float32 buffer of one slot per document), so a document's total is the
+    same float32 sum, in the same order, as ``np.add.at`` forms in the numpy path;
+    the absent-term ``constant`` is added last, as there. ``seen`` (zeroed, one byte
+    per document) marks matched documents and ``touched`` (one int32 per document)
+    lists them; both buffers and ``acc`` are left zeroed again, only the touched
+    entries being reset. A bounded heap keeps the best ``k``, ties to the lower
+    document. Returns ``(docs, scores)``, unordered.
+    """
+    m = 0
+    for i in range(terms.size):
+        t = terms[i]
+        s = scales[i]
+        for q in range(indptr[t], indptr[t + 1]):
+            d = post_docs[q]
+            if not seen[d]:
+                seen[d] = True
+                touched[m] = d
+                m += 1
+            acc[d] += _weight(q, post_docs, post_tf, norm, variant, k1, k1p1, delta, aw,
+                              has_aw, s)
+    k = min(k, m)
+    heap_s = np.empty(k, np.float32)
+    heap_d = np.empty(k, np.int32)
+    size = 0
+    if 4 * m >= acc.size:
+        # Many matches: one sequential pass over the buffers beats random reads.
+        for d in range(acc.size):
+            if seen[d]:
+                total = acc[d] + constant
+                acc[d] = 0.0
+                seen[d] = False
+                if size < k:
+                    _heap_push(heap_s, heap_d, size, total, d)
+                    size += 1
+                elif _worse(heap_s[0], heap_d[0], total, d):
+                    _heap_replace(heap_s, heap_d, size, total, d)
+    else:
+        for j in range(m):
+            d = touched[j]
+            total = acc[d] + constant
+            acc[d] = 0.0
+            seen[d] = False
+            if size < k:
+                _heap_push(heap_s, heap_d, size, total, d)
+                size += 1
+            elif _worse(heap_s[0], heap_d[0], total, d):
+                _heap_replace(heap_s, heap_d, size, total, d)
+    return heap_d, heap_s
 
 
 @njit(cache=True, inline="always")

@@ -31,7 +31,7 @@ from numpy.typing import NDArray
 
 from .optional import is_available
 
-__all__ = ["ENABLED", "BlockMax", "available", "block_max", "match_top_k"]
+__all__ = ["ENABLED", "STRATEGY", "BlockMax", "available", "block_max", "match_top_k"]
 
 ENABLED: bool = os.environ.get("HYBRID_RETRIEVERS_BM25_KERNEL", "0").strip().lower() in (
     "1", "true", "yes", "on",
@@ -41,6 +41,10 @@ ENABLED: bool = os.environ.get("HYBRID_RETRIEVERS_BM25_KERNEL", "0").strip().low
 Off by default for now: the kernel is exact, but on the 100k-document benchmark it is
 still slower than the numpy path (per-candidate overhead of document-at-a-time
 scoring with 10-term queries), so it is opt-in until it wins."""
+
+STRATEGY: str = "auto"
+"""Which kernel takes a query: "taat" (exhaustive term-at-a-time), "maxscore"
+(block-max MaxScore) or "auto" (the measured rule of `_prefer_maxscore`)."""
 
 _VARIANT_CODES = {"lucene": 0, "robertson": 1, "bm25l": 2, "bm25+": 3}
 _kernels: ModuleType | None = None
@@ -101,6 +105,13 @@ def _params(index: Any, cache: Any) -> tuple[Any, ...]:
     )
 
 
+def _prefer_maxscore(indptr: NDArray[np.int64], terms: NDArray[np.int64], k: int) -> bool:
+    """Whether block-max MaxScore should take this query instead of TAAT scoring."""
+    if STRATEGY != "auto":
+        return STRATEGY == "maxscore"
+    return False
+
+
 def block_max(index: Any, state: Any, cache: Any) -> BlockMax:
     """The block metadata for ``state`` (built on first use, then kept on the index)."""
     held = getattr(index, "_blockmax", None)
@@ -134,11 +145,20 @@ def match_top_k(
     kernels = _load()
     if kernels is None:
         return None
-    meta = block_max(index, state, cache)
     terms = np.fromiter((t for t, _ in ids), dtype=np.int64, count=len(ids))
     scales = np.array([float(cache.idf[t]) * c for t, c in ids], dtype=np.float32)
+    n = len(state.docs)
+    k = max(1, min(k, n))
+    if not _prefer_maxscore(state.indptr, terms, k):
+        acc, seen = index._buffers(n)  # the numpy path's zeroed per-thread buffers
+        return kernels.search_taat(
+            state.indptr, np.asarray(state.post_docs), np.asarray(state.post_tf), cache.norm,
+            terms, scales, *_params(index, cache), np.float32(constant), k,
+            acc, seen, index._marks(n),  # marks: per-thread int32 scratch, any content
+        )
+    meta = block_max(index, state, cache)
     return kernels.search_top_k(
         state.indptr, np.asarray(state.post_docs), np.asarray(state.post_tf), cache.norm,
         meta.block_ptr, meta.block_max, meta.block_last, meta.term_max,
-        terms, scales, *meta.params, np.float32(constant), max(1, min(k, len(state.docs))),
+        terms, scales, *meta.params, np.float32(constant), k,
     )

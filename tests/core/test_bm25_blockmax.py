@@ -1,4 +1,4 @@
-"""The numba block-max kernel returns exactly what exhaustive numpy scoring returns.
+"""The numba kernels (TAAT and block-max) return exactly what exhaustive numpy scoring returns.
 
 Differential: random Zipf corpora and random queries (repeated terms, terms absent
 from the vocabulary, k larger than the number of matches), every BM25 variant, before
@@ -13,17 +13,33 @@ import pytest
 
 pytest.importorskip("numba")
 
-from hybrid_retrievers import BM25Index, bm25_blockmax  # noqa: E402
+from hybrid_retrievers import BM25Index, _bm25_kernels, bm25_blockmax  # noqa: E402
 from hybrid_retrievers.collection_stats import CollectionStats  # noqa: E402
 from hybrid_retrievers.selection import top_k  # noqa: E402
 
 METHODS = ["lucene", "robertson", "bm25l", "bm25+"]
 
 
-@pytest.fixture(autouse=True)
-def _kernel_on(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The kernel is opt-in; every test here runs with it switched on."""
+@pytest.fixture(autouse=True, params=["taat", "maxscore"])
+def strategy(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Every test runs with the kernel switched on, once per kernel strategy."""
     monkeypatch.setattr(bm25_blockmax, "ENABLED", True)
+    monkeypatch.setattr(bm25_blockmax, "STRATEGY", request.param)
+    return request.param
+
+
+def _taat_calls(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Count the TAAT kernel's calls (one entry per call)."""
+    calls: list[int] = []
+    real = _bm25_kernels.search_taat
+
+    def spy(*args):
+        calls.append(1)
+        return real(*args)
+
+    monkeypatch.setattr(_bm25_kernels, "search_taat", spy)
+    return calls
+
 WORDS = [f"w{i}" for i in range(400)]
 _P = 1.0 / np.arange(1, len(WORDS) + 1) ** 1.1
 _P /= _P.sum()
@@ -69,11 +85,16 @@ def _check(index: BM25Index, queries: list[str], ks=(1, 3, 10, 50, 10_000)) -> N
 
 
 @pytest.mark.parametrize("method", METHODS)
-def test_kernel_equals_exhaustive(method: str) -> None:
+def test_kernel_equals_exhaustive(method: str, strategy: str, monkeypatch) -> None:
     rng = np.random.default_rng(METHODS.index(method))
     index = BM25Index.from_texts(_texts(rng, 2500), method=method)
+    calls = _taat_calls(monkeypatch)
     _check(index, _queries(rng, 40))
-    assert getattr(index, "_blockmax", None) is not None  # the kernel took the queries
+    # The chosen kernel took the queries.
+    if strategy == "maxscore":
+        assert getattr(index, "_blockmax", None) is not None and not calls
+    else:
+        assert getattr(index, "_blockmax", None) is None and calls
 
 
 @pytest.mark.parametrize("method", ["lucene", "bm25+"])
