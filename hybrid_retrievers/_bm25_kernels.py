@@ -29,6 +29,9 @@ __all__ = ["BLOCK", "build_blocks", "search_top_k", "search_taat"]
 BLOCK = 64
 """Postings per block."""
 
+SCAN = 64
+"""Documents per run in TAAT's dense top-k scan."""
+
 LUCENE, ROBERTSON, BM25L, BM25PLUS = 0, 1, 2, 3
 
 
@@ -249,18 +252,83 @@ def search_top_k(indptr, post_docs, post_tf, norm, block_ptr, block_max, block_l
 
 @njit(cache=True)
 def search_taat(indptr, post_docs, post_tf, norm, terms, scales, variant, k1, k1p1, delta, aw,
-                has_aw, constant, k, acc, seen, touched):  # pragma: no cover
+                has_aw, constant, k, positive, acc, seen, touched):  # pragma: no cover
     """The top ``k`` documents of one query by exhaustive term-at-a-time scoring.
 
     Each term's postings, in query order, add their float32 weight to ``acc`` (a
     zeroed float32 buffer of one slot per document), so a document's total is the
     same float32 sum, in the same order, as ``np.add.at`` forms in the numpy path;
-    the absent-term ``constant`` is added last, as there. ``seen`` (zeroed, one byte
-    per document) marks matched documents and ``touched`` (one int32 per document)
-    lists them; both buffers and ``acc`` are left zeroed again, only the touched
-    entries being reset. A bounded heap keeps the best ``k``, ties to the lower
-    document. Returns ``(docs, scores)``, unordered.
+    the absent-term ``constant`` is added last, as there. A bounded heap keeps the
+    best ``k``, ties to the lower document. Returns ``(docs, scores)``, unordered;
+    ``acc`` (and ``seen``) are left zeroed again.
+
+    With ``positive`` (every idf > 0) a document matched iff its total is non-zero,
+    so matches need no bookkeeping; otherwise ``seen`` (zeroed, one bool per
+    document) marks them and ``touched`` (int32, one per document) lists them.
     """
+    if not positive:
+        return _taat_tracked(indptr, post_docs, post_tf, norm, terms, scales, variant, k1,
+                             k1p1, delta, aw, has_aw, constant, k, acc, seen, touched)
+    n_post = 0
+    for i in range(terms.size):
+        t = terms[i]
+        s = scales[i]
+        n_post += indptr[t + 1] - indptr[t]
+        for q in range(indptr[t], indptr[t + 1]):
+            acc[post_docs[q]] += _weight(q, post_docs, post_tf, norm, variant, k1, k1p1,
+                                         delta, aw, has_aw, s)
+    k = min(k, n_post)
+    heap_s = np.empty(k, np.float32)
+    heap_d = np.empty(k, np.int32)
+    size = 0
+    if 4 * n_post >= acc.size:
+        # Many postings: one sequential pass, documents in ascending order, so a
+        # later document enters a full heap only by beating its minimum strictly.
+        d = 0
+        while size < k and d < acc.size:
+            if acc[d] != 0.0:
+                _heap_push(heap_s, heap_d, size, acc[d] + constant, d)
+                size += 1
+            d += 1
+        n = acc.size
+        while d < n:
+            # A run of SCAN documents is read only when its largest total beats the
+            # heap's minimum (a vectorised max; totals are monotone in acc). Unmatched
+            # documents total ``constant``, never strictly above a matched minimum.
+            hi = min(d + SCAN, n)
+            best = acc[d]
+            for x in range(d + 1, hi):
+                best = max(best, acc[x])
+            if best + constant > heap_s[0]:
+                for x in range(d, hi):
+                    total = acc[x] + constant
+                    if total > heap_s[0]:
+                        _heap_replace(heap_s, heap_d, size, total, x)
+            d = hi
+        acc[:] = 0.0
+        return heap_d[:size], heap_s[:size]
+    # Few postings: read back through them; zeroing on first read skips repeats.
+    for i in range(terms.size):
+        t = terms[i]
+        for q in range(indptr[t], indptr[t + 1]):
+            d = post_docs[q]
+            v = acc[d]
+            if v == 0.0:
+                continue
+            acc[d] = 0.0
+            total = v + constant
+            if size < k:
+                _heap_push(heap_s, heap_d, size, total, d)
+                size += 1
+            elif _worse(heap_s[0], heap_d[0], total, d):
+                _heap_replace(heap_s, heap_d, size, total, d)
+    return heap_d[:size], heap_s[:size]
+
+
+@njit(cache=True)
+def _taat_tracked(indptr, post_docs, post_tf, norm, terms, scales, variant, k1, k1p1, delta,
+                  aw, has_aw, constant, k, acc, seen, touched):  # pragma: no cover
+    """`search_taat` when a matched document may total zero (some idf is 0)."""
     m = 0
     for i in range(terms.size):
         t = terms[i]
@@ -277,29 +345,16 @@ def search_taat(indptr, post_docs, post_tf, norm, terms, scales, variant, k1, k1
     heap_s = np.empty(k, np.float32)
     heap_d = np.empty(k, np.int32)
     size = 0
-    if 4 * m >= acc.size:
-        # Many matches: one sequential pass over the buffers beats random reads.
-        for d in range(acc.size):
-            if seen[d]:
-                total = acc[d] + constant
-                acc[d] = 0.0
-                seen[d] = False
-                if size < k:
-                    _heap_push(heap_s, heap_d, size, total, d)
-                    size += 1
-                elif _worse(heap_s[0], heap_d[0], total, d):
-                    _heap_replace(heap_s, heap_d, size, total, d)
-    else:
-        for j in range(m):
-            d = touched[j]
-            total = acc[d] + constant
-            acc[d] = 0.0
-            seen[d] = False
-            if size < k:
-                _heap_push(heap_s, heap_d, size, total, d)
-                size += 1
-            elif _worse(heap_s[0], heap_d[0], total, d):
-                _heap_replace(heap_s, heap_d, size, total, d)
+    for j in range(m):
+        d = touched[j]
+        total = acc[d] + constant
+        acc[d] = 0.0
+        seen[d] = False
+        if size < k:
+            _heap_push(heap_s, heap_d, size, total, d)
+            size += 1
+        elif _worse(heap_s[0], heap_d[0], total, d):
+            _heap_replace(heap_s, heap_d, size, total, d)
     return heap_d, heap_s
 
 

@@ -153,7 +153,7 @@ def match_top_k(
         acc, seen = index._buffers(n)  # the numpy path's zeroed per-thread buffers
         return kernels.search_taat(
             state.indptr, np.asarray(state.post_docs), np.asarray(state.post_tf), cache.norm,
-            terms, scales, *_params(index, cache), np.float32(constant), k,
+            terms, scales, *_params(index, cache), np.float32(constant), k, cache.positive,
             acc, seen, index._marks(n),  # marks: per-thread int32 scratch, any content
         )
     meta = block_max(index, state, cache)
