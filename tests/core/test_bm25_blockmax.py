@@ -24,6 +24,7 @@ METHODS = ["lucene", "robertson", "bm25l", "bm25+"]
 def strategy(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     """Every test runs with the kernel switched on, once per kernel strategy."""
     monkeypatch.setattr(bm25_blockmax, "ENABLED", True)
+    monkeypatch.setattr(bm25_blockmax, "MIN_DOCS", 0)  # small test corpora take it too
     monkeypatch.setattr(bm25_blockmax, "STRATEGY", request.param)
     return request.param
 
@@ -146,3 +147,15 @@ def test_off_switch_uses_the_numpy_path(monkeypatch: pytest.MonkeyPatch) -> None
     index.search("w1 w2 w3", k=5)
     assert getattr(index, "_blockmax", None) is None
     assert not bm25_blockmax.available()
+
+
+def test_small_indexes_keep_the_numpy_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    rng = np.random.default_rng(4)
+    index = BM25Index.from_texts(_texts(rng, 300))
+    calls = _taat_calls(monkeypatch)
+    monkeypatch.setattr(bm25_blockmax, "MIN_DOCS", 301)
+    index.search("w1 w2 w3", k=5)
+    assert not calls and getattr(index, "_blockmax", None) is None
+    monkeypatch.setattr(bm25_blockmax, "MIN_DOCS", 300)
+    index.search("w1 w2 w3", k=5)
+    assert calls or getattr(index, "_blockmax", None) is not None
