@@ -178,7 +178,8 @@ def vocab_bytes(vocab: dict[str, Any] | None) -> int | None:
 
 def ours_engine(stop: list[str], kernel: bool = True) -> Engine:
     """Our index; ``kernel`` chooses the numba kernels (TAAT / block-max) or the numpy path."""
-    from hybrid_retrievers import Analyzer, BM25Index, bm25_blockmax
+    from hybrid_retrievers import Analyzer, BM25Index
+    from hybrid_retrievers.bm25 import kernels as bm25_blockmax
 
     def switch() -> None:
         bm25_blockmax.ENABLED = kernel

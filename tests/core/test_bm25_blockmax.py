@@ -13,7 +13,9 @@ import pytest
 
 pytest.importorskip("numba")
 
-from hybrid_retrievers import BM25Index, _bm25_kernels, bm25_blockmax  # noqa: E402
+from hybrid_retrievers import BM25Index  # noqa: E402
+from hybrid_retrievers.bm25 import _numba as _bm25_kernels  # noqa: E402
+from hybrid_retrievers.bm25 import kernels as bm25_blockmax  # noqa: E402
 from hybrid_retrievers.collection_stats import CollectionStats  # noqa: E402
 from hybrid_retrievers.selection import top_k  # noqa: E402
 

@@ -1,6 +1,6 @@
 """Numba kernels for BM25 top-k: block-max metadata and block-max MaxScore search.
 
-Imported only through `hybrid_retrievers.bm25_blockmax`, and only when numba is
+Imported only through `hybrid_retrievers.bm25.kernels`, and only when numba is
 installed: importing this module imports numba and is the one place that does.
 
 Exactness: every posting is weighed with the same float32 operations, in the same

@@ -5,7 +5,7 @@ returns the exact top k (same documents, same float32 scores, ties to the earlie
 document) as exhaustive scoring, or ``None`` when it cannot take the query (numba
 missing, switched off, negative idfs); the numpy path then runs as before.
 
-Two kernels (`hybrid_retrievers._bm25_kernels`), chosen per query by `_prefer_maxscore`:
+Two kernels (`hybrid_retrievers.bm25._numba`), chosen per query by `_prefer_maxscore`:
 
 - TAAT (the usual one): every posting of every query term, in query order, adds its
   weight to a dense float32 accumulator, then a compiled scan keeps the top k. Its
@@ -18,8 +18,8 @@ Two kernels (`hybrid_retrievers._bm25_kernels`), chosen per query by `_prefer_ma
   for as long as the snapshot's score cache is current; an edit starts a new one.
 
 On by default when numba is installed, for indexes of `MIN_DOCS` documents or more
-(measured faster than the numpy path at 10k and 100k documents; see `ENABLED`). ``HYBRID_RETRIEVERS_BM25_KERNEL=0`` in the
-environment before importing, or ``hybrid_retrievers.bm25_blockmax.ENABLED = False``,
+(measured faster than the numpy path at 10k and 100k documents; see `ENABLED`).
+``HYBRID_RETRIEVERS_BM25_KERNEL=0`` in the environment before importing, or ``hybrid_retrievers.bm25.kernels.ENABLED = False``,
 switches it off. The kernels are compiled with ``cache=True``: the first process
 compiles them once (several seconds) and later ones load them from numba's cache.
 """
@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from .optional import is_available
+from ..optional import is_available
 
 __all__ = ["ENABLED", "MIN_DOCS", "STRATEGY", "BlockMax", "available", "block_max", "match_top_k"]
 
@@ -72,9 +72,9 @@ def _load() -> ModuleType | None:
         with _lock:
             if not _checked:
                 if is_available("numba"):
-                    from . import _bm25_kernels
+                    from . import _numba
 
-                    _kernels = _bm25_kernels
+                    _kernels = _numba
                 _checked = True
     return _kernels
 
