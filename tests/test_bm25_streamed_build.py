@@ -68,6 +68,9 @@ def reference_written(state, docs, token_lists, rows):
 def reference_from_chunks(state, docs, chunks, rows):
     token_lists = []
     for chunk in chunks:
+        if chunk.token_lists is not None:
+            token_lists.extend(chunk.token_lists)
+            continue
         ids = chunk.ids.tolist()
         pos = 0
         for n in chunk.lengths.tolist():
@@ -151,6 +154,31 @@ def test_n_jobs_two_equals_one(monkeypatch):
         warnings.simplefilter("error")
         two = run_edits(3, n_jobs=2)
     assert snapshot_fields(two) == snapshot_fields(run_edits(3, n_jobs=1))
+
+
+def test_worker_chunks_equal_local_ones(monkeypatch):
+    # The worker form (distinct terms + ids) builds what the in-process form builds.
+    monkeypatch.setattr(chunking, "CHUNK_DOCS", 4)
+    real = chunking.tokenize_chunk
+    monkeypatch.setattr(chunking, "tokenize_chunk",
+                        lambda a, texts: chunking.encode_chunk(real(a, texts)))
+    encoded = run_edits(5)
+    monkeypatch.setattr(chunking, "tokenize_chunk", real)
+    assert snapshot_fields(encoded) == snapshot_fields(run_edits(5))
+
+
+def test_build_leaves_a_bounded_cache(monkeypatch):
+    from hybrid_retrievers.text import analyzer as analyzer_module
+
+    monkeypatch.setattr(chunking, "CHUNK_DOCS", 3)
+    monkeypatch.setattr(analyzer_module, "_MAX_CACHE", 10)
+    analyzer = Analyzer(stopwords=None, stemmer=lambda w: w.upper())
+    texts = [" ".join(f"t{i}x{j}" for j in range(5)) for i in range(12)]
+    idx = BM25Index.from_texts(texts, analyzer=analyzer)
+    assert len(analyzer._cache) == 10 and analyzer._holds == 0
+    # The first learned are kept: all from the first chunk (3 texts).
+    assert set(analyzer._cache) <= {f"t{i}x{j}" for i in range(3) for j in range(5)}
+    assert idx.vocabulary_size == 60
 
 
 def test_n_jobs_falls_back_for_a_callable_stemmer(monkeypatch):

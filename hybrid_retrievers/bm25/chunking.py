@@ -31,7 +31,8 @@ from numpy.typing import NDArray
 from ..progress import progress
 from ..tokenization import Analyzer
 
-__all__ = ["CHUNK_DOCS", "TokenChunk", "token_chunks", "tokenize_chunk", "resolve_n_jobs"]
+__all__ = ["CHUNK_DOCS", "TokenChunk", "token_chunks", "tokenize_chunk", "encode_chunk",
+           "resolve_n_jobs"]
 
 # Documents per chunk: large enough that per-chunk overheads (a batched stem call, one
 # sort, one worker round trip) vanish, small enough that a chunk's token lists and sort
@@ -40,29 +41,37 @@ CHUNK_DOCS = 4096
 
 
 class TokenChunk(NamedTuple):
-    """One chunk's tokens: ``terms[ids[i]]`` is its i-th token, documents one after another.
+    """One chunk's tokens, documents one after another; ``lengths[j]``: tokens of its j-th.
 
-    ``terms`` holds the chunk's distinct tokens in first-occurrence order and
-    ``lengths[j]`` the token count of its j-th document.
+    Either ``token_lists`` (tokenised in this process: the lists themselves) or, from a
+    worker, ``terms`` (the chunk's distinct tokens in first-occurrence order) and
+    ``ids`` (``terms[ids[i]]`` is its i-th token), which cross a process boundary far
+    more cheaply than lists of strings.
     """
 
-    terms: list[str]
-    ids: NDArray[np.int32]
     lengths: NDArray[np.int32]
+    token_lists: list[list[str]] | None = None
+    terms: list[str] | None = None
+    ids: NDArray[np.int32] | None = None
 
 
 def tokenize_chunk(analyzer: Analyzer, texts: Sequence[str]) -> TokenChunk:
-    """Tokenise ``texts`` and number their distinct tokens in first-occurrence order."""
+    """Tokenise ``texts`` in this process."""
     token_lists = analyzer.tokenize_many(texts)
     lengths = np.fromiter(map(len, token_lists), dtype=np.int32, count=len(token_lists))
+    return TokenChunk(lengths, token_lists=token_lists)
+
+
+def encode_chunk(chunk: TokenChunk) -> TokenChunk:
+    """The chunk with its distinct tokens numbered in first-occurrence order (to send it)."""
     local: dict[str, int] = {}
     ids = np.fromiter(
         (local[t] if t in local else local.setdefault(t, len(local))
-         for tokens in token_lists for t in tokens),
+         for tokens in chunk.token_lists or () for t in tokens),
         dtype=np.int32,
-        count=int(lengths.sum()),
+        count=int(chunk.lengths.sum()),
     )
-    return TokenChunk(list(local), ids, lengths)
+    return TokenChunk(chunk.lengths, terms=list(local), ids=ids)
 
 
 def resolve_n_jobs(n_jobs: Any) -> int:
@@ -110,10 +119,11 @@ def token_chunks(
     bar = progress(None, show=show_progress, desc="Tokenizing", unit="doc", total=len(texts))
     try:
         if spec is None:
-            for s, e in spans:
-                chunk = tokenize_chunk(analyzer, texts[s:e])
-                bar.update(e - s)
-                yield chunk
+            with analyzer._building():
+                for s, e in spans:
+                    chunk = tokenize_chunk(analyzer, texts[s:e])
+                    bar.update(e - s)
+                    yield chunk
             return
         workers = min(n_jobs, len(spans))
         with ProcessPoolExecutor(workers, initializer=_init_worker, initargs=spec) as pool:
@@ -174,4 +184,5 @@ def _init_worker(config: dict[str, Any], extra: Any) -> None:
 
 def _tokenize_in_worker(texts: Sequence[str]) -> TokenChunk:
     assert _WORKER_ANALYZER is not None, "worker not initialised"
-    return tokenize_chunk(_WORKER_ANALYZER, texts)
+    with _WORKER_ANALYZER._building():
+        return encode_chunk(tokenize_chunk(_WORKER_ANALYZER, texts))

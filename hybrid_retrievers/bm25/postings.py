@@ -202,13 +202,22 @@ class _Runs(NamedTuple):
 
 def _chunk_runs(chunk: TokenChunk, vocab: dict[str, int], first: int) -> _Runs:
     """Number the chunk's new terms (first-occurrence order) and count (term, doc) pairs."""
-    term_ids = np.fromiter(
-        (vocab[t] if t in vocab else vocab.setdefault(t, len(vocab)) for t in chunk.terms),
-        dtype=np.int64,
-        count=len(chunk.terms),
-    )
+    if chunk.token_lists is not None:
+        key = np.fromiter(
+            (vocab[t] if t in vocab else vocab.setdefault(t, len(vocab))
+             for tokens in chunk.token_lists for t in tokens),
+            dtype=np.int64,
+            count=int(chunk.lengths.sum()),
+        )
+    else:
+        assert chunk.terms is not None and chunk.ids is not None
+        term_ids = np.fromiter(
+            (vocab[t] if t in vocab else vocab.setdefault(t, len(vocab)) for t in chunk.terms),
+            dtype=np.int64,
+            count=len(chunk.terms),
+        )
+        key = term_ids[chunk.ids]
     n = max(int(chunk.lengths.size), 1)
-    key = term_ids[chunk.ids]
     key *= n
     key += np.repeat(np.arange(chunk.lengths.size, dtype=np.int64), chunk.lengths)
     key.sort()

@@ -12,7 +12,8 @@ from __future__ import annotations
 import gc
 import itertools
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from ..progress import progress
@@ -26,13 +27,16 @@ from .tokenizers import BUILTIN_TOKENIZERS, _registered_name, resolve_tokenizer
 
 __all__ = ["Analyzer"]
 
-# The most tokens the stem cache keeps. When a call would grow it past this, the cache
-# starts afresh with that call's distinct tokens (the ones in use now, which in Zipfian
-# text include the frequent words): a least-recently-used policy at the granularity of
-# a call. 2**16 tokens (~6 MiB) hold the words that make up ~99% of the running text of
-# an English corpus, so repeated queries and chunked builds (`BM25Index` tokenises 4096
-# documents per call) keep their hits, while an index no longer carries its whole
-# vocabulary twice (18 MiB per 100k documents with the old 2,000,000 cap).
+# The most tokens the stem cache keeps between calls. When a call would grow it past
+# this, the cache starts afresh with that call's distinct tokens (the ones in use now): a
+# least-recently-used policy at the granularity of a call. A build that tokenises in
+# chunks holds the bound off until it ends (`Analyzer._building`), so each token of its
+# corpus is resolved once, and then keeps the first _MAX_CACHE tokens it learned: in
+# Zipfian text the first seen are the frequent ones. 2**16 tokens (a few MiB, the key
+# strings being shared with the index vocabulary) cover ~99% of the running text of an
+# English corpus, so repeated builds and queries keep their hits, while an index no
+# longer carries a second copy of its whole vocabulary (18 MiB per 100k documents with
+# the previous bound of 2,000,000).
 _MAX_CACHE = 1 << 16
 
 
@@ -110,6 +114,7 @@ class Analyzer:
         self._identity = not self._stopwords and self._stem_batch is None
         self._cache: dict[str, str] = {}
         self._stem_lock = threading.Lock()
+        self._holds = 0  # builds in progress that hold the cache bound off
 
     # -- construction helpers ------------------------------------------------------------
 
@@ -285,7 +290,7 @@ class Analyzer:
                     stems = self._stem_batch(to_stem)
                 resolved.update(zip(to_stem, stems))
         cache = self._cache
-        if cache is checked and len(cache) + len(resolved) <= _MAX_CACHE:
+        if cache is checked and (self._holds or len(cache) + len(resolved) <= _MAX_CACHE):
             cache.update(resolved)
             return cache
         # Full (or swapped by another thread): answer this call from its own tokens and
@@ -294,6 +299,24 @@ class Analyzer:
         self._cache = resolved if len(resolved) <= _MAX_CACHE else dict(
             itertools.islice(resolved.items(), _MAX_CACHE))
         return resolved
+
+    @contextmanager
+    def _building(self) -> Iterator[None]:
+        """Hold the cache bound off while a build tokenises its corpus in several calls.
+
+        Within, every token learned stays cached (each is resolved once per build); at
+        the end the cache keeps its first `_MAX_CACHE` tokens (see there).
+        """
+        with self._stem_lock:
+            self._holds += 1
+        try:
+            yield
+        finally:
+            with self._stem_lock:
+                self._holds -= 1
+                cache = self._cache
+                if not self._holds and len(cache) > _MAX_CACHE:
+                    self._cache = dict(itertools.islice(cache.items(), _MAX_CACHE))
 
     # -- persistence ---------------------------------------------------------------------
 
