@@ -27,8 +27,8 @@ from .parent import ParentChildSearcher, ParentStore
 from .persistence import IndexFormatError
 from .rerank import LLMReranker, Reranker, RerankingSearcher
 from .bm25 import BM25Method
-from .splitting import SentenceSplitter, split_parents
-from .tokenization import Analyzer, register_tokenizer
+from .text.splitting import SentenceSplitter, split_parents
+from .text import Analyzer, register_tokenizer
 from .types import Doc, Embedder, Hit, MetadataFilter, PairScorer, Searcher, TextGenerator
 from .vector import VectorIndex
 

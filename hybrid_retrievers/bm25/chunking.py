@@ -29,7 +29,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..progress import progress
-from ..tokenization import Analyzer
+from ..text import Analyzer
 
 __all__ = ["CHUNK_DOCS", "TokenChunk", "token_chunks", "tokenize_chunk", "encode_chunk",
            "resolve_n_jobs"]
@@ -175,7 +175,7 @@ _WORKER_ANALYZER: Analyzer | None = None
 def _init_worker(config: dict[str, Any], extra: Any) -> None:
     global _WORKER_ANALYZER
     if extra is not None:
-        from ..tokenization import register_tokenizer
+        from ..text import register_tokenizer
 
         name, tokenizer = extra
         register_tokenizer(name, tokenizer, replace=True)

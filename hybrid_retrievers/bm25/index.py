@@ -27,12 +27,12 @@ from numpy.typing import NDArray
 
 from ..documents import DocumentAccess, check_docs, make_docs
 from ..selection import top_k
-from ..tokenization import Analyzer
+from ..text import Analyzer
 from ..types import Doc, Hit, MetadataFilter
 from ..validation import check_id_list, check_k, check_queries, check_query
+from .chunking import resolve_n_jobs, token_chunks
 from .collection_stats import CollectionStats
 from .explanation import BM25Explanation, explain_position
-from .chunking import resolve_n_jobs, token_chunks
 from .matching import BM25Matching
 from .postings import Snapshot, compacted, written
 from .saving import FORMAT_VERSION, BM25Saving

@@ -24,8 +24,8 @@ from ..documents import DocTable
 from ..types import Doc
 
 if TYPE_CHECKING:
+    from ..text import Analyzer
     from .chunking import TokenChunk
-    from ..tokenization import Analyzer
     from .collection_stats import CollectionStats
     from .scoring import BM25Method, Variant
     from .statistics import ScoreCache
@@ -156,8 +156,9 @@ def written(
     cursor = indptr[:-1].copy()  # where each term's next new posting goes
     cursor[:old_indptr.size - 1] += np.diff(old_indptr)
     touched = []
-    while runs:
-        r = runs.pop(0)
+    runs.reverse()
+    while runs:  # popped one by one, so each chunk's runs are freed once placed
+        r = runs.pop()
         within = np.arange(r.docs.size, dtype=np.int64) - np.repeat(r.starts, r.counts)
         dest = np.repeat(cursor[r.terms], r.counts) + within
         post_docs[dest] = rows32[r.first + r.docs.astype(np.int64)]

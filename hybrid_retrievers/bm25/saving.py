@@ -17,7 +17,7 @@ import numpy as np
 
 from .._integrity import check_offsets, check_postings, check_unique_ids
 from ..persistence import IndexFormatError, IndexReader, IndexWriter, atomic_index_dir, read_index
-from ..tokenization import Analyzer
+from ..text import Analyzer
 from .postings import IndexFields, Snapshot
 
 __all__ = ["BM25Saving", "FORMAT_VERSION"]

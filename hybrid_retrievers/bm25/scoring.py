@@ -17,6 +17,8 @@ References:
 
 from __future__ import annotations
 
+import math
+
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
@@ -95,11 +97,14 @@ def idf_robertson(df: FloatArray, n_docs: int, epsilon: float = OKAPI_EPSILON) -
 
     Terms in more than half of the documents get a negative idf; like
     ``rank_bm25.BM25Okapi`` they are replaced by ``epsilon`` times the mean idf over
-    the vocabulary (the mean is taken before flooring).
+    the vocabulary (the mean is taken before flooring). The sum is exactly rounded
+    (`math.fsum`), so it does not depend on the order of the vocabulary: an index edited
+    into a state scores bit for bit like one built directly in that state, even when
+    the idfs nearly cancel.
     """
     idf = np.log((n_docs - df + 0.5) / (df + 0.5))
     if idf.size:
-        floor = epsilon * float(idf.sum()) / idf.size
+        floor = epsilon * math.fsum(idf.tolist()) / idf.size
         idf = np.where(idf < 0, floor, idf)
     return idf
 

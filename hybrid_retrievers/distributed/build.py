@@ -30,9 +30,9 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..optional import require
-from ..collection_stats import CollectionStats
+from ..bm25.collection_stats import CollectionStats
 from ..vector import EmbeddingCache, embed_texts, embedder_identity, text_key
-from ..tokenization import Analyzer
+from ..text import Analyzer
 from ..types import Doc
 from .corpus import META_JSON, is_ray_dataset, iter_doc_batches, row_to_doc
 from .layout import (

@@ -39,7 +39,7 @@ import numpy as np
 from ..documents import check_docs, make_docs
 from ..optional import require
 from ..validation import check_k, check_query
-from ..collection_stats import CollectionStats, StatsDelta
+from ..bm25.collection_stats import CollectionStats, StatsDelta
 from ..vector import EmbeddingCache, embed_texts, embedder_identity
 from ..types import Doc, Hit, MetadataFilter
 from .fanout import RESTART_WAIT  # noqa: F401 - kept for compatibility (moved to .fanout)

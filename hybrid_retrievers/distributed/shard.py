@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from ..bm25 import BM25Index
-from ..collection_stats import CollectionStats, StatsDelta
+from ..bm25.collection_stats import CollectionStats, StatsDelta
 from ..types import Doc, MetadataFilter
 from .layout import ShardHit, load_shard, save_shard
 

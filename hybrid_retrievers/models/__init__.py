@@ -2,11 +2,13 @@
 
 Importing this package is cheap: `SentenceTransformerEmbedder` and `CrossEncoderScorer`
 import sentence-transformers (and torch) only when their model is first used, and
-`HashingEmbedder` needs numpy alone.
+`HashingEmbedder` needs numpy alone. `EmbedderAdapter` is the shared base of the
+framework embedding adapters (LangChain, LlamaIndex).
 """
 
 from __future__ import annotations
 
+from .adapter import EmbedderAdapter, adapt_embedder
 from .cross_encoder import CrossEncoderScorer
 from .fake import HashingEmbedder
 from .local import local_minilm_path
@@ -14,11 +16,13 @@ from .names import DEFAULT_CROSS_ENCODER, DEFAULT_EMBEDDING_MODEL, model_name
 from .sentence_transformers import SentenceTransformerEmbedder
 
 __all__ = [
-    "CrossEncoderScorer",
     "DEFAULT_CROSS_ENCODER",
     "DEFAULT_EMBEDDING_MODEL",
+    "CrossEncoderScorer",
+    "EmbedderAdapter",
     "HashingEmbedder",
     "SentenceTransformerEmbedder",
+    "adapt_embedder",
     "local_minilm_path",
     "model_name",
 ]

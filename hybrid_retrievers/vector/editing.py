@@ -27,20 +27,17 @@ from .snapshot import GraphLineage, IndexFields, Snapshot
 
 __all__ = ["VectorEditing", "edited", "deleted", "docs_for_vectors", "row_count"]
 
+Metadatas = Iterable[Mapping[str, Any] | None] | None
+"""One metadata mapping (or ``None``) per document, or ``None`` for none at all."""
+
 
 class VectorEditing(IndexFields):
     """The edit methods of `VectorIndex` (see its class docstring for concurrency)."""
 
     __slots__ = ()
 
-    def add(
-        self,
-        texts: Iterable[str],
-        ids: Iterable[str] | None = None,
-        metadatas: Iterable[Mapping[str, Any] | None] | None = None,
-        *,
-        show_progress: bool = False,
-    ) -> list[str]:
+    def add(self, texts: Iterable[str], ids: Iterable[str] | None = None,
+            metadatas: Metadatas = None, *, show_progress: bool = False) -> list[str]:
         """Encode and add texts; return their ids. An id already in the index is an error."""
         docs = make_docs(texts, ids, metadatas, taken=self._state.positions)
         return self.add_docs(docs, show_progress=show_progress)
@@ -51,21 +48,12 @@ class VectorEditing(IndexFields):
         self._state.check_new(docs)
         return self._insert(docs, self._encode(docs, show_progress), replace=False)
 
-    def add_vectors(
-        self,
-        vectors: Any,
-        ids: Iterable[str] | None = None,
-        metadatas: Iterable[Mapping[str, Any] | None] | None = None,
-        texts: Iterable[str] | None = None,
-        *,
-        docs: Iterable[Doc] | None = None,
-    ) -> list[str]:
+    def add_vectors(self, vectors: Any, ids: Iterable[str] | None = None,
+                    metadatas: Metadatas = None, texts: Iterable[str] | None = None, *,
+                    docs: Iterable[Doc] | None = None) -> list[str]:
         """Add precomputed vectors with their ids (or `Doc` objects); return the ids."""
-        matrix = check_matrix(vectors, row_count(vectors), "vectors")
-        if docs is None:
-            docs = docs_for_vectors(matrix.shape[0], ids, metadatas, texts, "add_vectors",
-                                    taken=self._state.positions)
-        docs = check_docs(docs)
+        matrix, docs = _vectors_and_docs(vectors, ids, metadatas, texts, "add_vectors",
+                                         docs=docs, taken=self._state.positions)
         if len(docs) != matrix.shape[0]:
             raise ValueError(
                 f"got {matrix.shape[0]} vectors but {len(docs)} documents; pass one each"
@@ -73,14 +61,8 @@ class VectorEditing(IndexFields):
         self._state.check_new(docs)
         return self._insert(docs, matrix, replace=False)
 
-    def upsert(
-        self,
-        texts: Iterable[str],
-        ids: Iterable[str] | None = None,
-        metadatas: Iterable[Mapping[str, Any] | None] | None = None,
-        *,
-        show_progress: bool = False,
-    ) -> list[str]:
+    def upsert(self, texts: Iterable[str], ids: Iterable[str] | None = None,
+               metadatas: Metadatas = None, *, show_progress: bool = False) -> list[str]:
         """Insert or replace: existing ids get the new text, metadata and vector in place.
 
         Without ids, content ids are used, so upserting an unchanged text (and metadata)
@@ -93,18 +75,11 @@ class VectorEditing(IndexFields):
         docs = check_docs(docs)
         return self._insert(docs, self._encode(docs, show_progress), replace=True)
 
-    def upsert_vectors(
-        self,
-        vectors: Any,
-        ids: Iterable[str] | None = None,
-        metadatas: Iterable[Mapping[str, Any] | None] | None = None,
-        texts: Iterable[str] | None = None,
-    ) -> list[str]:
+    def upsert_vectors(self, vectors: Any, ids: Iterable[str] | None = None,
+                       metadatas: Metadatas = None,
+                       texts: Iterable[str] | None = None) -> list[str]:
         """`upsert` with precomputed vectors."""
-        matrix = check_matrix(vectors, row_count(vectors), "vectors")
-        docs = check_docs(
-            docs_for_vectors(matrix.shape[0], ids, metadatas, texts, "upsert_vectors")
-        )
+        matrix, docs = _vectors_and_docs(vectors, ids, metadatas, texts, "upsert_vectors")
         return self._insert(docs, matrix, replace=True)
 
     def delete(self, ids: Iterable[str]) -> None:
@@ -235,10 +210,22 @@ def _capacity(n: int, need: int) -> int:
     return need if n == 0 else max(need, n + n // 2)
 
 
+def _vectors_and_docs(
+    vectors: Any, ids: Iterable[str] | None, metadatas: Metadatas,
+    texts: Iterable[str] | None, caller: str, *, docs: Iterable[Doc] | None = None,
+    taken: Mapping[str, Any] | None = None,
+) -> tuple[NDArray[np.float32], list[Doc]]:
+    """The checked matrix and documents of an ``add_vectors`` / ``upsert_vectors`` call."""
+    matrix = check_matrix(vectors, row_count(vectors), "vectors")
+    if docs is None:
+        docs = docs_for_vectors(matrix.shape[0], ids, metadatas, texts, caller, taken=taken)
+    return matrix, check_docs(docs)
+
+
 def docs_for_vectors(
     n: int,
     ids: Iterable[str] | None,
-    metadatas: Iterable[Mapping[str, Any] | None] | None,
+    metadatas: Metadatas,
     texts: Iterable[str] | None,
     caller: str,
     taken: Mapping[str, Any] | None = None,

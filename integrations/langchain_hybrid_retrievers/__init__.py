@@ -20,6 +20,7 @@ from .embeddings import LangChainEmbedder
 from .fusion import FusionRetriever, HybridRetriever
 from .hyde import HyDERetriever
 from .parent import ParentDocumentRetriever
+from .parent_store import LangChainParentStore
 from .vectorstores import ScoredVectorStoreRetriever
 from .searcher import SearcherRetriever
 
@@ -32,6 +33,7 @@ __all__ = [
     "HyDERetriever",
     "LLMReranker",
     "LangChainEmbedder",
+    "LangChainParentStore",
     "ParentDocumentRetriever",
     "RerankingRetriever",
     "ScoredVectorStoreRetriever",

@@ -15,7 +15,7 @@ from typing import Any
 from langchain_core.embeddings import Embeddings
 from pydantic import field_validator
 
-from hybrid_retrievers.embedding_cache import DEFAULT_CHUNK, EmbeddingCache
+from hybrid_retrievers.vector import DEFAULT_CHUNK, EmbeddingCache
 from hybrid_retrievers.validation import check_query
 from hybrid_retrievers.vector import VectorIndex
 

@@ -41,7 +41,7 @@ from hybrid_retrievers.validation import (
     check_weights,
     parse_enum,
 )
-from hybrid_retrievers.embedding_cache import DEFAULT_CHUNK, EmbeddingCache
+from hybrid_retrievers.vector import DEFAULT_CHUNK, EmbeddingCache
 from hybrid_retrievers.fusion import DEFAULT_K_RRF, Dedup, FusionMode, default_fetch_k, fuse
 from hybrid_retrievers.types import Hit
 

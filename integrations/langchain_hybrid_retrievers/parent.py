@@ -2,15 +2,17 @@
 
 Small child chunks are matched; their parents come back, ``k`` distinct parents per
 query, each with its score and the matched children. The splitting, the grouping, the
-"fetch more children until k parents" loop and the auto-merge rule are the core's;
-this module converts documents, wraps a LangChain ``BaseStore[str, Document]`` as a
-parent store and keeps search off the event loop.
+"fetch more children until k parents" loop, the auto-merge rule and the
+``from_documents`` recipe (`ParentChildSearcher.from_docs`) are the core's; this module
+converts documents, maps LangChain's parameter names and keeps search off the event
+loop. A LangChain docstore becomes a core parent store in `.parent_store`, a LangChain
+vector store a child index in `.child_index`.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from langchain_core.callbacks import (
@@ -18,204 +20,33 @@ from langchain_core.callbacks import (
     CallbackManagerForRetrieverRun,
 )
 from langchain_core.documents import Document
-from langchain_core.retrievers import BaseRetriever
 from langchain_core.stores import BaseStore
-from langchain_core.vectorstores import VectorStore, VectorStoreRetriever
 from pydantic import ConfigDict, field_validator
 
-from hybrid_retrievers import Doc
 from hybrid_retrievers.documents import make_docs
-from hybrid_retrievers.validation import check_k
-from hybrid_retrievers.parent import ParentChildSearcher, ParentStore, default_child_index
-from hybrid_retrievers.ids import content_id
-from hybrid_retrievers.splitting import (
-    CHILD_INDEX_KEY,
-    PARENT_ID_KEY,
-    START_INDEX_KEY,
-    SentenceSplitter,
-    split_parents,
+from hybrid_retrievers.parent import (
+    SOURCE_ID_KEY,  # noqa: F401  (kept for compatibility)
+    ParentChildSearcher,
+    ParentStore,
 )
 from hybrid_retrievers.types import Hit
+from hybrid_retrievers.validation import check_k
 
-from ._base import StrictRetriever, accepts_k, core_call_config, core_calls_as_children
-from ._convert import (
-    RANK_KEY,
-    SCORE_KEYS,
-    check_score_key,
-    copy_metadata,
-    document_score,
-    documents_to_columns,
-)
+from ._base import Filter, StrictRetriever, core_calls_as_children
+from ._convert import RANK_KEY, check_score_key, copy_metadata, documents_to_columns
+from .child_index import LangChainChildIndex, as_child_searcher
 from .embeddings import as_embedder
-from ._base import Filter
+from .parent_store import DocumentStoreParents, LangChainParentStore, as_parent_store
 
-__all__ = ["DocumentStoreParents", "LangChainChildIndex", "ParentDocumentRetriever"]
-
-SOURCE_ID_KEY = "source_id"
-"""Metadata key of a parent cut by ``parent_splitter``: the id of the document it came from."""
-
-_CHILD_KEYS = (PARENT_ID_KEY, CHILD_INDEX_KEY, START_INDEX_KEY)
+__all__ = [
+    "DocumentStoreParents",  # the former name of LangChainParentStore
+    "LangChainChildIndex",
+    "LangChainParentStore",
+    "ParentDocumentRetriever",
+]
 
 MATCHED_CHILDREN_KEY = "matched_children"
 """Metadata key of a returned parent: its matched children (``id``, ``rank``, ``score``)."""
-
-
-class DocumentStoreParents:
-    """A LangChain ``BaseStore[str, Document]`` as the core's parent store.
-
-    Parents are stored as `Document` objects with ``id`` set, so any LangChain store
-    (``InMemoryStore``, a Redis or SQL store...) can hold them.
-    """
-
-    def __init__(self, store: BaseStore[str, Document]) -> None:
-        if not isinstance(store, BaseStore):
-            raise TypeError(
-                "docstore must be a langchain_core.stores.BaseStore[str, Document] (e.g. "
-                f"InMemoryStore()) or a hybrid_retrievers ParentStore, got {type(store).__name__}"
-            )
-        self.store = store
-
-    def get_many(self, ids: Sequence[str]) -> list[Doc | None]:
-        out: list[Doc | None] = []
-        for i, value in zip(ids, self.store.mget(list(ids))):
-            if value is None:
-                out.append(None)
-            elif isinstance(value, Document):
-                out.append(Doc(i, value.page_content, copy_metadata(value.metadata)))
-            else:
-                raise TypeError(
-                    f"the docstore holds a {type(value).__name__} under {i!r}; a parent "
-                    "store must hold langchain Documents"
-                )
-        return out
-
-    def put_many(self, docs: Sequence[Doc]) -> None:
-        self.store.mset(
-            [(d.id, Document(id=d.id, page_content=d.text, metadata=copy_metadata(d.metadata)))
-             for d in docs]
-        )
-
-    def delete(self, ids: Iterable[str]) -> None:
-        self.store.mdelete(list(ids))
-
-    def __contains__(self, doc_id: object) -> bool:
-        return isinstance(doc_id, str) and self.store.mget([doc_id])[0] is not None
-
-
-class LangChainChildIndex:
-    """A LangChain vector store (or an editable retriever) as the core's child index.
-
-    The core's `ParentChildSearcher` needs a child index it can search, add children
-    to and delete them from; this adapts LangChain's spelling of those:
-
-    * search: a vector store's ``similarity_search_with_relevance_scores`` (its raw
-      ``similarity_search_with_score`` when the store defines no relevance function),
-      or a retriever's ``invoke(query, k=...)`` (scores read from its documents'
-      metadata, ``1 / rank`` when there are none), run as a child run of the
-      `ParentDocumentRetriever` call;
-    * add: ``add_documents(children, ids=...)`` (children keep their ids and carry
-      ``parent_id`` in their metadata, as LangChain's own ``ParentDocumentRetriever``
-      stores its ``doc_id``); delete: ``delete(ids)``.
-
-    A mapping filter is passed to the store as its ``filter=`` argument (in the store's
-    own filter syntax; most accept ``{key: value}`` equality); a callable filter
-    (receiving a `hybrid_retrievers.Doc`) is applied to the children it returns.
-    """
-
-    def __init__(self, target: Any, *, search_kwargs: Mapping[str, Any] | None = None) -> None:
-        if not (callable(getattr(target, "add_documents", None))
-                and callable(getattr(target, "delete", None))):
-            raise TypeError(
-                f"child_retriever {type(target).__name__} cannot index children: pass a "
-                "LangChain vector store (Chroma, PGVector, InMemoryVectorStore...), its "
-                "as_retriever(), a retriever with add_documents() and delete(), or one of "
-                "this package's retrievers"
-            )
-        self._store = target if isinstance(target, VectorStore) else None
-        self._target = target
-        self._kwargs = {k: v for k, v in (search_kwargs or {}).items() if k != "k"}
-        self._ids: set[str] = set()
-
-    def search(self, query: str, k: int, *, filter: Any = None) -> list[Hit]:
-        """The top ``k`` children for ``query`` (see the class docstring)."""
-        kwargs = dict(self._kwargs)
-        predicate = filter if callable(filter) and not isinstance(filter, Mapping) else None
-        if isinstance(filter, Mapping):
-            kwargs["filter"] = dict(filter)
-        if self._store is not None:
-            try:
-                pairs = self._store.similarity_search_with_relevance_scores(query, k=k, **kwargs)
-            except NotImplementedError:
-                pairs = self._store.similarity_search_with_score(query, k=k, **kwargs)
-        else:
-            config = core_call_config()
-            if accepts_k(self._target, asynchronous=False):
-                kwargs["k"] = k
-            docs = self._target.invoke(query, config, **kwargs)
-            pairs = [(d, document_score(d.metadata, SCORE_KEYS)) for d in docs]
-        hits: list[Hit] = []
-        for document, score in pairs:
-            doc = Doc(document.id if document.id is not None else content_id(
-                document.page_content), document.page_content, document.metadata)
-            if predicate is not None and not predicate(doc):
-                continue
-            rank = len(hits) + 1
-            hits.append(Hit(doc, 1.0 / rank if score is None else float(score), rank))
-        return hits[:k]
-
-    def add_docs(self, docs: Sequence[Doc]) -> list[str]:
-        ids = [d.id for d in docs]
-        self._target.add_documents(
-            [Document(id=d.id, page_content=d.text, metadata=copy_metadata(d.metadata))
-             for d in docs], ids=ids)
-        self._ids.update(ids)
-        return ids
-
-    def delete(self, ids: Iterable[str]) -> None:
-        ids = list(ids)
-        self._target.delete(ids)
-        self._ids.difference_update(ids)
-
-    def __contains__(self, doc_id: object) -> bool:
-        # Children added through this object; the store's own content is not listed.
-        return doc_id in self._ids
-
-
-def _as_child_searcher(child: Any) -> Any:
-    """A core searcher from a core index, this package's retriever or LangChain's store."""
-    if isinstance(child, VectorStore):
-        return LangChainChildIndex(child)
-    if isinstance(child, VectorStoreRetriever):
-        if child.search_type not in ("similarity", "similarity_score_threshold"):
-            raise ValueError(
-                f"child_retriever has search_type={child.search_type!r}; parent/child search "
-                "needs ranked children: use 'similarity' (or pass the vector store itself)"
-            )
-        return LangChainChildIndex(child.vectorstore, search_kwargs=child.search_kwargs)
-    if isinstance(child, BaseRetriever):
-        for attr in ("searcher", "index"):
-            inner = getattr(child, attr, None)
-            if inner is not None and callable(getattr(inner, "search", None)):
-                return inner
-        return LangChainChildIndex(child)
-    return child
-
-
-def _split_into_parents(parents: list[Doc], parent_splitter: Any) -> list[Doc]:
-    """Cut the given documents into parents (LangChain's ``parent_splitter``).
-
-    Each parent chunk gets id ``"<document id>:p<i>"`` and its document's metadata plus
-    ``source_id`` (the document's id), so the chunks can be traced back.
-    """
-    chunks = split_parents(parents, parent_splitter)
-    out = []
-    for chunk in chunks:
-        metadata = {k: v for k, v in chunk.metadata.items() if k not in _CHILD_KEYS}
-        source = chunk.metadata[PARENT_ID_KEY]
-        metadata[SOURCE_ID_KEY] = source
-        position = chunk.metadata[CHILD_INDEX_KEY]
-        out.append(Doc(f"{source}:p{position}", chunk.text, metadata))
-    return out
 
 
 class ParentDocumentRetriever(StrictRetriever):
@@ -344,28 +175,17 @@ class ParentDocumentRetriever(StrictRetriever):
                 raise ValueError("pass child_retriever= or vectorstore= (the same), not both")
             child_retriever = vectorstore
         texts, ids, metadatas = documents_to_columns(documents)
-        parents = make_docs(texts, ids, metadatas)
-        if not parents:
-            raise ValueError("documents must hold at least one parent Document, got none")
-        if parent_splitter is not None:
-            parents = _split_into_parents(parents, parent_splitter)
-        splitter = (SentenceSplitter(chunk_size, chunk_overlap)
-                    if child_splitter is None else child_splitter)
-        store = _as_store(docstore)
-        if child_retriever is None:
-            children = split_parents(parents, splitter)
-            if not children:
-                raise ValueError("no document has any text to split into children")
-            child = default_child_index(
-                children, None if embedding is None else as_embedder(embedding)
-            )
-            store.put_many(parents)
-            searcher = ParentChildSearcher(child, store, k=k, splitter=splitter)
-        else:
-            searcher = ParentChildSearcher(
-                _as_child_searcher(child_retriever), store, k=k, splitter=splitter
-            )
-            searcher.add(parents)
+        searcher = ParentChildSearcher.from_docs(
+            make_docs(texts, ids, metadatas),
+            chunk_size=chunk_size,
+            chunk_overlap=chunk_overlap,
+            splitter=child_splitter,
+            parent_splitter=parent_splitter,
+            embedder=None if embedding is None else as_embedder(embedding),
+            child_searcher=None if child_retriever is None else as_child_searcher(child_retriever),
+            parent_store=as_parent_store(docstore),
+            k=k,
+        )
         return cls(searcher=searcher, k=k, **kwargs)
 
     # ----------------------------------------------------------------- search
@@ -394,24 +214,16 @@ class ParentDocumentRetriever(StrictRetriever):
         return [self._to_document(h) for h in hits]
 
     def _get_relevant_documents(
-        self,
-        query: str,
-        *,
-        run_manager: CallbackManagerForRetrieverRun,
-        k: int | None = None,
-        filter: Filter | None = None,
+        self, query: str, *, run_manager: CallbackManagerForRetrieverRun,
+        k: int | None = None, filter: Filter | None = None,
     ) -> list[Document]:
         """Return up to ``k`` parents for ``query``, best first."""
         with core_calls_as_children(run_manager):
             return self._search(query, k, filter)
 
     async def _aget_relevant_documents(
-        self,
-        query: str,
-        *,
-        run_manager: AsyncCallbackManagerForRetrieverRun,
-        k: int | None = None,
-        filter: Filter | None = None,
+        self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun,
+        k: int | None = None, filter: Filter | None = None,
     ) -> list[Document]:
         """Async `_get_relevant_documents`: the search runs in a worker thread."""
         with core_calls_as_children(run_manager):
@@ -435,16 +247,3 @@ class ParentDocumentRetriever(StrictRetriever):
             KeyError: naming unknown parent ids (nothing is deleted then).
         """
         self.searcher.delete(ids)
-
-
-def _as_store(docstore: Any) -> Any:
-    if docstore is None:
-        return ParentStore()
-    if isinstance(docstore, BaseStore):
-        return DocumentStoreParents(docstore)
-    if all(callable(getattr(docstore, m, None)) for m in ("get_many", "put_many", "delete")):
-        return docstore
-    raise TypeError(
-        "docstore must be a langchain BaseStore[str, Document] (e.g. InMemoryStore()) or a "
-        f"hybrid_retrievers ParentStore, got {type(docstore).__name__}"
-    )

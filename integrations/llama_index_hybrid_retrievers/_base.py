@@ -9,13 +9,14 @@ ranking, filtering and validation of values live in the core. Written once, here
 * `SimilarityTopK`: the validated ``similarity_top_k`` property;
 * `CoreSearcherRetriever`: the filter (as given and in its core form), the caller's
   nodes (`NodeCache`), one path from core hits to new `NodeWithScore` objects, async
-  (the searcher's ``asearch`` when it has one, else a worker thread), editing and the
-  persisted settings;
+  (the searcher's ``asearch`` when it has one, else a worker thread), editing
+  (`NodeEditing`, in `_editing`) and the persisted settings;
 * `CoreIndexRetriever`: a `CoreSearcherRetriever` over one core index, with its
-  constructor, ``persist`` and the ``index=`` -> ``bm25_index=`` / ``vector_index=``
-  deprecation;
-* `one_source` / `source_nodes`: the "exactly one of nodes= / docstore= / ..." rule of
-  ``from_defaults``; `one_filter`: ``filter=`` or LlamaIndex's spelling ``filters=``.
+  constructor (`IndexOptions`: the keyword arguments every subclass takes),
+  ``persist`` and the ``index=`` -> ``bm25_index=`` / ``vector_index=`` deprecation;
+* re-exported from `_sources`: `one_source` / `source_nodes`, the "exactly one of
+  nodes= / docstore= / ..." rule of ``from_defaults``; `one_filter`: ``filter=`` or
+  LlamaIndex's spelling ``filters=``.
 """
 
 from __future__ import annotations
@@ -23,69 +24,27 @@ from __future__ import annotations
 import asyncio
 import os
 import warnings
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypedDict
 
 from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.callbacks import CallbackManager
 from llama_index.core.schema import BaseNode, NodeWithScore, QueryBundle
-from llama_index.core.storage.docstore.types import BaseDocumentStore
 from llama_index.core.vector_stores.types import MetadataFilters
 
 from hybrid_retrievers.types import Hit, MetadataFilter
 from hybrid_retrievers.validation import check_k
 
-from ._convert import hit_to_node_with_score, nodes_to_docs, to_core_filter
+from ._convert import hit_to_node_with_score, to_core_filter
+from ._editing import NodeEditing
 from ._nodes import NodeCache
 from ._persist import filter_from_json, filter_to_json, read_retriever, write_retriever
 from ._query import QueryChecked
+from ._sources import one_filter, one_source, source_nodes
 
-__all__ = ["CoreIndexRetriever", "CoreSearcherRetriever", "SimilarityTopK", "one_filter",
-           "one_source", "source_nodes"]
-
-
-def one_filter(filter: Any, filters: Any) -> Any:
-    """``filter`` or LlamaIndex's spelling ``filters`` (``VectorIndexRetriever``'s), not both."""
-    if filter is not None and filters is not None:
-        raise ValueError("pass filter= or filters= (the same), not both")
-    return filters if filter is None else filter
-
-
-def one_source(note: str = "", **sources: Any) -> str:
-    """The name of the one source given (not ``None``) among ``sources``.
-
-    Raises:
-        ValueError: naming the choices (and ``note``) unless exactly one is given.
-    """
-    given = [name for name, value in sources.items() if value is not None]
-    if len(given) != 1:
-        names = [f"{name}=" for name in sources]
-        if len(sources) == 2:
-            got = "both" if given else "neither"
-        else:
-            got = str(len(given)) if given else "none"
-        raise ValueError(
-            f"pass exactly one of {', '.join(names[:-1])} or {names[-1]}, got {got}{note}")
-    return given[0]
-
-
-def source_nodes(nodes: Iterable[BaseNode] | None,
-                 docstore: BaseDocumentStore | None = None) -> list[BaseNode]:
-    """The nodes given, or every node of ``docstore`` when it is given instead.
-
-    Raises:
-        TypeError: for a docstore that is not a LlamaIndex one, or a single node.
-    """
-    if docstore is not None:
-        if not isinstance(docstore, BaseDocumentStore):
-            raise TypeError(
-                f"docstore must be a llama_index BaseDocumentStore, got {type(docstore).__name__}"
-            )
-        return list(docstore.docs.values())
-    if isinstance(nodes, BaseNode):
-        raise TypeError("nodes must be a list of nodes, got a single node; wrap it in a list")
-    return list(nodes or ())
+__all__ = ["CoreIndexRetriever", "CoreSearcherRetriever", "IndexOptions", "SimilarityTopK",
+           "one_filter", "one_source", "source_nodes"]
 
 
 class SimilarityTopK:
@@ -103,7 +62,7 @@ class SimilarityTopK:
         self._similarity_top_k = check_k(value, name="similarity_top_k")
 
 
-class CoreSearcherRetriever(SimilarityTopK, QueryChecked, BaseRetriever):
+class CoreSearcherRetriever(SimilarityTopK, NodeEditing, QueryChecked, BaseRetriever):
     """Base of the retrievers over one core searcher (``self._searcher``).
 
     Holds ``similarity_top_k`` (validated on every assignment), the filter as given
@@ -153,69 +112,6 @@ class CoreSearcherRetriever(SimilarityTopK, QueryChecked, BaseRetriever):
         return self._wrap(await asearch(
             query_bundle.query_str, self._similarity_top_k, filter=self._core_filter))
 
-    # ------------------------------------------------------------------ editing
-
-    def _editable_indexes(self) -> list[Any]:
-        """The core indexes searched by this retriever (each gets every edit)."""
-        return [self._searcher]
-
-    def insert_nodes(self, nodes: Sequence[BaseNode], **insert_kwargs: Any) -> list[str]:
-        """Index more nodes (``VectorStoreIndex.insert_nodes``'s name); returns their ids.
-
-        The core updates its statistics (N, avgdl, idf for BM25; a dense index embeds
-        the new texts). ``insert_kwargs`` are accepted for LlamaIndex compatibility and
-        must be empty.
-
-        Raises:
-            ValueError: an id already indexed (nothing is inserted then).
-        """
-        if insert_kwargs:
-            raise TypeError(f"insert_nodes got unexpected argument(s) {sorted(insert_kwargs)}")
-        if isinstance(nodes, BaseNode):
-            raise TypeError("nodes must be a list of nodes, got a single node; wrap it in a list")
-        node_list = list(nodes)
-        docs = nodes_to_docs(node_list)
-        done: list[Any] = []
-        try:
-            for index in self._editable_indexes():
-                index.add_docs(docs)
-                done.append(index)
-        except BaseException:
-            for index in done:  # keep the indexes consistent with each other
-                index.delete([d.id for d in docs])
-            raise
-        self._nodes.update(node_list)
-        return [d.id for d in docs]
-
-    def delete_nodes(self, node_ids: Sequence[str], **delete_kwargs: Any) -> None:
-        """Remove nodes by id (``VectorStoreIndex.delete_nodes``'s name).
-
-        Raises:
-            KeyError: naming unknown ids (nothing is deleted then).
-        """
-        if delete_kwargs:
-            raise TypeError(f"delete_nodes got unexpected argument(s) {sorted(delete_kwargs)}")
-        ids = [node_ids] if isinstance(node_ids, str) else list(node_ids)
-        indexes = self._editable_indexes()
-        for index in indexes:  # check everywhere first: all or nothing
-            unknown = [i for i in ids if i not in index]
-            if unknown:
-                raise KeyError(f"{len(unknown)} node id(s) not in the index: {unknown[:5]}")
-        for index in indexes:
-            index.delete(ids)
-        self._nodes.discard(ids)
-
-    def delete_ref_doc(self, ref_doc_id: str, **delete_kwargs: Any) -> None:
-        """Remove every node whose ``ref_doc_id`` (source document) is ``ref_doc_id``.
-
-        Known for the nodes given to this retriever (or restored by ``from_persist_dir``);
-        nodes added straight to ``index`` have no source. No match is not an error, as
-        for LlamaIndex's indexes.
-        """
-        ids = self._nodes.ids_of_ref_doc(ref_doc_id)
-        present = [i for i in ids if all(i in index for index in self._editable_indexes())]
-        if present:
-            self.delete_nodes(present, **delete_kwargs)
 
     # -------------------------------------------------------------- persistence
 
@@ -250,12 +146,26 @@ class CoreSearcherRetriever(SimilarityTopK, QueryChecked, BaseRetriever):
         return folder, nodes, kwargs, settings
 
 
+class IndexOptions(TypedDict, total=False):
+    """The keyword arguments of every `CoreIndexRetriever` constructor (subclasses take
+    them as ``**options: Unpack[IndexOptions]`` after their own index argument)."""
+
+    similarity_top_k: int
+    filter: MetadataFilter | MetadataFilters | None
+    nodes: Iterable[BaseNode] | NodeCache | None
+    callback_manager: CallbackManager | None
+    verbose: bool
+    filters: MetadataFilter | MetadataFilters | None
+    index: Any
+
+
 class CoreIndexRetriever(CoreSearcherRetriever):
     """A `CoreSearcherRetriever` over one core index (BM25, dense).
 
     Subclasses name the index type and the constructor argument (``index_type``,
-    ``index_argument``); ``index=`` still works for that argument, with a
-    `DeprecationWarning` (in LlamaIndex ``index=`` means a ``VectorStoreIndex``).
+    ``index_argument``) and pass it on with the `IndexOptions`; ``index=`` still works
+    for that argument, with a `DeprecationWarning` (in LlamaIndex ``index=`` means a
+    ``VectorStoreIndex``).
     """
 
     index_type: ClassVar[type]
@@ -263,17 +173,17 @@ class CoreIndexRetriever(CoreSearcherRetriever):
     build_hint: ClassVar[str]
     legacy_kind: ClassVar[str]
 
-    def _init(
+    def __init__(
         self,
-        core_index: Any,
-        index: Any,
+        core_index: Any = None,
         *,
-        similarity_top_k: int,
-        filter: MetadataFilter | MetadataFilters | None,
-        filters: MetadataFilter | MetadataFilters | None,
-        nodes: Iterable[BaseNode] | NodeCache | None,
-        callback_manager: CallbackManager | None,
-        verbose: bool,
+        similarity_top_k: int = 4,
+        filter: MetadataFilter | MetadataFilters | None = None,
+        nodes: Iterable[BaseNode] | NodeCache | None = None,
+        callback_manager: CallbackManager | None = None,
+        verbose: bool = False,
+        filters: MetadataFilter | MetadataFilters | None = None,
+        index: Any = None,
     ) -> None:
         if index is not None:
             if core_index is not None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import warnings
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from llama_index.core.callbacks.base import CallbackManager
 from llama_index.core.schema import BaseNode
@@ -20,9 +20,11 @@ from llama_index.core.vector_stores.types import MetadataFilters
 from hybrid_retrievers import Analyzer, BM25Index
 from hybrid_retrievers.types import MetadataFilter
 
-from ._base import CoreIndexRetriever, one_filter, one_source, source_nodes
+from ._base import CoreIndexRetriever, IndexOptions, one_filter, one_source, source_nodes
 from ._convert import nodes_to_docs
-from ._nodes import NodeCache
+
+if TYPE_CHECKING:  # typing.Unpack is Python 3.11+
+    from typing_extensions import Unpack
 
 __all__ = ["BM25Retriever"]
 
@@ -67,21 +69,9 @@ class BM25Retriever(CoreIndexRetriever):
     build_hint = "BM25Retriever.from_defaults(nodes=...)"
     legacy_kind = "bm25"
 
-    def __init__(
-        self,
-        bm25_index: BM25Index | None = None,
-        *,
-        similarity_top_k: int = 4,
-        filter: MetadataFilter | MetadataFilters | None = None,
-        nodes: Iterable[BaseNode] | NodeCache | None = None,
-        callback_manager: CallbackManager | None = None,
-        verbose: bool = False,
-        filters: MetadataFilters | MetadataFilter | None = None,
-        index: BM25Index | None = None,
-    ) -> None:
-        self._init(bm25_index, index, similarity_top_k=similarity_top_k, filter=filter,
-                   filters=filters, nodes=nodes, callback_manager=callback_manager,
-                   verbose=verbose)
+    def __init__(self, bm25_index: BM25Index | None = None,
+                 **options: Unpack[IndexOptions]) -> None:
+        super().__init__(bm25_index, **options)
 
     @property
     def bm25_index(self) -> BM25Index:

@@ -10,28 +10,28 @@ model calls and search off the event loop.
 from __future__ import annotations
 
 import asyncio
-import inspect
 import os
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.callbacks.base import CallbackManager
 from llama_index.core.schema import BaseNode, NodeWithScore, QueryBundle
 from llama_index.core.storage.docstore.types import BaseDocumentStore
 from llama_index.core.vector_stores.types import MetadataFilters
-from numpy.typing import NDArray
 
-from hybrid_retrievers.validation import check_query
-from hybrid_retrievers.embedding_cache import DEFAULT_CHUNK, EmbeddingCache
+from hybrid_retrievers.vector import DEFAULT_CHUNK, EmbeddingCache
 from hybrid_retrievers.types import MetadataFilter
+from hybrid_retrievers.validation import check_query
 from hybrid_retrievers.vector import VectorIndex
 
-from ._base import CoreIndexRetriever, one_filter, one_source, source_nodes
+from ._base import CoreIndexRetriever, IndexOptions, one_filter, one_source, source_nodes
 from ._convert import nodes_to_docs
-from ._nodes import NodeCache
+from ._query_vector import coroutine_method, embedding_strs, mean_vector
 from .embeddings import as_embedder
+
+if TYPE_CHECKING:  # typing.Unpack is Python 3.11+
+    from typing_extensions import Unpack
 
 __all__ = ["DenseRetriever"]
 
@@ -100,21 +100,9 @@ class DenseRetriever(CoreIndexRetriever):
     build_hint = "DenseRetriever.from_defaults(nodes=..., embed_model=...)"
     legacy_kind = "vector"
 
-    def __init__(
-        self,
-        vector_index: VectorIndex | None = None,
-        *,
-        similarity_top_k: int = 4,
-        filter: MetadataFilter | MetadataFilters | None = None,
-        nodes: Iterable[BaseNode] | NodeCache | None = None,
-        callback_manager: CallbackManager | None = None,
-        verbose: bool = False,
-        filters: MetadataFilters | MetadataFilter | None = None,
-        index: VectorIndex | None = None,
-    ) -> None:
-        self._init(vector_index, index, similarity_top_k=similarity_top_k, filter=filter,
-                   filters=filters, nodes=nodes, callback_manager=callback_manager,
-                   verbose=verbose)
+    def __init__(self, vector_index: VectorIndex | None = None,
+                 **options: Unpack[IndexOptions]) -> None:
+        super().__init__(vector_index, **options)
         if self._searcher.embedder is None:
             raise ValueError(
                 "vector_index must have an embedder to answer text queries, got a VectorIndex "
@@ -183,30 +171,30 @@ class DenseRetriever(CoreIndexRetriever):
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         if query_bundle.embedding is not None:
             return self._search_vector(query_bundle.embedding)
-        strs = _embedding_strs(query_bundle)
+        strs = embedding_strs(query_bundle)
         if strs is None:
             return super()._retrieve(query_bundle)
         embedder = self._searcher.embedder
         batch = getattr(embedder, "embed_queries", None)
         vectors = batch(strs) if callable(batch) else [embedder.embed_query(t) for t in strs]
-        return self._search_vector(_mean(vectors))
+        return self._search_vector(mean_vector(vectors))
 
     async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         embedder = self._searcher.embedder
-        aembed_query = _coroutine_method(embedder, "aembed_query")
+        aembed_query = coroutine_method(embedder, "aembed_query")
         if query_bundle.embedding is not None or aembed_query is None:
             # Nothing to await: model (if any) and search run in one worker thread.
             return await asyncio.to_thread(self._retrieve, query_bundle)
-        strs = _embedding_strs(query_bundle)
+        strs = embedding_strs(query_bundle)
         if strs is None:
             vector = await aembed_query(check_query(query_bundle.query_str))
         else:
-            aembed_queries = _coroutine_method(embedder, "aembed_queries")
+            aembed_queries = coroutine_method(embedder, "aembed_queries")
             if aembed_queries is not None:
                 matrix = await aembed_queries(strs)
             else:
                 matrix = [await aembed_query(s) for s in strs]
-            vector = _mean(matrix)
+            vector = mean_vector(matrix)
         return await asyncio.to_thread(self._search_vector, vector)
 
     @classmethod
@@ -246,35 +234,3 @@ class DenseRetriever(CoreIndexRetriever):
                                             cache=cache),
             similarity_top_k=similarity_top_k, filter=filter, filters=filters,
             callback_manager=callback_manager, verbose=verbose)
-
-
-def _embedding_strs(query_bundle: QueryBundle) -> list[str] | None:
-    """The bundle's custom embedding strings, validated; ``None`` when it has none."""
-    strs = query_bundle.custom_embedding_strs
-    if strs is None:
-        return None
-    if isinstance(strs, str):
-        raise TypeError(
-            "QueryBundle.custom_embedding_strs must be a list of str, got a single str; "
-            "wrap it in a list"
-        )
-    strs = list(strs)
-    if not strs:
-        raise ValueError(
-            "QueryBundle.custom_embedding_strs must hold at least one string, got []; "
-            "leave it None to embed query_str"
-        )
-    return [check_query(s, name=f"custom_embedding_strs[{i}]") for i, s in enumerate(strs)]
-
-
-def _mean(vectors: Any) -> NDArray[np.float32]:
-    """LlamaIndex's ``mean_agg``: the plain mean of the query vectors."""
-    matrix = np.asarray(vectors, dtype=np.float32)
-    if matrix.ndim != 2:
-        raise ValueError(f"query vectors must have shape (n, dimension), got {matrix.shape}")
-    return matrix.mean(axis=0)
-
-
-def _coroutine_method(obj: Any, name: str) -> Any:
-    method = getattr(obj, name, None)
-    return method if method is not None and inspect.iscoroutinefunction(method) else None

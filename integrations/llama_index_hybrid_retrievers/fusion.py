@@ -34,7 +34,7 @@ from llama_index.core.vector_stores.types import MetadataFilters
 
 from hybrid_retrievers import Analyzer
 from hybrid_retrievers.validation import check_k, check_k_rrf, check_names, check_weights, parse_enum
-from hybrid_retrievers.embedding_cache import DEFAULT_CHUNK, EmbeddingCache
+from hybrid_retrievers.vector import DEFAULT_CHUNK, EmbeddingCache
 from hybrid_retrievers.fusion import DEFAULT_K_RRF, Dedup, FusionMode, default_fetch_k, fuse
 from hybrid_retrievers.types import Hit, MetadataFilter
 

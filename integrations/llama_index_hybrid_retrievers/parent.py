@@ -2,9 +2,9 @@
 
 Unlike LlamaIndex's ``AutoMergingRetriever`` it needs no configured docstore: parents
 live in the core's in-memory `ParentStore` (with save/load) unless another store is
-given. Splitting, grouping, the "fetch more children until k parents" loop and the
-auto-merge rule are the core's; this module converts nodes and keeps search off the
-event loop.
+given. Splitting, grouping, the "fetch more children until k parents" loop, the
+auto-merge rule and the ``from_defaults`` recipe (`ParentChildSearcher.from_docs`) are
+the core's; this module converts nodes and keeps search off the event loop.
 """
 
 from __future__ import annotations
@@ -19,16 +19,15 @@ from llama_index.core.callbacks.base import CallbackManager
 from llama_index.core.schema import BaseNode, NodeWithScore, QueryBundle
 from llama_index.core.vector_stores.types import MetadataFilters
 
-from hybrid_retrievers.validation import check_k
 from hybrid_retrievers.parent import ParentChildSearcher, ParentStore, ParentStoreLike
-from hybrid_retrievers.splitting import SentenceSplitter
 from hybrid_retrievers.types import MetadataFilter
+from hybrid_retrievers.validation import check_k, check_merge_threshold
 
 from ._base import one_filter
 from ._convert import hit_to_node_with_score, nodes_to_docs, to_core_filter
-from ._query import QueryChecked
 from ._nodes import NodeCache
 from ._persist import filter_from_json, filter_to_json, read_retriever, write_retriever
+from ._query import QueryChecked
 from .embeddings import as_embedder
 
 __all__ = ["ParentDocumentRetriever"]
@@ -80,12 +79,7 @@ class ParentDocumentRetriever(QueryChecked, BaseRetriever):
         self._searcher = searcher
         self.similarity_top_k = similarity_top_k
         self._fetch_k = None if fetch_k is None else check_k(fetch_k, "fetch_k")
-        self._merge = merge_threshold
-        if merge_threshold is not None:
-            # Validate now, not at the first query.
-            from hybrid_retrievers.validation import check_merge_threshold
-
-            self._merge = check_merge_threshold(merge_threshold)
+        self._merge = check_merge_threshold(merge_threshold)  # now, not at the first query
         self._filter = filter
         self._core_filter = to_core_filter(filter)
         self._nodes = nodes if isinstance(nodes, NodeCache) else NodeCache(nodes or ())
@@ -141,9 +135,11 @@ class ParentDocumentRetriever(QueryChecked, BaseRetriever):
         node_list = list(nodes)
         searcher = ParentChildSearcher.from_docs(
             nodes_to_docs(node_list),
-            splitter=SentenceSplitter(chunk_size, chunk_overlap) if splitter is None else splitter,
+            chunk_size=chunk_size,
+            chunk_overlap=chunk_overlap,
+            splitter=splitter,
             embedder=None if embed_model is None else as_embedder(embed_model),
-            parent_store=ParentStore() if parent_store is None else parent_store,
+            parent_store=parent_store,
             k=similarity_top_k,
         )
         return cls(searcher, similarity_top_k=similarity_top_k, fetch_k=fetch_k,

@@ -96,3 +96,22 @@ def test_upsert_refuses_duplicates_and_keeps_the_index() -> None:
         index.upsert(["dog", "bird"], ids=["a", "a"])
     assert index.get("a").text == "cat"
     assert index.upsert([]) == []
+
+
+def test_robertson_floor_does_not_depend_on_vocabulary_order() -> None:
+    # Found by test_upsert_equals_rebuild: here the idfs nearly cancel, so the floor
+    # (epsilon x their mean) was a rounding residue whose value depended on the order in
+    # which the edited and the rebuilt index had met the terms (-2.2e-18 vs -4.4e-18).
+    live = {"d3": "", "d4": "beta", "d5": "alpha beta gamma omega"}
+    index = _rebuilt({"d0": "", "d1": "", "d2": "alpha omega", **live}, "robertson")
+    index.delete(["d0", "d1", "d2"])
+    index.upsert(["alpha gamma delta omega"], ids=["d0"])
+    live["d0"] = "alpha gamma delta omega"
+    index.add(["alpha beta gamma delta", "alpha", "alpha beta gamma", "alpha beta delta"],
+              ids=["d100", "d101", "d102", "d103"])
+    live.update({"d100": "alpha beta gamma delta", "d101": "alpha", "d102": "alpha beta gamma",
+                 "d103": "alpha beta delta"})
+    rebuilt = _rebuilt(live, "robertson")
+    for query in QUERIES:
+        got = [(h.id, h.score) for h in index.search(query, k=100)]
+        assert got == [(h.id, h.score) for h in rebuilt.search(query, k=100)], query

@@ -197,3 +197,32 @@ def test_searcher_save_load_round_trip(tmp_path: Path) -> None:
     assert "wings" not in [h.id for h in ParentChildSearcher.load(tmp_path / "pc").search("lift")]
     with pytest.raises(TypeError, match="BM25Index or VectorIndex"):
         _searcher(embedder=HashingEmbedder(16)).save(tmp_path / "fused")
+
+
+def test_from_docs_into_an_existing_child_index_and_with_a_parent_splitter() -> None:
+    # child_searcher=: the children go into the given (empty) index, as by add().
+    index = BM25Index()
+    s = ParentChildSearcher.from_docs(PARENTS, splitter=SPLIT, child_searcher=index, k=2)
+    assert s.child_searcher is index and len(index) == len(split_parents(PARENTS, SPLIT))
+    assert s.search("compost")[0].id == "soil"
+    with pytest.raises(ValueError, match="not both"):
+        ParentChildSearcher.from_docs(PARENTS, child_searcher=BM25Index(),
+                                      child_index=BM25Index.from_docs)
+    # parent_splitter=: documents are cut into parents "<doc id>:p<i>" with source_id.
+    cut = ParentChildSearcher.from_docs(PARENTS, parent_splitter=SPLIT,
+                                        splitter=SentenceSplitter(20, 0))
+    hit = cut.search("compost", k=1)[0]
+    assert hit.id == "soil:p0" and hit.doc.metadata == {"topic": "garden", "source_id": "soil"}
+
+
+def test_result_items_are_small_dataclasses() -> None:
+    from hybrid_retrievers.parent import ParentGroup, UnmergedChild
+    from hybrid_retrievers.parent.grouping import group_hits
+
+    s = _searcher()
+    hits = s.child_searcher.search("lift", 100)
+    items = group_hits(hits, None, {p.id: s.children_of(p.id) for p in PARENTS})
+    assert all(isinstance(i, ParentGroup) for i in items)
+    assert [i.best_rank for i in items] == sorted(i.best_rank for i in items)
+    unmerged = group_hits(hits, 1.0, {"wings": ("a",) * 100})
+    assert any(isinstance(i, UnmergedChild) and i.group.parent_id == "wings" for i in unmerged)
