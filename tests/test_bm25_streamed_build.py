@@ -200,3 +200,20 @@ def test_n_jobs_is_checked(bad, error):
 def test_n_jobs_minus_one_means_all_cores():
     assert chunking.resolve_n_jobs(-1) == chunking._cpu_count()
     assert chunking.resolve_n_jobs(3) == 3
+
+
+def test_n_jobs_sends_a_registered_tokenizer(monkeypatch):
+    from hybrid_retrievers.text import register_tokenizer, unregister_tokenizer
+
+    monkeypatch.setattr(chunking, "CHUNK_DOCS", 2)
+    register_tokenizer("test.streamed-ws", str.split, replace=True)
+    try:
+        analyzer = Analyzer(tokenizer="test.streamed-ws", stemmer=None)
+        texts = ["a-b c", "c d-e", "f", "a-b a-b", "e"]
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", UserWarning)
+            two = BM25Index.from_texts(texts, analyzer=analyzer, n_jobs=2)
+        assert snapshot_fields(two) == snapshot_fields(BM25Index.from_texts(texts, analyzer=analyzer))
+        assert "a-b" in two._state.vocab
+    finally:
+        unregister_tokenizer("test.streamed-ws")
