@@ -65,6 +65,18 @@ def reference_written(state, docs, token_lists, rows):
                     doc_len)
 
 
+def reference_compacted(state, alive):
+    """The previous `postings.compacted`: a per-posting term array and bincount."""
+    new_pos = np.cumsum(alive) - 1
+    terms = np.repeat(np.arange(len(state.indptr) - 1), np.diff(state.indptr))
+    keep = alive[state.post_docs]
+    df = np.bincount(terms[keep], minlength=len(state.vocab))
+    vocab, df = live_terms(state.vocab, df)
+    docs = [d for d, a in zip(state.docs, alive.tolist()) if a]
+    return Snapshot(docs, vocab, offsets(df), new_pos[state.post_docs[keep]],
+                    compact_tf(state.post_tf[keep]), state.doc_len[alive])
+
+
 def reference_from_chunks(state, docs, chunks, rows):
     token_lists = []
     for chunk in chunks:
@@ -135,6 +147,7 @@ def test_streamed_build_equals_reference(seed, monkeypatch):
     monkeypatch.setattr(chunking, "CHUNK_DOCS", 7)
     new = run_edits(seed)
     monkeypatch.setattr(index_module, "written", reference_from_chunks)
+    monkeypatch.setattr(index_module, "compacted", reference_compacted)
     old = run_edits(seed)
     assert snapshot_fields(new) == snapshot_fields(old)
     assert results(new) == results(old)

@@ -291,10 +291,16 @@ def _sort_terms(
 
 def compacted(state: Snapshot, alive: NDArray[np.bool_]) -> Snapshot:
     """A new snapshot holding only the documents where ``alive`` is True."""
-    new_pos = np.cumsum(alive) - 1
-    terms = np.repeat(np.arange(len(state.indptr) - 1), np.diff(state.indptr))
+    new_pos = np.cumsum(alive, dtype=np.int32) - 1  # int32 like post_docs: no cast copy
     keep = alive[state.post_docs]
-    df = np.bincount(terms[keep], minlength=len(state.vocab))
+    starts = state.indptr[:-1]
+    if starts.size and keep.size and bool((np.diff(state.indptr) > 0).all()):
+        # Kept postings per term without a per-posting term array (a snapshot's
+        # terms all have postings, so no range is empty).
+        df = np.add.reduceat(keep, starts, dtype=np.int64)
+    else:
+        terms = np.repeat(np.arange(len(state.indptr) - 1), np.diff(state.indptr))
+        df = np.bincount(terms[keep], minlength=len(state.vocab))
     # Drop terms no remaining document has, so the vocabulary (and Robertson's
     # mean idf) is what a rebuild on the remaining documents would have.
     vocab, df = live_terms(state.vocab, df)
