@@ -176,25 +176,45 @@ def vocab_bytes(vocab: dict[str, Any] | None) -> int | None:
     return sys.getsizeof(vocab) + sum(sys.getsizeof(k) for k in vocab)
 
 
-def ours_engine(stop: list[str]) -> Engine:
-    from hybrid_retrievers import Analyzer, BM25Index
+def ours_engine(stop: list[str], kernel: bool = True) -> Engine:
+    """Our index; ``kernel`` chooses the numba kernels (TAAT / block-max) or the numpy path."""
+    from hybrid_retrievers import Analyzer, BM25Index, bm25_blockmax
+
+    def switch() -> None:
+        bm25_blockmax.ENABLED = kernel
 
     def build(texts: list[str], ids: list[str]) -> Any:
+        switch()
         index = BM25Index.from_texts(texts, ids=ids, analyzer=Analyzer(stopwords=stop, stemmer=None))
         index.nbytes()  # builds the lazy per-posting score cache: part of the build
+        if kernel and bm25_blockmax.available():
+            st = index._state  # private, read only to build the block metadata here
+            # Block-max metadata (built lazily for queries that take MaxScore) counted
+            # as part of the build.
+            bm25_blockmax.block_max(index, st, index._scores(st))
         return index
 
     def search(index: Any, q: str) -> list[str]:
+        switch()
         return [h.doc.id for h in index.search(q, k=K)]
 
     def search_batch(index: Any, qs: list[str]) -> list[list[str]]:
+        switch()
         return [[h.doc.id for h in hits] for hits in index.search_many(qs, k=K)]
 
-    def array_bytes(index: Any) -> tuple[int | None, int | None]:
-        # The vocabulary dict is private; read only to size it like bm25s's vocab_dict.
-        return index.nbytes(), vocab_bytes(getattr(index, "_vocab", None))
+    def prepare(index: Any, qs: list[str]) -> None:
+        for q in qs[:5]:  # loads (or JIT-compiles) the numba kernels before timing
+            search(index, q)
 
-    return Engine("ours (BM25Index)", build, search, search_batch, array_bytes,
+    def array_bytes(index: Any) -> tuple[int | None, int | None]:
+        # The vocabulary dict (index._state.vocab) is private; read only to size it like
+        # bm25s's vocab_dict.
+        held = getattr(index, "_blockmax", None) if kernel else None
+        blocks = held.nbytes() if held is not None else 0
+        return index.nbytes() + blocks, vocab_bytes(index._state.vocab)
+
+    name = "ours (BM25Index, numba kernels)" if kernel else "ours (BM25Index, numpy path)"
+    return Engine(name, build, search, search_batch, array_bytes, prepare,
                   batch_note="search_many")
 
 
@@ -347,6 +367,52 @@ def measure(engine: Engine, corpus: Corpus, queries: list[str], n_queries: int,
     return res
 
 
+def measure_interleaved(engines: list[Engine], corpus: Corpus, queries: list[str],
+                        trace: bool) -> dict[str, Result]:
+    """`measure` for several engines at once, their latencies timed round-robin.
+
+    Every engine is built first; then each query is timed on every engine in turn
+    (the order rotating from query to query), so load changes on a shared machine
+    hit all engines alike. Batches run one engine after another, twice, best kept.
+    """
+    built, results = {}, {}
+    for engine in engines:
+        res = results[engine.name] = Result(engine.name)
+        gc.collect()
+        t0 = time.perf_counter()
+        built[engine.name] = engine.build(corpus.texts, corpus.ids)
+        res.build_s = time.perf_counter() - t0
+        engine.prepare(built[engine.name], queries)
+    times: dict[str, list[float]] = {e.name: [] for e in engines}
+    for i, q in enumerate(queries):
+        for j in range(len(engines)):
+            engine = engines[(i + j) % len(engines)]
+            t = time.perf_counter()
+            engine.search(built[engine.name], q)
+            times[engine.name].append(time.perf_counter() - t)
+    for engine in engines:
+        res, obj = results[engine.name], built[engine.name]
+        res.n_latency = len(queries)
+        res.lat_median_ms = median(times[engine.name]) * 1e3
+        res.lat_p95_ms = percentile(times[engine.name], 95) * 1e3
+        best = float("inf")
+        for _ in range(2):
+            t = time.perf_counter()
+            res.top_ids = engine.search_batch(obj, queries)
+            best = min(best, time.perf_counter() - t)
+        res.batch_qps = len(queries) / best
+        res.n_batch = len(queries)
+        res.arrays, res.vocab = engine.array_bytes(obj)
+        res.note = "interleaved"
+    built.clear()
+    gc.collect()
+    if trace:
+        for engine in engines:
+            r = results[engine.name]
+            r.traced_peak, r.traced_kept = traced_build(engine, corpus)
+    return results
+
+
 def ms(v: float | None) -> str:
     if v is None:
         return "n/a"
@@ -407,6 +473,14 @@ def main(argv: list[str] | None = None) -> int:
                         help="tracemalloc builds only up to this corpus size (default 100000)")
     parser.add_argument("--no-numba", action="store_true", help="skip the bm25s numba backend")
     parser.add_argument("--quick", action="store_true", help="Cranfield and 10k only")
+    parser.add_argument("--engines", default="",
+                        help="comma-separated prefixes: run only systems whose name starts with "
+                        "one (e.g. 'ours,bm25s'); default all")
+    parser.add_argument("--no-cranfield", action="store_true", help="skip the Cranfield corpus")
+    parser.add_argument("--interleave", action="store_true",
+                        help="build every system of a corpus first and time their queries "
+                        "round-robin (fairer on a shared machine; LangChain and LlamaIndex "
+                        "still run one after another)")
     args = parser.parse_args(argv)
     quiet_third_party()
     started = time.perf_counter()
@@ -422,8 +496,11 @@ def main(argv: list[str] | None = None) -> int:
     assert cran is not None
     queries = [normalise(q) for q in cran.dataset.queries.values()][: max(1, args.queries)]
 
-    engines: list[Engine] = [ours_engine(stop), bm25s_engine(stop, "numpy")]
+    engines: list[Engine] = [ours_engine(stop), ours_engine(stop, kernel=False),
+                             bm25s_engine(stop, "numpy")]
     notes: list[str] = []
+    if not _numba_installed():
+        notes.append("- ours: numba is not installed, so both 'ours' rows run the numpy path.")
     if not args.no_numba:
         try:
             import numba  # noqa: F401
@@ -436,6 +513,10 @@ def main(argv: list[str] | None = None) -> int:
             engines.append(factory(stop))
         except ImportError as exc:
             notes.append(f"- {factory.__name__} skipped: {exc}")
+
+    if args.engines:
+        wanted = [w.strip().lower() for w in args.engines.split(",") if w.strip()]
+        engines = [e for e in engines if any(e.name.lower().startswith(w) for w in wanted)]
 
     header = [
         "# BM25 speed and memory: hybrid-retrievers vs bm25s, LangChain, LlamaIndex",
@@ -456,10 +537,11 @@ def main(argv: list[str] | None = None) -> int:
 
     vocabulary: list[str] | None = None
     corpora: list[tuple[str, Callable[[], Corpus]]] = []
-    corpora.append(("cranfield", lambda: Corpus(
-        f"Cranfield ({cran.source})",
-        [normalise(d.text) for d in cran.dataset.corpus.values()],
-        list(cran.dataset.corpus), "real abstracts")))
+    if not args.no_cranfield:
+        corpora.append(("cranfield", lambda: Corpus(
+            f"Cranfield ({cran.source})",
+            [normalise(d.text) for d in cran.dataset.corpus.values()],
+            list(cran.dataset.corpus), "real abstracts")))
     for n in sizes:
         corpora.append((str(n), lambda n=n: synthetic_corpus(n, vocabulary)))  # type: ignore[arg-type]
 
@@ -474,7 +556,15 @@ def main(argv: list[str] | None = None) -> int:
         gen_s = time.perf_counter() - t
         n_docs = len(corpus.texts)
         results: dict[str, Result] = {}
+        if args.interleave:
+            together = [e for e in engines if not e.name.startswith(("LangChain", "LlamaIndex"))]
+            t = time.perf_counter()
+            results.update(measure_interleaved(together, corpus, queries, n_docs <= args.trace_max))
+            print(f"  {corpus.name}: interleaved {len(together)} systems: "
+                  f"{time.perf_counter() - t:.1f}s", file=sys.stderr, flush=True)
         for engine in engines:
+            if engine.name in results:
+                continue
             is_lc = engine.name.startswith("LangChain")
             is_li = engine.name.startswith("LlamaIndex")
             if is_lc and n_docs > args.skip_langchain_above:
@@ -521,6 +611,14 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def _numba_installed() -> bool:
+    try:
+        import numba  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
 def targets(results: dict[str, Result], engines: list[Engine], n_docs: int) -> list[str]:
     ours = results.get(engines[0].name)
     np_ = results.get("bm25s (numpy backend)")
@@ -533,6 +631,12 @@ def targets(results: dict[str, Result], engines: list[Engine], n_docs: int) -> l
 
     check("latency <= bm25s numpy", ours.lat_median_ms <= np_.lat_median_ms,  # type: ignore[operator]
           f"median {ms(ours.lat_median_ms)} vs {ms(np_.lat_median_ms)} ms")
+    nb = results.get("bm25s (numba backend)")
+    if nb is not None and nb.lat_median_ms is not None:
+        check("latency <= bm25s numba", ours.lat_median_ms <= nb.lat_median_ms  # type: ignore[operator]
+              and ours.lat_p95_ms <= nb.lat_p95_ms,  # type: ignore[operator]
+              f"median {ms(ours.lat_median_ms)} vs {ms(nb.lat_median_ms)} ms, "
+              f"p95 {ms(ours.lat_p95_ms)} vs {ms(nb.lat_p95_ms)} ms")
     check("batch >= bm25s numpy", ours.batch_qps >= np_.batch_qps,  # type: ignore[operator]
           f"{ours.batch_qps:,.0f} vs {np_.batch_qps:,.0f} q/s")
     check("build within 1.5x of bm25s numpy", ours.build_s <= 1.5 * np_.build_s,

@@ -19,6 +19,7 @@ from numpy.typing import NDArray
 from .filters import cached_equality_mask, filter_mask
 from .ids import content_id
 from .types import Doc, MetadataFilter
+from .validation import check_str_items
 
 __all__ = ["make_docs", "check_docs", "check_new_ids", "check_texts_argument", "check_unicode",
            "check_content", "DocTable", "DocumentAccess"]
@@ -180,11 +181,7 @@ def check_texts_argument(texts: Any, *, paired: bool = False, name: str = "texts
             f"{name} is a {type(texts).__name__}, which has no order, so ids/metadatas "
             f"cannot be paired with it; pass a list (e.g. sorted({name}))"
         )
-    out = list(texts)
-    for i, t in enumerate(out):
-        if not isinstance(t, str):
-            raise TypeError(f"{name}[{i}] must be a str, got {type(t).__name__}: {t!r:.80}")
-    return out
+    return check_str_items(texts, name)
 
 
 def _ids_column(ids: Any) -> list[str | None]:

@@ -12,7 +12,7 @@ import numpy as np
 
 __all__ = ["check_count", "check_filter_values", "check_id_list", "check_k", "check_k_rrf",
            "check_merge_threshold", "check_names", "check_queries", "check_query", "check_scores",
-           "check_threshold", "check_weights", "parse_enum"]
+           "check_str_items", "check_threshold", "check_weights", "parse_enum"]
 
 E = TypeVar("E", bound=Enum)
 
@@ -64,11 +64,20 @@ def check_id_list(ids: Any, name: str = "ids") -> list[str]:
             f"{name} must be a list of str ids (or one str id), got "
             f"{type(ids).__name__}: {ids!r:.80}"
         )
-    out = list(ids)
+    return check_str_items(ids, name, noun="str id")
+
+
+def check_str_items(items: Iterable[Any], name: str, noun: str = "str") -> list[str]:
+    """``items`` as a list in which every item is a str (texts, ids...).
+
+    Raises:
+        TypeError: ``"{name}[i] must be a {noun}, got ..."`` for the first item that is not.
+    """
+    out = list(items)
     for i, item in enumerate(out):
         if not isinstance(item, str):
             raise TypeError(
-                f"{name}[{i}] must be a str id, got {type(item).__name__}: {item!r:.80}"
+                f"{name}[{i}] must be a {noun}, got {type(item).__name__}: {item!r:.80}"
             )
     return out
 

@@ -68,6 +68,14 @@ class BM25Matching(BM25Statistics):
         )
         if cache.absent is not None and self._collection_stats is not None:
             constant = self._absent_constant(cache, st, terms, counts)  # collection-stats hook
+        # --- block-max kernel hook (hybrid_retrievers.bm25_blockmax): begin ----------
+        if k is not None and allowed is None:
+            from hybrid_retrievers import bm25_blockmax  # numba itself loads lazily
+
+            top = bm25_blockmax.match_top_k(self, st, cache, ids, constant, k)
+            if top is not None:
+                return top
+        # --- block-max kernel hook: end -----------------------------------------------
         indptr, post_docs, post_tf = st.indptr, st.post_docs, st.post_tf
         if len(ids) == 1:
             t, c = ids[0]

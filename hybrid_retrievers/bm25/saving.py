@@ -16,7 +16,8 @@ from typing import Self
 import numpy as np
 
 from .._integrity import check_offsets, check_postings, check_unique_ids
-from ..persistence import IndexFormatError, IndexReader, IndexWriter, atomic_index_dir, read_index
+from ..persistence import IndexFormatError, IndexReader, IndexWriter, read_index
+from ..persistence.saveable import AtomicSave
 from ..text import Analyzer
 from .postings import IndexFields, Snapshot
 
@@ -25,26 +26,10 @@ __all__ = ["BM25Saving", "FORMAT_VERSION"]
 FORMAT_VERSION = 1
 
 
-class BM25Saving(IndexFields):
-    """`save` and `load` of `BM25Index` (and the helpers composite indexes reuse)."""
+class BM25Saving(AtomicSave, IndexFields):
+    """`save` (`AtomicSave`) and `load` of `BM25Index` (and the helpers composite indexes reuse)."""
 
     __slots__ = ()
-
-    def save(self, path: str | os.PathLike[str]) -> None:
-        """Write the index to directory ``path`` atomically and durably (no pickle).
-
-        A crash at any moment leaves ``path`` loading as the previous save or this one;
-        a concurrent `load` gets one complete version; concurrent saves to one path run
-        one after the other. A symbolic link at ``path`` is followed (the index is saved
-        into its target). See `hybrid_retrievers.persistence` for the layout.
-
-        Raises:
-            TypeError: ``path`` is not a str or path, or metadata is not JSON data
-                that would load back unchanged (the previous save is kept).
-            FileExistsError: ``path`` exists and is not an index.
-        """
-        with self._lock, atomic_index_dir(path) as tmp:
-            self._save_into(tmp)
 
     def _save_into(self, directory: Path) -> None:
         """Write the index files and their manifest into an existing empty directory."""

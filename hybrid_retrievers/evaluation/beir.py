@@ -258,19 +258,28 @@ def _str_field(label: str, number: int, obj: dict[str, Any], key: str, required:
     return value
 
 
-def _read_corpus(entry: Any) -> dict[str, Doc]:
+def _records(entry: Any, what: str) -> Iterator[tuple[str, int, dict[str, Any], str]]:
+    """``(label, line number, object, id)`` of each JSON line, refusing an id seen before.
+
+    ``what`` names the record in the error (``"doc"``, ``"query"``).
+    """
     label = _label(entry)
-    corpus: dict[str, Doc] = {}
     first_line: dict[str, int] = {}
     for number, text in _lines(entry):
         obj = _json_object(label, number, text)
-        doc_id = _id_of(label, number, obj)
-        if doc_id in first_line:
+        record_id = _id_of(label, number, obj)
+        if record_id in first_line:
             raise ValueError(
-                f"{label} line {number}: duplicate doc id {doc_id!r} "
-                f"(first on line {first_line[doc_id]})"
+                f"{label} line {number}: duplicate {what} id {record_id!r} "
+                f"(first on line {first_line[record_id]})"
             )
-        first_line[doc_id] = number
+        first_line[record_id] = number
+        yield label, number, obj, record_id
+
+
+def _read_corpus(entry: Any) -> dict[str, Doc]:
+    corpus: dict[str, Doc] = {}
+    for label, number, obj, doc_id in _records(entry, "doc"):
         title = _str_field(label, number, obj, "title", required=False)
         body = _str_field(label, number, obj, "text", required=True)
         joined = f"{title} {body}" if title and body else (title or body)
@@ -281,20 +290,10 @@ def _read_corpus(entry: Any) -> dict[str, Doc]:
 
 
 def _read_queries(entry: Any) -> dict[str, str]:
-    label = _label(entry)
-    queries: dict[str, str] = {}
-    first_line: dict[str, int] = {}
-    for number, text in _lines(entry):
-        obj = _json_object(label, number, text)
-        qid = _id_of(label, number, obj)
-        if qid in first_line:
-            raise ValueError(
-                f"{label} line {number}: duplicate query id {qid!r} "
-                f"(first on line {first_line[qid]})"
-            )
-        first_line[qid] = number
-        queries[qid] = _str_field(label, number, obj, "text", required=True)
-    return queries
+    return {
+        qid: _str_field(label, number, obj, "text", required=True)
+        for label, number, obj, qid in _records(entry, "query")
+    }
 
 
 def _read_qrels(entry: Any) -> tuple[dict[str, dict[str, int]], dict[str, int]]:

@@ -3,7 +3,15 @@
 Pure functions over ranked lists of `Hit` (`reciprocal_rank_fusion`, `score_fusion`,
 `fuse`) and a `Searcher` that queries its children concurrently and fuses their answers
 (`FusionSearcher`, with `FilteredSource` for one index under several filters and
-`lexical_boost_rule` for query-dependent weights).
+`lexical_boost_rule` for query-dependent weights). `FusionPlan` (``plan.py``: per-call
+weights, fetch depth, active children, checks) and `CallRunner` / `gather_calls`
+(``concurrency.py``: children run at once, errors name the child) are the steps every
+fusion shares; `FusionSearcher` and the framework adapters' ``FusionRetriever`` use
+them, so fusion is planned in one place.
+
+Modules: ``candidates`` (identity, dedup, ties, provenance), ``rank`` (RRF), ``score``
+(normalisations, score fusion), ``modes`` (`FusionMode`, `fuse`), ``rules``
+(`lexical_boost_rule`), ``plan``, ``concurrency``, ``searcher``.
 
 Conventions, shared by every mode:
 
@@ -56,8 +64,10 @@ and each ``sources`` entry holds
 
 from __future__ import annotations
 
-from ._common import Dedup, normalized_text_hash
+from .candidates import Dedup, normalized_text_hash
+from .concurrency import CallRunner, gather_calls, run_calls
 from .modes import FusionMode, fuse
+from .plan import FusionCall, FusionPlan
 from .rank import DEFAULT_K_RRF, reciprocal_rank_fusion
 from .rules import EXACT_MATCH_PATTERN, LexicalBoostRule, lexical_boost_rule
 from .score import (
@@ -78,13 +88,16 @@ from .searcher import (
 )
 
 __all__ = [
+    "CallRunner",
     "Combination",
     "DEFAULT_K_RRF",
     "DEFAULT_MIN_FETCH_K",
     "Dedup",
     "EXACT_MATCH_PATTERN",
     "FilteredSource",
+    "FusionCall",
     "FusionMode",
+    "FusionPlan",
     "FusionSearcher",
     "LexicalBoostRule",
     "Normalization",
@@ -92,11 +105,13 @@ __all__ = [
     "default_fetch_k",
     "dist_based_normalize",
     "fuse",
+    "gather_calls",
     "lexical_boost_rule",
     "min_max_normalize",
     "normalize_scores",
     "normalized_text_hash",
     "reciprocal_rank_fusion",
+    "run_calls",
     "score_fusion",
     "z_score_normalize",
 ]

@@ -21,15 +21,8 @@ from collections.abc import Sequence
 from enum import Enum
 
 from ..types import Hit
-from ._common import (
-    Dedup,
-    check_k_rrf,
-    check_limit,
-    check_names,
-    check_rankings,
-    check_weights,
-    parse_enum,
-)
+from ..validation import check_k_rrf, check_names, check_weights, parse_enum
+from .candidates import Dedup, check_limit, check_rankings
 from .rank import DEFAULT_K_RRF, _rrf
 from .score import Combination, Normalization, _score_fusion
 

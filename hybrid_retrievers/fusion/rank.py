@@ -3,21 +3,13 @@
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
 from ..types import Hit
-from ._common import (
-    Dedup,
-    check_k_rrf,
-    check_limit,
-    check_names,
-    check_rankings,
-    check_weights,
-    emit,
-    gather,
-    parse_enum,
-)
+from ..validation import check_k_rrf, check_names, check_weights, parse_enum
+from .candidates import Dedup, check_limit, check_rankings, emit, gather
 
 __all__ = ["reciprocal_rank_fusion", "DEFAULT_K_RRF"]
 
@@ -29,13 +21,14 @@ and LlamaIndex."""
 def reciprocal_rank_fusion(
     rankings: Sequence[Sequence[Hit]],
     *,
-    k: float = DEFAULT_K_RRF,
+    k_rrf: float = DEFAULT_K_RRF,
     weights: Sequence[float] | None = None,
     names: Sequence[str] | None = None,
     dedup: Dedup | str = Dedup.ID,
     limit: int | None = None,
+    k: float | None = None,
 ) -> list[Hit]:
-    """Fuse ranked lists by weighted reciprocal rank: ``score(d) = Σ_i w_i / (k + rank_i(d))``.
+    """Fuse ranked lists by weighted reciprocal rank: ``score(d) = Σ_i w_i / (k_rrf + rank_i(d))``.
 
     ``rank_i(d)`` is the 1-based **position** of ``d`` in ``rankings[i]`` (the list order
     is the ranking; ``hit.rank`` and ``hit.score`` are not used). A list that does not
@@ -63,12 +56,14 @@ def reciprocal_rank_fusion(
 
     Args:
         rankings: one ranked list of `Hit` per source, best first.
-        k: the RRF constant (> 0); larger values flatten the difference between ranks.
+        k_rrf: the RRF constant (> 0); larger values flatten the difference between ranks.
         weights: one non-negative weight per list (default: all 1).
         names: one unique name per list, reported as ``"source"`` in the provenance
             (default: the list's index).
         dedup: ``"id"`` or ``"content"`` (see `Dedup`).
         limit: keep only the best ``limit`` fused hits (default: all).
+        k: deprecated spelling of ``k_rrf`` (everywhere else in this package ``k`` is a
+            top-k); emits a `DeprecationWarning`.
 
     Returns:
         New hits, ranks 1..n, scores non-increasing, unique ids, each with the
@@ -77,11 +72,17 @@ def reciprocal_rank_fusion(
     Raises:
         TypeError: rankings not a list of lists of `Hit`; wrong kinds of weights or names.
         ValueError: no rankings, a weights/names length mismatch, a negative, NaN or
-            all-zero weight, ``k <= 0``.
+            all-zero weight, ``k_rrf <= 0``.
     """
+    if k is not None:
+        if k_rrf != DEFAULT_K_RRF:
+            raise TypeError("pass the RRF constant once, as k_rrf= (k= is its deprecated name)")
+        warnings.warn("reciprocal_rank_fusion(k=...) is deprecated: the RRF constant is "
+                      "called k_rrf, as in fuse() and FusionSearcher", DeprecationWarning,
+                      stacklevel=2)
     rankings = check_rankings(rankings)
     n = len(rankings)
-    k_value = check_k_rrf(k)
+    k_value = check_k_rrf(k, "k") if k is not None else check_k_rrf(k_rrf, "k_rrf")
     w = check_weights(weights, n)
     labels = check_names(names, n)
     mode = parse_enum(Dedup, dedup, "dedup")
@@ -91,7 +92,7 @@ def reciprocal_rank_fusion(
 
 def _rrf(
     rankings: Sequence[Sequence[Hit]],
-    k: float,
+    k_rrf: float,
     weights: Sequence[float],
     names: Sequence[Any],
     dedup: Dedup,
@@ -99,9 +100,9 @@ def _rrf(
 ) -> list[Hit]:
     candidates, _ = gather(rankings, weights, dedup)
     scores, details, contributions = [], [], []
-    detail = {"mode": "rrf", "k_rrf": k}
+    detail = {"mode": "rrf", "k_rrf": k_rrf}
     for cand in candidates:
-        parts = [{"contribution": weights[e.source] / (k + e.rank)} for e in cand.entries]
+        parts = [{"contribution": weights[e.source] / (k_rrf + e.rank)} for e in cand.entries]
         scores.append(math.fsum(p["contribution"] for p in parts))
         details.append(detail)
         contributions.append(parts)

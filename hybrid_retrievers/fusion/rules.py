@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from numbers import Real
 from typing import Any
 
-from ._common import check_weights
+from ..validation import check_weights
 
 __all__ = ["LexicalBoostRule", "lexical_boost_rule", "EXACT_MATCH_PATTERN"]
 

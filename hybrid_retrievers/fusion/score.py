@@ -34,18 +34,8 @@ from enum import Enum
 from typing import Any
 
 from ..types import Hit
-from ._common import (
-    Candidate,
-    Dedup,
-    Entry,
-    check_limit,
-    check_names,
-    check_rankings,
-    check_weights,
-    emit,
-    gather,
-    parse_enum,
-)
+from ..validation import check_names, check_weights, parse_enum
+from .candidates import Candidate, Dedup, Entry, check_limit, check_rankings, emit, gather
 
 __all__ = [
     "Combination",

@@ -7,45 +7,21 @@ descriptions, say) becomes separate lists with their own weights.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any, TypeVar
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 from ..filters import check_filter, combine_filters
-from ..validation import check_k, check_queries, check_query
 from ..types import Hit, MetadataFilter
-from ._common import Dedup, check_k_rrf, check_names, check_weights, parse_enum
+from ..validation import check_k, check_queries, check_query
+from .candidates import Dedup
+from .concurrency import CallRunner
 from .modes import FusionMode, _fuse
+from .plan import DEFAULT_MIN_FETCH_K, FusionPlan, Weights, default_fetch_k
 from .rank import DEFAULT_K_RRF
 
 __all__ = ["FusionSearcher", "FilteredSource", "combine_filters", "default_fetch_k",
            "DEFAULT_MIN_FETCH_K"]
-
-T = TypeVar("T")
-
-
-DEFAULT_MIN_FETCH_K = 20
-"""With ``fetch_k=None`` each child is asked for ``max(k, DEFAULT_MIN_FETCH_K)`` hits."""
-
-Weights = Sequence[float] | Callable[[str], Sequence[float]]
-
-
-def default_fetch_k(k: int) -> int:
-    """Candidates asked of each child for a final top ``k``: ``max(k, 20)``.
-
-    Fusion can only promote a document some child returned, so a child's list should
-    reach below the final cut (a document 15th in both lists outscores, under RRF, any
-    document that only one list has). LangChain's EnsembleRetriever asks each child for
-    its own ``k``. Measured on Cranfield and CISI with BM25 + MiniLM and RRF
-    (``benchmarks/fusion_quality.py``, final top 10): Cranfield nDCG@10 rises from
-    0.413 (10 candidates) to 0.415 (20) and 0.420 (30+); CISI falls from 0.454 (10)
-    to 0.453 (20) and 0.441 (100): deeper lists let documents that are mediocre in
-    both lists crowd out ones that a single list ranks high. 20 is the best average of
-    the two, and asking a BM25 or exact dense search for 20 instead of 10 costs almost
-    nothing (both scan the same postings or vectors; only the final sort grows).
-    """
-    return max(k, DEFAULT_MIN_FETCH_K)
 
 
 class FilteredSource:
@@ -197,31 +173,16 @@ class FusionSearcher:
                     f"searchers[{i}] must have a search(query, k, filter=...) method, got "
                     f"{type(child).__name__}"
                 )
-        n = len(children)
         self._children = tuple(children)
-        self._mode = parse_enum(FusionMode, mode, "mode")
-        self._k_rrf = check_k_rrf(k_rrf, "k_rrf")
-        self._weights = self._check_weights_arg(weights, n)
-        self._fetch_k = None if fetch_k is None else check_k(fetch_k, "fetch_k")
         if names is None:
-            names = [
-                c.name if isinstance(c, FilteredSource) and c.name is not None else None
-                for c in children
-            ]
-            if any(v is not None for v in names):
-                labels = tuple(i if v is None else v for i, v in enumerate(names))
-                strs = [v for v in labels if isinstance(v, str)]
-                if len(set(strs)) != len(strs):
-                    raise ValueError(f"FilteredSource names must be unique, got {strs}")
-                self._names: tuple[Any, ...] = labels
-            else:
-                self._names = tuple(range(n))
-        else:
-            self._names = check_names(names, n)
-        self._max_workers = n if max_workers is None else check_k(max_workers, "max_workers")
-        self._dedup = parse_enum(Dedup, dedup, "dedup")
-        self._pool: ThreadPoolExecutor | None = None
-        self._pool_lock = threading.Lock()
+            names = [c.name if isinstance(c, FilteredSource) else None for c in children]
+            names = None if all(v is None for v in names) else \
+                [i if v is None else v for i, v in enumerate(names)]
+        self._plan = FusionPlan(len(children), mode=mode, weights=weights, k_rrf=k_rrf,
+                                fetch_k=fetch_k, names=names, dedup=dedup)
+        self._max_workers = None if max_workers is None else check_k(max_workers, "max_workers")
+        self._runner = CallRunner(self._max_workers, size=len(children),
+                                  name="FusionSearcher")
 
     @classmethod
     def from_filters(
@@ -275,6 +236,16 @@ class FusionSearcher:
         w = None if weights is None else [weights.get(name, 1.0) for name in filters]
         return cls(sources, weights=w, names=list(filters), **options)
 
+    @classmethod
+    def hybrid(cls, texts: Any, embedder: Any, ids: Any = None, metadatas: Any = None,
+               **options: Any) -> FusionSearcher:
+        """BM25 + dense over the same texts, fused: `hybrid_retrievers.fusion.hybrid`'s
+        `hybrid_searcher` (``options``: its ``bm25=`` / ``dense=`` settings and the
+        fusion's)."""
+        from .hybrid import hybrid_searcher
+
+        return hybrid_searcher(texts, embedder, ids, metadatas, **options)
+
     # ------------------------------------------------------------------ properties
 
     @property
@@ -283,34 +254,39 @@ class FusionSearcher:
         return self._children
 
     @property
+    def plan(self) -> FusionPlan:
+        """The fusion settings (mode, weights, ``k_rrf``, ``fetch_k``, names, dedup)."""
+        return self._plan
+
+    @property
     def names(self) -> tuple[Any, ...]:
         """What each child is called in the provenance (a name, or its index)."""
-        return self._names
+        return self._plan.names
 
     @property
     def mode(self) -> FusionMode:
-        return self._mode
+        return self._plan.mode
 
     @property
     def weights(self) -> Weights | None:
         """The weights as given (a tuple, a callable, or ``None`` for all 1)."""
-        return self._weights
+        return self._plan.weights
 
     @property
     def k_rrf(self) -> float:
-        return self._k_rrf
+        return self._plan.k_rrf
 
     @property
     def fetch_k(self) -> int | None:
-        return self._fetch_k
+        return self._plan.fetch_k
 
     @property
     def dedup(self) -> Dedup:
-        return self._dedup
+        return self._plan.dedup
 
     def __repr__(self) -> str:
         kids = ", ".join(type(c).__name__ for c in self._children)
-        return f"FusionSearcher([{kids}], mode={self._mode.value!r})"
+        return f"FusionSearcher([{kids}], mode={self.mode.value!r})"
 
     # ------------------------------------------------------------------ searching
 
@@ -333,17 +309,11 @@ class FusionSearcher:
             fetch_k: overrides the candidates asked of each child for this call.
         """
         check_query(query)
-        k = check_k(k)
         check_filter(filter)
-        w = self._weights_for(query, weights)
-        n_fetch = self._fetch_for(k, fetch_k)
-        active = [i for i, x in enumerate(w) if x > 0]
-        calls = [self._caller(self._children[i], query, n_fetch, filter) for i in active]
-        results = self._run(calls, [self._names[i] for i in active])
-        rankings: list[Sequence[Hit]] = [[] for _ in self._children]
-        for i, hits in zip(active, results):
-            rankings[i] = _check_result(hits, self._names[i])
-        return _fuse(rankings, self._mode, w, self._k_rrf, self._names, self._dedup, k)
+        call = self._plan.resolve(query, k, weights=weights, fetch_k=fetch_k)
+        children = self._children
+        calls = [_caller(children[i], query, call.fetch_k, filter) for i in call.active]
+        return self._plan.fuse(call, self._runner.run(calls, self._label(call.active)))
 
     def search_many(
         self,
@@ -361,34 +331,32 @@ class FusionSearcher:
         check_filter(filter)
         if not queries:
             return []
-        per_query = [self._weights_for(q, weights) for q in queries]
-        n_fetch = self._fetch_for(k, fetch_k)
-        active = [i for i in range(len(self._children)) if any(w[i] > 0 for w in per_query)]
-        calls = [self._many_caller(self._children[i], queries, n_fetch, filter) for i in active]
-        results = self._run(calls, [self._names[i] for i in active])
+        plan = self._plan
+        per_query = [plan.weights_for(q, weights) for q in queries]
+        n_fetch = plan.fetch_for(k, fetch_k)
+        active = tuple(i for i in range(plan.size) if any(w[i] > 0 for w in per_query))
+        calls = [_many_caller(self._children[i], queries, n_fetch, filter) for i in active]
+        results = self._runner.run(calls, self._label(active))
         lists: dict[int, list[Sequence[Hit]]] = {}
         for i, batch in zip(active, results):
             if not isinstance(batch, Sequence) or len(batch) != len(queries):
                 raise TypeError(
-                    f"searcher {self._names[i]!r}: search_many must return one list per query "
+                    f"searcher {plan.names[i]!r}: search_many must return one list per query "
                     f"({len(queries)}), got {type(batch).__name__} of length "
                     f"{len(batch) if hasattr(batch, '__len__') else '?'}"
                 )
-            lists[i] = [_check_result(hits, self._names[i]) for hits in batch]
+            lists[i] = [plan.check_result(hits, i) for hits in batch]
         out = []
         for qi, w in enumerate(per_query):
-            rankings = [lists[i][qi] if i in lists else [] for i in range(len(self._children))]
-            out.append(_fuse(rankings, self._mode, w, self._k_rrf, self._names, self._dedup, k))
+            rankings = [lists[i][qi] if i in lists else [] for i in range(plan.size)]
+            out.append(_fuse(rankings, plan.mode, w, plan.k_rrf, plan.names, plan.dedup, k))
         return out
 
     # ------------------------------------------------------------------ threads
 
     def close(self) -> None:
         """Shut the thread pool down (a later search starts a new one)."""
-        with self._pool_lock:
-            pool, self._pool = self._pool, None
-        if pool is not None:
-            pool.shutdown(wait=True)
+        self._runner.close()
 
     def __enter__(self) -> FusionSearcher:
         return self
@@ -396,98 +364,27 @@ class FusionSearcher:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def __del__(self) -> None:  # pragma: no cover - depends on the garbage collector
-        pool = getattr(self, "_pool", None)
-        if pool is not None:
-            pool.shutdown(wait=False)
+    @property
+    def _pool(self) -> ThreadPoolExecutor | None:
+        """The runner's thread pool, while it exists."""
+        return self._runner._pool
 
-    def _executor(self, workers: int) -> ThreadPoolExecutor:
-        pool = self._pool
-        if pool is None:
-            with self._pool_lock:
-                if self._pool is None:
-                    self._pool = ThreadPoolExecutor(
-                        max_workers=workers, thread_name_prefix="FusionSearcher"
-                    )
-                pool = self._pool
-        return pool
-
-    def _run(self, calls: list[Callable[[], T]], labels: Sequence[Any]) -> list[T]:
-        """Run ``calls`` concurrently: the first in this thread, the others in the pool."""
-        parallel = min(self._max_workers, len(calls))
-        if parallel <= 1:
-            return [_labelled(call, label) for call, label in zip(calls, labels)]
-        # The pool has one thread fewer than the children allowed in flight: the calling
-        # thread runs one child itself instead of waiting idle.
-        pool = self._executor(max(1, min(self._max_workers, len(self._children)) - 1))
-        futures: list[Future[T]] = [
-            pool.submit(_labelled, call, label) for call, label in zip(calls[1:], labels[1:])
-        ]
-        try:
-            first = _labelled(calls[0], labels[0])
-        except BaseException:
-            for f in futures:
-                f.cancel()
-            raise
-        return [first, *(f.result() for f in futures)]
-
-    # ------------------------------------------------------------------ helpers
-
-    @staticmethod
-    def _check_weights_arg(weights: Any, n: int) -> Weights | None:
-        if weights is None or callable(weights):
-            return weights
-        return check_weights(weights, n)
-
-    def _weights_for(self, query: str, override: Any) -> tuple[float, ...]:
-        n = len(self._children)
-        weights = self._weights if override is None else override
-        if weights is None:
-            return (1.0,) * n
-        if callable(weights):
-            return check_weights(weights(query), n, "weights(query)")
-        return check_weights(weights, n)
-
-    def _fetch_for(self, k: int, override: Any) -> int:
-        if override is not None:
-            return check_k(override, "fetch_k")
-        return self._fetch_k if self._fetch_k is not None else default_fetch_k(k)
-
-    @staticmethod
-    def _caller(child: Any, query: str, k: int, filter: Any) -> Callable[[], list[Hit]]:
-        if filter is None:
-            return lambda: child.search(query, k)
-        return lambda: child.search(query, k, filter=filter)
-
-    @staticmethod
-    def _many_caller(
-        child: Any, queries: list[str], k: int, filter: Any
-    ) -> Callable[[], list[list[Hit]]]:
-        many = getattr(child, "search_many", None)
-        kwargs = {} if filter is None else {"filter": filter}
-        if callable(many):
-            return lambda: many(queries, k, **kwargs)
-        return lambda: [child.search(q, k, **kwargs) for q in queries]
+    def _label(self, active: Sequence[int]) -> Callable[[int], str]:
+        names = self._plan.names
+        return lambda j: f"FusionSearcher source {names[active[j]]!r}"
 
 
-def _labelled(call: Callable[[], T], label: Any) -> T:
-    try:
-        return call()
-    except Exception as exc:
-        if hasattr(exc, "add_note"):  # Python 3.11+
-            exc.add_note(f"raised by FusionSearcher source {label!r}")
-        raise
+def _caller(child: Any, query: str, k: int, filter: Any) -> Callable[[], list[Hit]]:
+    if filter is None:
+        return lambda: child.search(query, k)
+    return lambda: child.search(query, k, filter=filter)
 
 
-def _check_result(hits: Any, label: Any) -> Sequence[Hit]:
-    if isinstance(hits, (str, bytes, Mapping)) or not isinstance(hits, Sequence):
-        raise TypeError(
-            f"searcher {label!r} must return a list of Hit, got {type(hits).__name__}"
-        )
-    for j, hit in enumerate(hits):
-        if not isinstance(hit, Hit):
-            raise TypeError(
-                f"searcher {label!r} returned {type(hit).__name__} at position {j}; "
-                "a searcher must return Hit objects"
-            )
-    return hits
+def _many_caller(
+    child: Any, queries: list[str], k: int, filter: Any
+) -> Callable[[], list[list[Hit]]]:
+    many = getattr(child, "search_many", None)
+    kwargs = {} if filter is None else {"filter": filter}
+    if callable(many):
+        return lambda: many(queries, k, **kwargs)
+    return lambda: [child.search(q, k, **kwargs) for q in queries]

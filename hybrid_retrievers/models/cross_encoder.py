@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import inspect
 import os
-import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -34,7 +33,8 @@ from numpy.typing import NDArray
 from ..optional import require
 from ..progress import progress
 from .names import DEFAULT_CROSS_ENCODER
-from .onnx_backend import check_backend, install_onnx_backend
+from .lazy import LazyModel, instance_name
+from .onnx_backend import check_backend
 
 __all__ = ["ACTIVATIONS", "DEFAULT_CROSS_ENCODER", "CrossEncoderScorer"]
 
@@ -42,7 +42,7 @@ ACTIVATIONS: tuple[str | None, ...] = ("sigmoid", None)
 """Valid ``activation`` values: ``"sigmoid"`` (probabilities in (0, 1)) or ``None`` (log-odds)."""
 
 
-class CrossEncoderScorer:
+class CrossEncoderScorer(LazyModel):
     """Scores (query, passage) pairs with a sentence-transformers ``CrossEncoder``.
 
     Args:
@@ -116,8 +116,7 @@ class CrossEncoderScorer:
         if model_kwargs is not None and not isinstance(model_kwargs, Mapping):
             raise TypeError(f"model_kwargs must be a mapping, got {type(model_kwargs).__name__}")
 
-        self._name: str | None
-        self._model: Any
+        name: str | None
         if isinstance(model, str):
             if not model.strip():
                 raise ValueError(
@@ -125,7 +124,7 @@ class CrossEncoderScorer:
                     f"e.g. {DEFAULT_CROSS_ENCODER!r}"
                 )
             _refuse_bi_encoder(model)
-            self._name, self._model = model, None
+            name, model = model, None
         elif callable(getattr(model, "predict", None)):
             loading = {"max_length": max_length, "device": device, "model_kwargs": model_kwargs,
                        "backend": None if backend == "torch" else backend}
@@ -136,7 +135,7 @@ class CrossEncoderScorer:
                     "loaded CrossEncoder was given; configure that instance instead (e.g. "
                     "CrossEncoder(path, max_length=..., device=...)) or pass its name or path"
                 )
-            self._name, self._model = _instance_name(model), model
+            name = instance_name(model, config=True)
         else:
             raise TypeError(
                 "model must be a model name, a local path or a sentence_transformers "
@@ -149,41 +148,18 @@ class CrossEncoderScorer:
         self.sort_by_length = bool(sort_by_length)
         self._model_kwargs = dict(model_kwargs or {})
         self._explicit_id = model_id
-        self.backend = backend
-        self._onnx_cache_dir = onnx_cache_dir
-        self._lock = threading.Lock()
+        self._init_model(name, model, backend=backend, onnx_cache_dir=onnx_cache_dir)
         self._raw_kwargs: dict[str, Any] | None = None
 
     # ------------------------------------------------------------------ model
 
-    @property
-    def model(self) -> Any:
-        """The ``CrossEncoder``, loaded now if it was not yet (thread-safe, once)."""
-        model = self._model
-        if model is None:
-            with self._lock:
-                if self._model is None:
-                    st = require("sentence_transformers", extra="models",
-                                 feature="CrossEncoderScorer")
-                    kwargs = dict(self._model_kwargs)
-                    if self.max_length is not None:
-                        kwargs["max_length"] = self.max_length
-                    loaded = st.CrossEncoder(self._name, device=self.device, **kwargs)
-                    if self.backend != "torch":
-                        install_onnx_backend(loaded, quantize=self.backend == "onnx-int8",
-                                             cache_dir=self._onnx_cache_dir)
-                    self._model = loaded
-                model = self._model
-        return model
-
-    def warm_up(self) -> None:
-        """Load the model now (it is otherwise loaded by the first `score` call)."""
-        _ = self.model
-
-    @property
-    def is_loaded(self) -> bool:
-        """Whether the model has been loaded (or was given loaded)."""
-        return self._model is not None
+    def _build(self) -> Any:
+        """A ``CrossEncoder`` loaded from the name or path given."""
+        st = require("sentence_transformers", extra="models", feature="CrossEncoderScorer")
+        kwargs = dict(self._model_kwargs)
+        if self.max_length is not None:
+            kwargs["max_length"] = self.max_length
+        return st.CrossEncoder(self._name, device=self.device, **kwargs)
 
     @property
     def model_id(self) -> str:
@@ -328,17 +304,6 @@ def _positive_int(value: Any, name: str) -> int:
     if value < 1:
         raise ValueError(f"{name} must be >= 1, got {value}")
     return int(value)
-
-
-def _instance_name(model: Any) -> str | None:
-    """A stable name recorded on a loaded model, if it has one."""
-    card = getattr(model, "model_card_data", None)
-    config = getattr(model, "config", None)
-    for value in (getattr(card, "base_model", None), getattr(card, "model_id", None),
-                  getattr(config, "_name_or_path", None), getattr(model, "name_or_path", None)):
-        if isinstance(value, str) and value.strip():
-            return value
-    return None
 
 
 def _check_pairs(pairs: Any) -> list[tuple[str, str]]:

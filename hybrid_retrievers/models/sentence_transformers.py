@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -17,12 +16,14 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..optional import require
-from .onnx_backend import check_backend, install_onnx_backend
+from ..validation import check_str_items
+from .lazy import LazyModel, instance_name
+from .onnx_backend import check_backend
 
 __all__ = ["SentenceTransformerEmbedder"]
 
 
-class SentenceTransformerEmbedder:
+class SentenceTransformerEmbedder(LazyModel):
     """A sentence-transformers bi-encoder as an `Embedder` (documents and queries).
 
     Args:
@@ -80,20 +81,20 @@ class SentenceTransformerEmbedder:
                 raise TypeError(f"{name} must be a str or None, got {type(value).__name__}")
         if model_id is not None and not model_id.strip():
             raise ValueError("model_id must not be empty")
-        self._name: str | None
+        name: str | None
         if isinstance(model, str):
             if not model.strip():
                 raise ValueError(
                     "model must be a model name, a local path or a SentenceTransformer"
                 )
-            self._name, self._model = model, None
+            name, model = model, None
         elif hasattr(model, "encode"):
             if backend != "torch":
                 raise ValueError(
                     f"backend={backend!r} applies when the embedder loads the model, but a "
                     "loaded model was given; pass its name or local path instead"
                 )
-            self._name, self._model = _instance_name(model), model
+            name = instance_name(model)
         else:
             raise TypeError(
                 "model must be a model name, a local path or a SentenceTransformer instance, "
@@ -107,38 +108,15 @@ class SentenceTransformerEmbedder:
         self.show_progress = bool(show_progress)
         self._model_kwargs = dict(model_kwargs or {})
         self._explicit_id = model_id
-        self.backend = backend
-        self._onnx_cache_dir = onnx_cache_dir
-        self._lock = threading.Lock()
+        self._init_model(name, model, backend=backend, onnx_cache_dir=onnx_cache_dir)
 
     # ------------------------------------------------------------------ model
 
-    @property
-    def model(self) -> Any:
-        """The ``SentenceTransformer``, loaded now if it was not yet."""
-        model = self._model
-        if model is None:
-            with self._lock:
-                if self._model is None:
-                    st = require("sentence_transformers", extra="models",
-                                 feature="SentenceTransformerEmbedder")
-                    loaded = st.SentenceTransformer(
-                        self._name, device=self.device, **self._model_kwargs
-                    )
-                    if self.backend != "torch":
-                        install_onnx_backend(loaded, quantize=self.backend == "onnx-int8",
-                                             cache_dir=self._onnx_cache_dir)
-                    self._model = loaded
-                model = self._model
-        return model
-
-    def warm_up(self) -> None:
-        """Load the model now (it is otherwise loaded by the first encode)."""
-        _ = self.model
-
-    @property
-    def is_loaded(self) -> bool:
-        return self._model is not None
+    def _build(self) -> Any:
+        """A ``SentenceTransformer`` loaded from the name or path given."""
+        st = require("sentence_transformers", extra="models",
+                     feature="SentenceTransformerEmbedder")
+        return st.SentenceTransformer(self._name, device=self.device, **self._model_kwargs)
 
     @property
     def dimension(self) -> int:
@@ -207,21 +185,8 @@ class SentenceTransformerEmbedder:
         )
 
 
-def _instance_name(model: Any) -> str | None:
-    """A stable name recorded on a loaded model, if it has one."""
-    card = getattr(model, "model_card_data", None)
-    for value in (getattr(card, "base_model", None), getattr(card, "model_id", None),
-                  getattr(model, "name_or_path", None)):
-        if isinstance(value, str) and value.strip():
-            return value
-    return None
-
-
 def _check_texts(texts: Sequence[str]) -> list[str]:
     if isinstance(texts, str):
         raise TypeError("texts must be a list of str, not a single str; wrap it in a list")
-    texts = list(texts)
-    for i, t in enumerate(texts):
-        if not isinstance(t, str):
-            raise TypeError(f"texts[{i}] must be a str, got {type(t).__name__}: {t!r:.80}")
+    texts = check_str_items(texts, "texts")
     return texts

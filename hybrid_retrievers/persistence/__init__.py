@@ -47,7 +47,9 @@ The package, one job a module:
 * `manifest` -- the layout's names, the pointer, manifest fields and checksums;
 * `atomic` -- atomic, durable, locked saves (`atomic_index_dir`);
 * `writer` -- `IndexWriter`, the files of one version;
-* `reader` -- `read_index` and `IndexReader`, the loading side.
+* `reader` -- `read_index` and `IndexReader`, the loading side;
+* `composite` -- what both frameworks' fusion adapters share when they save and load a
+  fusion of indexes (settings, children by kind, the callable-weights check).
 
 Everything importable from ``hybrid_retrievers.persistence`` before it became a package
 is re-exported here.

@@ -16,6 +16,7 @@ from numpy.typing import NDArray
 
 from ..documents import check_unicode
 from ..progress import progress
+from ..validation import check_str_items
 
 if TYPE_CHECKING:
     from .cache import EmbeddingCache
@@ -84,10 +85,7 @@ def embed_texts(
     """
     if isinstance(texts, str) or not isinstance(texts, Iterable):
         raise TypeError("texts must be a list of str, not a single str; wrap it in a list")
-    texts = list(texts)
-    for i, t in enumerate(texts):
-        if not isinstance(t, str):
-            raise TypeError(f"texts[{i}] must be a str, got {type(t).__name__}: {t!r:.80}")
+    texts = check_str_items(texts, "texts")
     if not callable(getattr(embedder, "embed_documents", None)):
         raise TypeError(
             "embedder must have an embed_documents(texts) method (the Embedder protocol), "

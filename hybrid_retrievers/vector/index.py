@@ -28,7 +28,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..documents import DocumentAccess, check_docs, make_docs
-from ..persistence import IndexReader, atomic_index_dir, read_index
+from ..persistence import IndexReader, read_index
+from ..persistence.saveable import AtomicSave
 from ..types import Doc
 from .ann import HNSWConfig
 from .cache import EmbeddingCache
@@ -41,7 +42,7 @@ from .snapshot import Snapshot
 __all__ = ["VectorIndex", "METRICS", "FORMAT_VERSION"]
 
 
-class VectorIndex(VectorEditing, VectorSearching, DocumentAccess):
+class VectorIndex(AtomicSave, VectorEditing, VectorSearching, DocumentAccess):
     """Dense vectors of documents, exact top-k search, edits, filters and persistence.
 
     Concurrency: any number of threads may search while one thread edits. A search
@@ -59,6 +60,9 @@ class VectorIndex(VectorEditing, VectorSearching, DocumentAccess):
     Scores are deterministic: candidates found by the matrix product are re-scored
     with one fixed summation order, so `search`, `search_many`, filtered and
     approximate search give a document the same score and ties the same order.
+
+    `save` records the metric, dimension and model identity; an ANN graph is not saved,
+    only its parameters (it is rebuilt on the first approximate search).
 
     Example:
         >>> from hybrid_retrievers.models import HashingEmbedder
@@ -277,26 +281,12 @@ class VectorIndex(VectorEditing, VectorSearching, DocumentAccess):
 
     # ------------------------------------------------------------------ persistence
 
-    def save(self, path: str | os.PathLike[str]) -> None:
-        """Write the index to directory ``path`` atomically and durably (``.npy`` + JSON).
+    def _save_into(self, directory: Path) -> None:
+        """Write the index files and their manifest into an existing empty directory.
 
         The manifest records the metric, dimension and model identity. An ANN graph is
         not saved, only its parameters: it is rebuilt on the first approximate search.
-        A crash at any moment leaves ``path`` loading as the previous save or this one;
-        a concurrent `load` gets one complete version; concurrent saves run one after
-        the other. A symbolic link at ``path`` is followed (the index is saved into its
-        target). See `hybrid_retrievers.persistence` for the layout.
-
-        Raises:
-            TypeError: ``path`` is not a str or path, or metadata is not JSON data
-                that would load back unchanged (the previous save is kept).
-            FileExistsError: ``path`` exists and is not an index.
         """
-        with self._lock, atomic_index_dir(path) as tmp:
-            self._save_into(tmp)
-
-    def _save_into(self, directory: Path) -> None:
-        """Write the index files and their manifest into an existing empty directory."""
         with self._lock:
             write_index(directory, self._state, metric=self._metric, dimension=self._dim,
                         model_id=self.model_id, embedder=self._embedder)

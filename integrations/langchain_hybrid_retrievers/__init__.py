@@ -17,7 +17,8 @@ from .bm25 import BM25Retriever
 from .compressors import CrossEncoderReranker, LLMReranker, RerankingRetriever
 from .dense import DenseRetriever
 from .embeddings import LangChainEmbedder
-from .fusion import FusionRetriever, HybridRetriever
+from .fusion import FusionRetriever
+from .hybrid import HybridRetriever
 from .hyde import HyDERetriever
 from .parent import ParentDocumentRetriever
 from .parent_store import LangChainParentStore

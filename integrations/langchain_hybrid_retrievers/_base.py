@@ -25,6 +25,7 @@ refuses unknown constructor arguments (`_arguments`: `check_arguments`,
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import os
 from collections.abc import Iterable, Mapping, Sequence
@@ -89,6 +90,9 @@ class CoreRetriever(StrictRetriever):
     """Metadata key under which each returned `Document` carries its score."""
 
     core_field: ClassVar[str] = "searcher"
+    child_runs: ClassVar[bool] = False
+    """Whether the core's own LangChain calls (an LLM's, a child retriever's) are child
+    runs of this retriever's run (`core_calls_as_children`)."""
 
     @field_validator("k", mode="before")
     @classmethod
@@ -127,7 +131,8 @@ class CoreRetriever(StrictRetriever):
         k: int | None = None, filter: Filter | None = None,
     ) -> list[Document]:
         """Return up to ``k`` documents for ``query``, best first."""
-        return self._search(query, k, filter)
+        with self._runs(run_manager):
+            return self._search(query, k, filter)
 
     async def _aget_relevant_documents(
         self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun,
@@ -135,7 +140,11 @@ class CoreRetriever(StrictRetriever):
     ) -> list[Document]:
         """Async `_get_relevant_documents`: ``asearch`` when the searcher has it, else a
         worker thread."""
-        return await self._asearch(query, k, filter)
+        with self._runs(run_manager):
+            return await self._asearch(query, k, filter)
+
+    def _runs(self, run_manager: Any) -> contextlib.AbstractContextManager[Any]:
+        return core_calls_as_children(run_manager) if self.child_runs else contextlib.nullcontext()
 
 
 class IndexRetriever(CoreRetriever):

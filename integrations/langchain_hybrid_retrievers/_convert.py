@@ -189,15 +189,18 @@ def document_to_hit(
     )
 
 
-def check_score_key(value: str) -> str:
+def check_score_key(value: str, reserved: str | None = None) -> str:
     """Validate a retriever's ``score_key`` field: non-empty and not the rank's key.
 
     Shared by every LangChain retriever of this package, so the rule and its message
-    are written once.
+    are written once. ``reserved`` is another metadata key the retriever writes (its
+    explanation's, such as ``"hyde"``), which the score must not overwrite either.
 
     Raises:
-        ValueError: for ``""`` or ``"rank"``.
+        ValueError: for ``""``, ``"rank"`` or ``reserved``.
     """
+    if reserved is not None and value == reserved:
+        raise ValueError(f"score_key must differ from {reserved!r}, got {value!r}")
     if not value:
         raise ValueError("score_key must be a non-empty string, got ''; e.g. 'score'")
     if value == RANK_KEY:

@@ -13,6 +13,11 @@ from typing import Any
 
 from hybrid_retrievers.fusion.saved import child_kind, read_fusion, save_fusion
 from hybrid_retrievers.persistence import IndexFormatError, current_files
+from hybrid_retrievers.persistence.composite import (
+    check_weights_restorable,
+    fusion_settings,
+    load_children,
+)
 
 from .dense import DenseRetriever
 from .bm25 import BM25Retriever
@@ -28,19 +33,10 @@ def save_fusion_retriever(retriever: Any, folder_path: str | os.PathLike[str]) -
         kind = child_kind(i, child, {"bm25": BM25Retriever, "vector": DenseRetriever,
                                      "fusion": FusionRetriever}, "save")
         children.append((kind, child.save_local, {"k": child.k}))
-    weights = retriever.weights
-    settings = {
-        "k": retriever.k,
-        "weights": None if weights is None or callable(weights) else list(weights),
-        "weights_callable": callable(weights),
-        "mode": retriever.mode.value,
-        "k_rrf": retriever.k_rrf,
-        "fetch_k": retriever.fetch_k,
-        "pass_fetch_k": retriever.pass_fetch_k,
-        "names": None if retriever.names is None else list(retriever.names),
-        "dedup": retriever.dedup.value,
-        "score_key": retriever.score_key,
-    }
+    settings = fusion_settings(
+        retriever, retriever.k, fetch_k=retriever.fetch_k, pass_fetch_k=retriever.pass_fetch_k
+    )
+    settings["score_key"] = retriever.score_key
     save_fusion(folder_path, children, settings)
 
 
@@ -50,26 +46,14 @@ def load_fusion_retriever(
     from .fusion import FusionRetriever
 
     settings, entries = read_fusion(folder_path)
-    children = []
-    for kind, path, child in entries:
-        k = child.get("k", 4)
-        path = _core_index_dir(folder_path, path, child)
-        if kind == "bm25":
-            children.append(BM25Retriever.load_local(path, k=k))
-        elif embedding is None:
-            raise ValueError(
-                f"{str(folder_path)!r} holds a dense child: pass embedding= (the model the "
-                "index was built with) to load_local"
-            )
-        elif kind == "vector":
-            children.append(DenseRetriever.load_local(path, embedding, k=k))
-        else:
-            children.append(FusionRetriever.load_local(path, embedding, k=k))
-    if settings.pop("weights_callable", False) and "weights" not in overrides:
-        raise ValueError(
-            f"{str(folder_path)!r} was saved with a callable weights rule, which is not saved; "
-            "pass weights= (e.g. hybrid_retrievers.lexical_boost_rule()) to load_local"
-        )
+    located = [(kind, _core_index_dir(folder_path, path, child), child)
+               for kind, path, child in entries]
+    children = load_children(folder_path, located, {
+        "bm25": lambda path, k: BM25Retriever.load_local(path, k=k),
+        "vector": lambda path, k: DenseRetriever.load_local(path, embedding, k=k),
+        "fusion": lambda path, k: FusionRetriever.load_local(path, embedding, k=k),
+    }, model=embedding, model_arg="embedding", method="load_local")
+    check_weights_restorable(settings, overrides, folder_path, "load_local")
     return cls(retrievers=children, **{**settings, **overrides})
 
 

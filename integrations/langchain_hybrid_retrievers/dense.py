@@ -15,7 +15,7 @@ from typing import Any
 from langchain_core.embeddings import Embeddings
 from pydantic import field_validator
 
-from hybrid_retrievers.vector import DEFAULT_CHUNK, EmbeddingCache
+from hybrid_retrievers.vector import DEFAULT_BATCH_SIZE, EmbeddingCache
 from hybrid_retrievers.validation import check_query
 from hybrid_retrievers.vector import VectorIndex
 
@@ -90,7 +90,7 @@ class DenseRetriever(IndexRetriever):
         *,
         metric: str = "cosine",
         cache: EmbeddingCache | None = None,
-        batch_size: int = DEFAULT_CHUNK,
+        batch_size: int = DEFAULT_BATCH_SIZE,
         show_progress: bool = False,
         **kwargs: Any,
     ) -> DenseRetriever:

@@ -10,21 +10,16 @@ documents and wires async.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, ClassVar
 
-from langchain_core.callbacks import (
-    AsyncCallbackManagerForRetrieverRun,
-    CallbackManagerForRetrieverRun,
-)
 from langchain_core.documents import Document
 from pydantic import ConfigDict, field_validator
 
 from hybrid_retrievers.hyde import HYDE_OPTIONS, HyDESearcher
 from hybrid_retrievers.types import Hit
-from hybrid_retrievers.validation import check_k
 from hybrid_retrievers.vector import VectorIndex
 
-from ._base import Filter, StrictRetriever, core_calls_as_children
+from ._base import CoreRetriever
 from ._convert import RANK_KEY, check_score_key, copy_metadata, documents_to_columns
 from ._llm import LangChainGenerator, as_text_generator
 from .embeddings import as_embedder
@@ -38,7 +33,7 @@ HYDE_KEY = "hyde"
 """Metadata key of a returned document: ``{"passages", "fallback", "error", "mode"}``."""
 
 
-class HyDERetriever(StrictRetriever):
+class HyDERetriever(CoreRetriever):
     """HyDE retrieval (Gao et al. 2022) backed by `hybrid_retrievers.hyde.HyDESearcher`.
 
     Each returned `Document` carries the score under ``score_key`` (cosine similarity
@@ -76,26 +71,12 @@ class HyDERetriever(StrictRetriever):
     searcher: HyDESearcher
     """The core HyDE searcher that does all the work; shared, not copied."""
 
-    k: int = 4
-    """Default number of documents to return (>= 1); override per call with ``k=``."""
-
-    filter: Filter | None = None
-    """Default filter applied before top-k (a mapping or a callable over `Doc`)."""
-
-    score_key: str = "score"
-    """Metadata key under which each returned `Document` carries its score."""
-
-    @field_validator("k", mode="before")
-    @classmethod
-    def _check_k(cls, value: Any) -> int:
-        return check_k(value, name="k")
+    child_runs: ClassVar[bool] = True  # each LLM call is a child run of the retrieval
 
     @field_validator("score_key")
     @classmethod
     def _check_score_key(cls, value: str) -> str:
-        if value == HYDE_KEY:
-            raise ValueError(f"score_key must differ from {HYDE_KEY!r}, got {value!r}")
-        return check_score_key(value)
+        return check_score_key(value, reserved=HYDE_KEY)
 
     # ------------------------------------------------------------------ build
 
@@ -166,35 +147,5 @@ class HyDERetriever(StrictRetriever):
         metadata[HYDE_KEY] = {key: info[key] for key in ("passages", "fallback", "error", "mode")}
         return Document(id=hit.doc.id, page_content=hit.doc.text, metadata=metadata)
 
-    def _resolve(self, k: int | None, filter: Filter | None) -> tuple[int, Filter | None]:
-        return check_k(self.k if k is None else k, name="k"), (
-            self.filter if filter is None else filter
-        )
-
-    def _get_relevant_documents(
-        self,
-        query: str,
-        *,
-        run_manager: CallbackManagerForRetrieverRun,
-        k: int | None = None,
-        filter: Filter | None = None,
-    ) -> list[Document]:
-        """Generate, embed, search: up to ``k`` documents for ``query``, best first."""
-        top, where = self._resolve(k, filter)
-        with core_calls_as_children(run_manager):
-            hits = self.searcher.search(query, top, filter=where)
-        return [self._to_document(h) for h in hits]
-
-    async def _aget_relevant_documents(
-        self,
-        query: str,
-        *,
-        run_manager: AsyncCallbackManagerForRetrieverRun,
-        k: int | None = None,
-        filter: Filter | None = None,
-    ) -> list[Document]:
-        """Async `_get_relevant_documents`: generations concurrent, search in a thread."""
-        top, where = self._resolve(k, filter)
-        with core_calls_as_children(run_manager):
-            hits = await self.searcher.asearch(query, top, filter=where)
+    def _documents(self, hits: Iterable[Hit]) -> list[Document]:
         return [self._to_document(h) for h in hits]

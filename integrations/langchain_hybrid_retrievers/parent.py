@@ -13,12 +13,8 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
-from langchain_core.callbacks import (
-    AsyncCallbackManagerForRetrieverRun,
-    CallbackManagerForRetrieverRun,
-)
 from langchain_core.documents import Document
 from langchain_core.stores import BaseStore
 from pydantic import ConfigDict, field_validator
@@ -32,7 +28,7 @@ from hybrid_retrievers.parent import (
 from hybrid_retrievers.types import Hit
 from hybrid_retrievers.validation import check_k
 
-from ._base import Filter, StrictRetriever, core_calls_as_children
+from ._base import CoreRetriever, Filter
 from ._convert import RANK_KEY, check_score_key, copy_metadata, documents_to_columns
 from .child_index import LangChainChildIndex, as_child_searcher
 from .embeddings import as_embedder
@@ -49,7 +45,7 @@ MATCHED_CHILDREN_KEY = "matched_children"
 """Metadata key of a returned parent: its matched children (``id``, ``rank``, ``score``)."""
 
 
-class ParentDocumentRetriever(StrictRetriever):
+class ParentDocumentRetriever(CoreRetriever):
     """Match small chunks, return their parent documents (backed by `ParentChildSearcher`).
 
     Each returned `Document` is a parent (``id`` = parent id) whose metadata is the
@@ -76,6 +72,8 @@ class ParentDocumentRetriever(StrictRetriever):
 
     searcher: ParentChildSearcher
     """The core parent/child searcher that does all the work; shared, not copied."""
+
+    child_runs: ClassVar[bool] = True  # a LangChain child index's calls are child runs
 
     k: int = 4
     """Default number of parents to return (>= 1); override per call with ``k=``."""
@@ -108,11 +106,6 @@ class ParentDocumentRetriever(StrictRetriever):
             raise ValueError(f"score_threshold must be a number or None, got {value!r}")
         return float(value)
 
-    @field_validator("k", mode="before")
-    @classmethod
-    def _check_k(cls, value: Any) -> int:
-        return check_k(value, name="k")
-
     @field_validator("fetch_k", mode="before")
     @classmethod
     def _check_fetch_k(cls, value: Any) -> int | None:
@@ -121,9 +114,7 @@ class ParentDocumentRetriever(StrictRetriever):
     @field_validator("score_key")
     @classmethod
     def _check_score_key(cls, value: str) -> str:
-        if value == MATCHED_CHILDREN_KEY:
-            raise ValueError(f"score_key must differ from {MATCHED_CHILDREN_KEY!r}, got {value!r}")
-        return check_score_key(value)
+        return check_score_key(value, reserved=MATCHED_CHILDREN_KEY)
 
     # ------------------------------------------------------------------ build
 
@@ -213,21 +204,8 @@ class ParentDocumentRetriever(StrictRetriever):
             hits = [h for h in hits if h.score >= self.score_threshold]
         return [self._to_document(h) for h in hits]
 
-    def _get_relevant_documents(
-        self, query: str, *, run_manager: CallbackManagerForRetrieverRun,
-        k: int | None = None, filter: Filter | None = None,
-    ) -> list[Document]:
-        """Return up to ``k`` parents for ``query``, best first."""
-        with core_calls_as_children(run_manager):
-            return self._search(query, k, filter)
-
-    async def _aget_relevant_documents(
-        self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun,
-        k: int | None = None, filter: Filter | None = None,
-    ) -> list[Document]:
-        """Async `_get_relevant_documents`: the search runs in a worker thread."""
-        with core_calls_as_children(run_manager):
-            return await asyncio.to_thread(self._search, query, k, filter)
+    async def _asearch(self, query: str, k: int | None, filter: Filter | None) -> list[Document]:
+        return await asyncio.to_thread(self._search, query, k, filter)
 
     # ----------------------------------------------------------------- update
 

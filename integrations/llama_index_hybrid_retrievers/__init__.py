@@ -21,7 +21,8 @@ require("llama_index.core", extra="llama-index", feature="llama_index_hybrid_ret
 from .bm25 import BM25Retriever
 from .dense import DenseRetriever
 from .embeddings import LlamaIndexEmbedder
-from .fusion import FusionRetriever, HybridRetriever
+from .fusion import FusionRetriever
+from .hybrid import HybridRetriever
 from .hyde import HyDERetriever
 from .parent import ParentDocumentRetriever
 from .postprocessors import CrossEncoderRerank, LLMRerank

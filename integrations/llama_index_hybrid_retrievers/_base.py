@@ -7,10 +7,12 @@ keeps it so). A retriever converts nodes and `QueryBundle`s, maps parameter name
 ranking, filtering and validation of values live in the core. Written once, here:
 
 * `SimilarityTopK`: the validated ``similarity_top_k`` property;
-* `CoreSearcherRetriever`: the filter (as given and in its core form), the caller's
-  nodes (`NodeCache`), one path from core hits to new `NodeWithScore` objects, async
-  (the searcher's ``asearch`` when it has one, else a worker thread), editing
-  (`NodeEditing`, in `_editing`) and the persisted settings;
+* `SearcherState`: the filter (as given and in its core form), the caller's nodes
+  (`NodeCache`), one path from core hits to new `NodeWithScore` objects and the
+  persisted settings;
+* `CoreSearcherRetriever`: a `SearcherState` with search, async (the searcher's
+  ``asearch`` when it has one, else a worker thread) and editing (`NodeEditing`, in
+  `_editing`);
 * `CoreIndexRetriever`: a `CoreSearcherRetriever` over one core index, with its
   constructor (`IndexOptions`: the keyword arguments every subclass takes),
   ``persist`` and the ``index=`` -> ``bm25_index=`` / ``vector_index=`` deprecation;
@@ -43,8 +45,8 @@ from ._persist import filter_from_json, filter_to_json, read_retriever, write_re
 from ._query import QueryChecked
 from ._sources import one_filter, one_source, source_nodes
 
-__all__ = ["CoreIndexRetriever", "CoreSearcherRetriever", "IndexOptions", "SimilarityTopK",
-           "one_filter", "one_source", "source_nodes"]
+__all__ = ["CoreIndexRetriever", "CoreSearcherRetriever", "IndexOptions", "SearcherState",
+           "SimilarityTopK", "one_filter", "one_source", "source_nodes"]
 
 
 class SimilarityTopK:
@@ -62,14 +64,14 @@ class SimilarityTopK:
         self._similarity_top_k = check_k(value, name="similarity_top_k")
 
 
-class CoreSearcherRetriever(SimilarityTopK, NodeEditing, QueryChecked, BaseRetriever):
-    """Base of the retrievers over one core searcher (``self._searcher``).
+class SearcherState(SimilarityTopK):
+    """Mixin: the state every retriever over a core searcher (``self._searcher``) holds.
 
-    Holds ``similarity_top_k`` (validated on every assignment), the filter as given
-    and its core form, and the caller's nodes (`NodeCache`), so results can hand back
-    the caller's node objects while they agree with the index. Editing
-    (`insert_nodes` / `delete_nodes` / `delete_ref_doc`, the names of LlamaIndex's
-    indexes) goes to every core index the retriever searches (`_editable_indexes`).
+    ``similarity_top_k`` (validated on every assignment), the filter as given and its
+    core form, and the caller's nodes (`NodeCache`), so results can hand back the
+    caller's node objects while they agree with the index; one path from core hits to
+    new `NodeWithScore` objects (`_wrap`) and the persisted settings (`_settings`,
+    `_write`, `_read`). Used directly by `ParentDocumentRetriever`.
     """
 
     def _setup(
@@ -87,6 +89,13 @@ class CoreSearcherRetriever(SimilarityTopK, NodeEditing, QueryChecked, BaseRetri
         self._nodes = nodes if isinstance(nodes, NodeCache) else NodeCache(nodes or ())
         BaseRetriever.__init__(self, callback_manager=callback_manager, verbose=verbose)
 
+    def _hold(self, searcher: Any, kind: type, hint: str = "") -> None:
+        """Keep ``searcher`` as ``self._searcher``; a TypeError naming ``kind`` unless it is one."""
+        if not isinstance(searcher, kind):
+            raise TypeError(f"searcher must be a hybrid_retrievers {kind.__name__}, got "
+                            f"{type(searcher).__name__}{hint}")
+        self._searcher = searcher
+
     @property
     def filter(self) -> MetadataFilter | MetadataFilters | None:
         """The filter as given at construction."""
@@ -100,18 +109,6 @@ class CoreSearcherRetriever(SimilarityTopK, NodeEditing, QueryChecked, BaseRetri
 
     def _wrap(self, hits: Iterable[Hit]) -> list[NodeWithScore]:
         return [hit_to_node_with_score(hit, self._nodes) for hit in hits]
-
-    def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
-        return self._wrap(self._searcher.search(
-            query_bundle.query_str, self._similarity_top_k, filter=self._core_filter))
-
-    async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
-        asearch = getattr(self._searcher, "asearch", None)
-        if not callable(asearch):  # CPU work: keep it off the event loop
-            return await asyncio.to_thread(self._retrieve, query_bundle)
-        return self._wrap(await asearch(
-            query_bundle.query_str, self._similarity_top_k, filter=self._core_filter))
-
 
     # -------------------------------------------------------------- persistence
 
@@ -144,6 +141,28 @@ class CoreSearcherRetriever(SimilarityTopK, NodeEditing, QueryChecked, BaseRetri
             "filter": saved_filter if filter is None else filter,
         }
         return folder, nodes, kwargs, settings
+
+
+class CoreSearcherRetriever(SearcherState, NodeEditing, QueryChecked, BaseRetriever):
+    """Base of the retrievers over one core searcher (``self._searcher``).
+
+    `SearcherState` plus search and editing: `_retrieve` is the searcher's ``search``
+    with ``similarity_top_k`` and the core filter, async uses the searcher's
+    ``asearch`` when it has one, else a worker thread; editing (`insert_nodes` /
+    `delete_nodes` / `delete_ref_doc`, the names of LlamaIndex's indexes) goes to every
+    core index the retriever searches (`_editable_indexes`).
+    """
+
+    def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        return self._wrap(self._searcher.search(
+            query_bundle.query_str, self._similarity_top_k, filter=self._core_filter))
+
+    async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        asearch = getattr(self._searcher, "asearch", None)
+        if not callable(asearch):  # CPU work: keep it off the event loop
+            return await asyncio.to_thread(self._retrieve, query_bundle)
+        return self._wrap(await asearch(
+            query_bundle.query_str, self._similarity_top_k, filter=self._core_filter))
 
 
 class IndexOptions(TypedDict, total=False):

@@ -11,6 +11,11 @@ import os
 from typing import Any
 
 from hybrid_retrievers.fusion.saved import child_kind, read_fusion, save_fusion
+from hybrid_retrievers.persistence.composite import (
+    check_weights_restorable,
+    fusion_settings,
+    load_children,
+)
 
 from .dense import DenseRetriever
 from .bm25 import BM25Retriever
@@ -31,16 +36,7 @@ def persist_fusion_retriever(retriever: Any, persist_dir: str | os.PathLike[str]
         if kind != "fusion":
             extra["index_dir"] = "index"
         children.append((kind, child.persist, extra))
-    weights = retriever.weights
-    settings = {
-        "k": retriever.similarity_top_k,
-        "weights": None if weights is None or callable(weights) else list(weights),
-        "weights_callable": callable(weights),
-        "mode": retriever.mode.value,
-        "k_rrf": retriever.k_rrf,
-        "names": None if retriever.names is None else list(retriever.names),
-        "dedup": retriever.dedup.value,
-    }
+    settings = fusion_settings(retriever, retriever.similarity_top_k)
     save_fusion(persist_dir, children, settings)
 
 
@@ -50,27 +46,14 @@ def load_fusion_retriever(
     from .fusion import FusionRetriever
 
     settings, entries = read_fusion(persist_dir)
-    children = []
-    for kind, path, child in entries:
-        top = child.get("k", 4)
-        if kind == "bm25":
-            children.append(BM25Retriever.from_persist_dir(path, similarity_top_k=top))
-        elif embed_model is None:
-            raise ValueError(
-                f"{str(persist_dir)!r} holds a dense child: pass embed_model= (the model the "
-                "index was built with) to from_persist_dir"
-            )
-        elif kind == "vector":
-            children.append(DenseRetriever.from_persist_dir(
-                path, embed_model=embed_model, similarity_top_k=top))
-        else:
-            children.append(FusionRetriever.from_persist_dir(
-                path, embed_model=embed_model, similarity_top_k=top))
-    if settings.pop("weights_callable", False) and "weights" not in overrides:
-        raise ValueError(
-            f"{str(persist_dir)!r} was saved with a callable weights rule, which is not saved; "
-            "pass weights= (e.g. hybrid_retrievers.lexical_boost_rule()) to from_persist_dir"
-        )
+    children = load_children(persist_dir, entries, {
+        "bm25": lambda path, top: BM25Retriever.from_persist_dir(path, similarity_top_k=top),
+        "vector": lambda path, top: DenseRetriever.from_persist_dir(
+            path, embed_model=embed_model, similarity_top_k=top),
+        "fusion": lambda path, top: FusionRetriever.from_persist_dir(
+            path, embed_model=embed_model, similarity_top_k=top),
+    }, model=embed_model, model_arg="embed_model", method="from_persist_dir")
+    check_weights_restorable(settings, overrides, persist_dir, "from_persist_dir")
     # Only the keys the constructor knows; the LangChain adapter also writes its own.
     known = {"weights", "mode", "k_rrf", "names", "dedup"}
     kwargs = {key: value for key, value in settings.items() if key in known}

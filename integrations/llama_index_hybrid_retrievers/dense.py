@@ -20,7 +20,7 @@ from llama_index.core.schema import BaseNode, NodeWithScore, QueryBundle
 from llama_index.core.storage.docstore.types import BaseDocumentStore
 from llama_index.core.vector_stores.types import MetadataFilters
 
-from hybrid_retrievers.vector import DEFAULT_CHUNK, EmbeddingCache
+from hybrid_retrievers.vector import DEFAULT_BATCH_SIZE, EmbeddingCache
 from hybrid_retrievers.types import MetadataFilter
 from hybrid_retrievers.validation import check_query
 from hybrid_retrievers.vector import VectorIndex
@@ -127,7 +127,7 @@ class DenseRetriever(CoreIndexRetriever):
         similarity_top_k: int = 4,
         metric: str = "cosine",
         cache: EmbeddingCache | None = None,
-        batch_size: int = DEFAULT_CHUNK,
+        batch_size: int = DEFAULT_BATCH_SIZE,
         filter: MetadataFilter | MetadataFilters | None = None,
         callback_manager: CallbackManager | None = None,
         verbose: bool = False,

@@ -1,56 +1,40 @@
-"""LlamaIndex ensemble retrievers: fuse any LlamaIndex retrievers with the core's fusion.
+"""LlamaIndex `FusionRetriever`: fuse any LlamaIndex retrievers with the core's fusion.
 
-* `FusionRetriever` — fuses the answers of any LlamaIndex retrievers (this package's,
-  ``VectorStoreIndex.as_retriever()``, another `FusionRetriever`...), running them
-  concurrently, with the core's `hybrid_retrievers.fusion.fuse` (RRF by default).
-* `HybridRetriever` — the 90% case in one call: BM25 + dense over the same nodes, fused
-  (``HybridRetriever.from_defaults(nodes=..., embed_model=...)``).
-
-The adapter runs the children, converts types and keeps LlamaIndex's callbacks and
-instrumentation spans nested; identity, scoring, ties, dedup and the final top-k are the
-core's (`hybrid_retrievers.fusion`), so LangChain users of the same children get the same
-fused order. Compared with LlamaIndex's own ``QueryFusionRetriever``: no LLM is needed,
-weights count in RRF mode too, nodes are identified by ``node_id`` (not by a hash of
-text and metadata), the caller's nodes and scores are never modified, and every result
-says where it came from.
+Planning (per-call weights, which children to ask), running and fusing are the core's
+(`hybrid_retrievers.fusion.FusionPlan`, `CallRunner`); this module wraps each child as a
+core searcher (``_fusion_child.py``: its own `QueryBundle` copy, spans and callbacks
+nested) and turns fused hits back into the children's nodes by id. Unlike LlamaIndex's
+``QueryFusionRetriever``: no LLM is needed, weights count in RRF mode too, nodes are
+identified by ``node_id``, the caller's nodes and scores are never modified, and every
+result says where it came from. `HybridRetriever` (BM25 + dense) is in ``hybrid.py``.
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextvars
-import dataclasses
 import os
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.callbacks.base import CallbackManager
-from llama_index.core.schema import BaseNode, NodeWithScore, QueryBundle
-from llama_index.core.storage.docstore.types import BaseDocumentStore
-from llama_index.core.vector_stores.types import MetadataFilters
+from llama_index.core.schema import NodeWithScore, QueryBundle
 
-from hybrid_retrievers import Analyzer
-from hybrid_retrievers.validation import check_k, check_k_rrf, check_names, check_weights, parse_enum
-from hybrid_retrievers.vector import DEFAULT_CHUNK, EmbeddingCache
-from hybrid_retrievers.fusion import DEFAULT_K_RRF, Dedup, FusionMode, default_fetch_k, fuse
-from hybrid_retrievers.types import Hit, MetadataFilter
+from hybrid_retrievers.fusion import (
+    DEFAULT_K_RRF, CallRunner, Dedup, FusionMode, FusionPlan, gather_calls,
+)
+from hybrid_retrievers.fusion.plan import Weights
+from hybrid_retrievers.validation import check_k, check_names
 
-from ._base import one_filter
-
-from ._convert import FUSION_KEY, node_with_added_metadata, node_with_score_to_hit
+from ._convert import FUSION_KEY
+from ._fusion_child import ChildSearcher, fused_nodes
+from ._fusion_editing import FusionEditing
 from ._query import QueryChecked
-from .dense import DenseRetriever
-from .bm25 import BM25Retriever
 
 __all__ = ["FUSION_KEY", "FusionRetriever", "HybridRetriever"]
 
-Weights = Sequence[float] | Callable[[str], Sequence[float]]
 
-
-class FusionRetriever(QueryChecked, BaseRetriever):
+class FusionRetriever(QueryChecked, FusionEditing, BaseRetriever):
     """Fuse the rankings of several LlamaIndex retrievers into one (RRF by default).
 
     Each query goes to every child whose weight is positive, at the same time: in
@@ -60,8 +44,7 @@ class FusionRetriever(QueryChecked, BaseRetriever):
     ``aretrieve`` coroutines are gathered. Each child receives its own copy of the
     `QueryBundle` (LlamaIndex's vector retriever writes the query embedding into the
     bundle it gets, which must not leak into a sibling using another model, nor into
-    the caller's bundle). The lists are fused with `hybrid_retrievers.fusion.fuse` and
-    cut to ``similarity_top_k``.
+    the caller's bundle). The core fuses the lists and cuts them to ``similarity_top_k``.
 
     How many candidates each child returns is the child's own ``similarity_top_k``
     (LlamaIndex retrievers have no per-call top-k); give each child the depth fusion
@@ -72,16 +55,12 @@ class FusionRetriever(QueryChecked, BaseRetriever):
     Scores are not needed for ``mode="rrf"``; the score modes raise a clear error for a
     child that returns a node without a score.
 
-    Returned nodes: new `NodeWithScore` objects whose score is the fused score and whose
-    node is a **copy** of the best-ranked child node (same ``node_id``, text and
-    relationships) with the provenance under ``metadata["fusion"]``: the mapping
-    documented in `hybrid_retrievers.fusion` (``mode``, ``score``, ``best_rank``,
-    ``k_rrf`` and, per child that returned the node, its ``source``, ``index``, ``id``,
-    ``rank``, ``score``, ``weight`` and ``contribution``). That key is added to the
-    copy's ``excluded_llm_metadata_keys`` and ``excluded_embed_metadata_keys``, so it
-    never reaches a prompt or a vector. The children's `NodeWithScore` and node objects
-    are not modified. A child that is itself a `FusionRetriever` keeps its own
-    provenance, as that source's ``explanation``.
+    Returned nodes: new `NodeWithScore` objects with the fused score and a **copy** of
+    the best-ranked child node (same ``node_id``, text and relationships) carrying the
+    provenance (documented in `hybrid_retrievers.fusion`) under ``metadata["fusion"]``,
+    a key excluded from the copy's LLM and embedding text. The children's nodes are not
+    modified; a nested `FusionRetriever`'s provenance is kept as that source's
+    ``explanation``.
 
     Args:
         retrievers: The children: any LlamaIndex `BaseRetriever` objects, in order.
@@ -153,14 +132,11 @@ class FusionRetriever(QueryChecked, BaseRetriever):
         n = len(children)
         self._retrievers = children
         self.similarity_top_k = similarity_top_k
-        self._weights = weights if weights is None or callable(weights) else check_weights(
-            weights, n
-        )
-        self._mode = parse_enum(FusionMode, mode, "mode")
-        self._k_rrf = check_k_rrf(k_rrf, "k_rrf")
         self._names = None if names is None else check_names(names, n)
-        self._dedup = parse_enum(Dedup, dedup, "dedup")
+        self._plan = FusionPlan(n, mode=mode, weights=weights, k_rrf=k_rrf, names=self._names,
+                                dedup=dedup, describe=self._label)
         self._max_workers = n if max_workers is None else check_k(max_workers, "max_workers")
+        self._runner = CallRunner(self._max_workers, size=n, name="FusionRetriever")
         super().__init__(callback_manager=callback_manager, verbose=verbose)
 
     # ------------------------------------------------------------ properties
@@ -182,15 +158,15 @@ class FusionRetriever(QueryChecked, BaseRetriever):
     @property
     def weights(self) -> Weights | None:
         """The weights as given (a tuple, a callable, or ``None`` for all 1)."""
-        return self._weights
+        return self._plan.weights
 
     @property
     def mode(self) -> FusionMode:
-        return self._mode
+        return self._plan.mode
 
     @property
     def k_rrf(self) -> float:
-        return self._k_rrf
+        return self._plan.k_rrf
 
     @property
     def names(self) -> tuple[str, ...] | None:
@@ -198,59 +174,7 @@ class FusionRetriever(QueryChecked, BaseRetriever):
 
     @property
     def dedup(self) -> Dedup:
-        return self._dedup
-
-    # --------------------------------------------------------------- editing
-
-    def _editable_children(self) -> list[Any]:
-        children = list(dict.fromkeys(self._retrievers))  # a child listed twice: once
-        for child in children:
-            if not (callable(getattr(child, "insert_nodes", None))
-                    and callable(getattr(child, "delete_nodes", None))):
-                raise TypeError(
-                    f"cannot edit {type(self).__name__}: child {type(child).__name__} has no "
-                    "insert_nodes / delete_nodes; edit the children yourself"
-                )
-        return children
-
-    def insert_nodes(self, nodes: Sequence[BaseNode], **insert_kwargs: Any) -> list[str]:
-        """Insert nodes into every child (each indexes them its own way); returns the ids.
-
-        Raises:
-            TypeError: a child that cannot be edited (nothing is inserted then).
-            ValueError: an id already indexed (nothing is inserted then).
-        """
-        children = self._editable_children()
-        node_list = list(nodes)
-        done: list[Any] = []
-        ids: list[str] = []
-        try:
-            for child in children:
-                ids = child.insert_nodes(node_list, **insert_kwargs)
-                done.append(child)
-        except BaseException:
-            for child in done:  # keep the children consistent with each other
-                child.delete_nodes([n.node_id for n in node_list])
-            raise
-        return ids
-
-    def delete_nodes(self, node_ids: Sequence[str], **delete_kwargs: Any) -> None:
-        """Delete nodes by id from every child.
-
-        Raises:
-            KeyError: naming ids a child does not hold (checked in every child first
-                when the children are this package's, so nothing is deleted then).
-        """
-        children = self._editable_children()
-        ids = [node_ids] if isinstance(node_ids, str) else list(node_ids)
-        for child in children:
-            for index in getattr(child, "_editable_indexes", list)():
-                unknown = [i for i in ids if i not in index]
-                if unknown:
-                    raise KeyError(f"{len(unknown)} node id(s) not in {type(child).__name__}: "
-                                   f"{unknown[:5]}")
-        for child in children:
-            child.delete_nodes(ids, **delete_kwargs)
+        return self._plan.dedup
 
     # ----------------------------------------------------------- persistence
 
@@ -291,240 +215,34 @@ class FusionRetriever(QueryChecked, BaseRetriever):
     # ---------------------------------------------------------------- search
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
-        weights, active = self._plan(query_bundle)
-        calls = [self._sync_call(i, query_bundle) for i in active]
-        return self._fuse(weights, active, _run_concurrently(calls, self._max_workers))
+        call, children = self._children(query_bundle)
+        results = self._runner.run([c.search for c in children.values()], self._note(call))
+        return fused_nodes(self._plan.fuse(call, results), children)
 
     async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
-        weights, active = self._plan(query_bundle)
-        results = await asyncio.gather(*(
-            _labelled_async(self._retrievers[i].aretrieve(_copy(query_bundle)), self._label(i))
-            for i in active
-        ))
-        return self._fuse(weights, active, list(results))
+        call, children = self._children(query_bundle)
+        results = await gather_calls([c.asearch() for c in children.values()],
+                                     self._note(call))
+        return fused_nodes(self._plan.fuse(call, results), children)
 
-    # --------------------------------------------------------------- helpers
-
-    def _plan(self, query_bundle: QueryBundle) -> tuple[tuple[float, ...], list[int]]:
-        n = len(self._retrievers)
-        if callable(self._weights):
-            weights = check_weights(self._weights(query_bundle.query_str), n, "weights(query)")
-        else:
-            weights = check_weights(self._weights, n)
-        return weights, [i for i, w in enumerate(weights) if w > 0]
+    def _children(self, query_bundle: QueryBundle) -> tuple[Any, dict[int, ChildSearcher]]:
+        """The call's plan, and each active child as a searcher (by child index)."""
+        call = self._plan.resolve(query_bundle.query_str, self._similarity_top_k, check=False)
+        return call, {i: ChildSearcher(self._retrievers[i], query_bundle, self._label(i))
+                      for i in call.active}
 
     def _label(self, i: int) -> str:
         name = f" ({self._names[i]!r})" if self._names is not None else ""
         return f"retrievers[{i}]{name}, {type(self._retrievers[i]).__name__}"
 
-    def _sync_call(self, i: int, query_bundle: QueryBundle) -> Callable[[], Any]:
-        child, label, bundle = self._retrievers[i], self._label(i), _copy(query_bundle)
-
-        def call() -> Any:
-            try:
-                return child.retrieve(bundle)
-            except Exception as exc:
-                _add_note(exc, label)
-                raise
-
-        return call
-
-    def _fuse(
-        self, weights: tuple[float, ...], active: list[int], results: list[Any]
-    ) -> list[NodeWithScore]:
-        rankings: list[list[Hit]] = [[] for _ in self._retrievers]
-        originals: dict[int, NodeWithScore] = {}  # id(core Doc) -> the child's result
-        for i, nodes in zip(active, results):
-            if isinstance(nodes, (str, bytes, Mapping)) or not isinstance(nodes, Sequence):
-                raise TypeError(
-                    f"child {self._label(i)} must return a list of NodeWithScore, got "
-                    f"{type(nodes).__name__}"
-                )
-            hits = [node_with_score_to_hit(nws, pos) for pos, nws in enumerate(nodes, 1)]
-            for hit, nws in zip(hits, nodes):
-                originals[id(hit.doc)] = nws
-            if self._mode is not FusionMode.RRF:
-                missing = next((h for h in hits if h.score is None), None)
-                if missing is not None:
-                    raise ValueError(
-                        f"mode={self._mode.value!r} fuses scores, but child {self._label(i)} "
-                        f"returned node {missing.id!r} with score None; use mode='rrf' "
-                        "(ranks only) or a retriever that scores its nodes"
-                    )
-            rankings[i] = hits
-        fused = fuse(
-            rankings,
-            self._mode,
-            weights=weights,
-            k_rrf=self._k_rrf,
-            names=self._names,
-            dedup=self._dedup,
-            limit=self._similarity_top_k,
-        )
-        out = []
-        for hit in fused:
-            # The fused hit keeps the best-ranked copy's Doc object: map it back to the
-            # node that child returned.
-            source = originals[id(hit.doc)].node
-            node = node_with_added_metadata(source, {FUSION_KEY: hit.explanation[FUSION_KEY]})
-            out.append(NodeWithScore(node=node, score=float(hit.score)))
-        return out
+    def _note(self, call: Any) -> Any:  # names a failing child in the exception
+        return lambda j: f"FusionRetriever child {self._label(call.active[j])}"
 
 
-def _copy(query_bundle: QueryBundle) -> QueryBundle:
-    """A shallow copy, so a child that sets ``bundle.embedding`` changes only its own."""
-    copied = dataclasses.replace(query_bundle)
-    if query_bundle.custom_embedding_strs is not None:
-        copied.custom_embedding_strs = list(query_bundle.custom_embedding_strs)
-    return copied
+def __getattr__(name: str) -> Any:
+    """``llama_index_hybrid_retrievers.fusion.HybridRetriever`` (kept for compatibility)."""
+    if name == "HybridRetriever":
+        from .hybrid import HybridRetriever
 
-
-def _run_concurrently(calls: list[Callable[[], Any]], max_workers: int) -> list[Any]:
-    """The first call in this thread, the others in threads running a copy of its context."""
-    workers = min(len(calls), max_workers) - 1
-    if workers <= 0:
-        return [call() for call in calls]
-    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="FusionRetriever") as pool:
-        futures = [pool.submit(contextvars.copy_context().run, call) for call in calls[1:]]
-        try:
-            first = calls[0]()
-        except BaseException:
-            for future in futures:
-                future.cancel()
-            raise
-        return [first, *(future.result() for future in futures)]
-
-
-async def _labelled_async(awaitable: Any, label: str) -> Any:
-    try:
-        return await awaitable
-    except Exception as exc:
-        _add_note(exc, label)
-        raise
-
-
-def _add_note(exc: BaseException, label: str) -> None:
-    if hasattr(exc, "add_note"):  # Python 3.11+
-        exc.add_note(f"raised by FusionRetriever child {label}")
-
-
-class HybridRetriever(FusionRetriever):
-    """BM25 + dense retrieval over the same nodes, fused: the 90% case in one call.
-
-    `from_defaults` indexes the nodes twice, in a `BM25Retriever` and a
-    `DenseRetriever`, each returning ``fetch_k`` candidates (default
-    ``max(similarity_top_k, 20)``), and fuses ``[bm25, dense]`` (named ``"bm25"`` and
-    ``"dense"`` in the provenance). Everything else is `FusionRetriever`'s. Because the
-    BM25 child comes first, ``weights=hybrid_retrievers.lexical_boost_rule()`` favours
-    it for queries with codes, numbers or quoted phrases. Setting
-    ``similarity_top_k`` later changes the fused cut only; the children keep their
-    candidate depth (``retriever.bm25.similarity_top_k``...).
-
-    Example:
-        >>> from llama_index.core.schema import TextNode
-        >>> from hybrid_retrievers.models import HashingEmbedder
-        >>> from llama_index_hybrid_retrievers import HybridRetriever
-        >>> retriever = HybridRetriever.from_defaults(
-        ...     nodes=[TextNode(id_="a", text="wings generate lift"),
-        ...            TextNode(id_="b", text="cats sleep all day"),
-        ...            TextNode(id_="c", text="lift and drag of wings")],
-        ...     embed_model=HashingEmbedder(dimension=64), similarity_top_k=2,
-        ... )
-        >>> sorted(n.node.node_id for n in retriever.retrieve("wing lift"))
-        ['a', 'c']
-    """
-
-    def __init__(self, retrievers: Sequence[BaseRetriever], **kwargs: Any) -> None:
-        if isinstance(retrievers, Sequence) and len(retrievers) != 2:
-            raise ValueError(
-                "HybridRetriever needs exactly two retrievers [lexical, dense], got "
-                f"{len(retrievers)}; use FusionRetriever for any other set"
-            )
-        super().__init__(retrievers, **kwargs)
-
-    @property
-    def bm25(self) -> BaseRetriever:
-        """The lexical child (``retrievers[0]``)."""
-        return self.retrievers[0]
-
-    @property
-    def dense(self) -> BaseRetriever:
-        """The dense child (``retrievers[1]``)."""
-        return self.retrievers[1]
-
-    @classmethod
-    def from_defaults(
-        cls,
-        nodes: Iterable[BaseNode] | None = None,
-        docstore: BaseDocumentStore | None = None,
-        *,
-        embed_model: BaseEmbedding | Any,
-        similarity_top_k: int = 4,
-        fetch_k: int | None = None,
-        weights: Weights | None = None,
-        mode: FusionMode | str = FusionMode.RRF,
-        k_rrf: float = DEFAULT_K_RRF,
-        names: Sequence[str] | None = ("bm25", "dense"),
-        dedup: Dedup | str = Dedup.ID,
-        analyzer: Analyzer | None = None,
-        k1: float = 1.5,
-        b: float = 0.75,
-        method: str = "lucene",
-        delta: float | None = None,
-        metric: str = "cosine",
-        cache: EmbeddingCache | None = None,
-        batch_size: int = DEFAULT_CHUNK,
-        filter: MetadataFilter | MetadataFilters | None = None,
-        max_workers: int | None = None,
-        callback_manager: CallbackManager | None = None,
-        verbose: bool = False,
-        filters: MetadataFilters | MetadataFilter | None = None,
-    ) -> HybridRetriever:
-        """Index nodes (or every node of a docstore) for BM25 and dense retrieval; fuse.
-
-        Args:
-            nodes: The nodes to index; ids are ``node.node_id``.
-            docstore: Alternatively, a docstore whose ``docs`` are all indexed.
-            embed_model: A LlamaIndex `BaseEmbedding` or a core `Embedder` (required).
-            similarity_top_k: Number of fused nodes to return (>= 1).
-            fetch_k: Candidates each child returns (default ``max(similarity_top_k, 20)``).
-            weights, mode, k_rrf, names, dedup, max_workers: As for `FusionRetriever`
-                (``weights`` is ``[bm25, dense]``).
-            analyzer, k1, b, method, delta: BM25 settings (see `BM25Retriever.from_defaults`).
-            metric, cache, batch_size: Dense settings (see `DenseRetriever.from_defaults`).
-            filter: Applied by both children before their top-k (``filters`` is
-                LlamaIndex's spelling).
-            callback_manager: LlamaIndex callback manager (given to the children too).
-            verbose: Also shows progress bars while indexing.
-
-        Raises:
-            ValueError: unless exactly one of ``nodes`` and ``docstore`` is given.
-        """
-        if nodes is not None and not isinstance(nodes, BaseNode):
-            nodes = list(nodes)  # both children read them
-        depth = default_fetch_k(check_k(similarity_top_k, name="similarity_top_k")) \
-            if fetch_k is None else check_k(fetch_k, name="fetch_k")
-        shared: dict[str, Any] = {
-            "similarity_top_k": depth, "filter": one_filter(filter, filters),
-            "callback_manager": callback_manager, "verbose": verbose,
-        }
-        bm25 = BM25Retriever.from_defaults(
-            nodes, docstore, analyzer=analyzer, k1=k1, b=b, method=method, delta=delta,
-            **shared,
-        )
-        dense = DenseRetriever.from_defaults(
-            nodes, docstore, embed_model=embed_model, metric=metric, cache=cache,
-            batch_size=batch_size, **shared,
-        )
-        return cls(
-            [bm25, dense],
-            similarity_top_k=similarity_top_k,
-            weights=weights,
-            mode=mode,
-            k_rrf=k_rrf,
-            names=names,
-            dedup=dedup,
-            max_workers=max_workers,
-            callback_manager=callback_manager,
-            verbose=verbose,
-        )
+        return HybridRetriever
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

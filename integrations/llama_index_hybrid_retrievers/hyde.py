@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from llama_index.core.callbacks.base import CallbackManager
-from llama_index.core.schema import BaseNode, NodeWithScore, QueryBundle
+from llama_index.core.schema import BaseNode
 from llama_index.core.vector_stores.types import MetadataFilters
 
 from hybrid_retrievers.hyde import HyDEResult, HyDESearcher
@@ -19,7 +19,7 @@ from hybrid_retrievers.types import MetadataFilter
 from hybrid_retrievers.vector import VectorIndex
 
 from ._base import CoreSearcherRetriever, one_filter
-from ._convert import hit_to_node_with_score, nodes_to_docs
+from ._convert import nodes_to_docs
 from ._llm import LlamaIndexGenerator, as_text_generator
 from .embeddings import as_embedder
 
@@ -64,11 +64,7 @@ class HyDERetriever(CoreSearcherRetriever):
         filters: MetadataFilters | MetadataFilter | None = None,
     ) -> None:
         filter = one_filter(filter, filters)
-        if not isinstance(searcher, HyDESearcher):
-            raise TypeError(
-                f"searcher must be a hybrid_retrievers HyDESearcher, got {type(searcher).__name__}"
-            )
-        self._searcher = searcher
+        self._hold(searcher, HyDESearcher)
         self._setup(similarity_top_k=similarity_top_k, filter=filter, nodes=nodes,
                     callback_manager=callback_manager, verbose=verbose)
 
@@ -131,15 +127,3 @@ class HyDERetriever(CoreSearcherRetriever):
     def generate(self, query: str) -> HyDEResult:
         """The hypothetical passages for ``query`` (for debugging; never raises for the LLM)."""
         return self._searcher.hyde.generate(query)
-
-    def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
-        hits = self._searcher.search(
-            query_bundle.query_str, self._similarity_top_k, filter=self._core_filter
-        )
-        return [hit_to_node_with_score(h, self._nodes) for h in hits]
-
-    async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
-        hits = await self._searcher.asearch(
-            query_bundle.query_str, self._similarity_top_k, filter=self._core_filter
-        )
-        return [hit_to_node_with_score(h, self._nodes) for h in hits]

@@ -23,17 +23,16 @@ from hybrid_retrievers.parent import ParentChildSearcher, ParentStore, ParentSto
 from hybrid_retrievers.types import MetadataFilter
 from hybrid_retrievers.validation import check_k, check_merge_threshold
 
-from ._base import one_filter
-from ._convert import hit_to_node_with_score, nodes_to_docs, to_core_filter
+from ._base import SearcherState, one_filter
+from ._convert import nodes_to_docs
 from ._nodes import NodeCache
-from ._persist import filter_from_json, filter_to_json, read_retriever, write_retriever
 from ._query import QueryChecked
 from .embeddings import as_embedder
 
 __all__ = ["ParentDocumentRetriever"]
 
 
-class ParentDocumentRetriever(QueryChecked, BaseRetriever):
+class ParentDocumentRetriever(SearcherState, QueryChecked, BaseRetriever):
     """Match small child chunks, return their parent nodes (backed by `ParentChildSearcher`).
 
     Each result is a new `NodeWithScore` whose score is the parent's best child's
@@ -71,33 +70,17 @@ class ParentDocumentRetriever(QueryChecked, BaseRetriever):
         filters: MetadataFilters | MetadataFilter | None = None,
     ) -> None:
         filter = one_filter(filter, filters)
-        if not isinstance(searcher, ParentChildSearcher):
-            raise TypeError(
-                "searcher must be a hybrid_retrievers ParentChildSearcher, got "
-                f"{type(searcher).__name__}; build one with ParentDocumentRetriever.from_defaults"
-            )
-        self._searcher = searcher
-        self.similarity_top_k = similarity_top_k
+        self._hold(searcher, ParentChildSearcher,
+                   "; build one with ParentDocumentRetriever.from_defaults")
         self._fetch_k = None if fetch_k is None else check_k(fetch_k, "fetch_k")
         self._merge = check_merge_threshold(merge_threshold)  # now, not at the first query
-        self._filter = filter
-        self._core_filter = to_core_filter(filter)
-        self._nodes = nodes if isinstance(nodes, NodeCache) else NodeCache(nodes or ())
-        super().__init__(callback_manager=callback_manager, verbose=verbose)
+        self._setup(similarity_top_k=similarity_top_k, filter=filter, nodes=nodes,
+                    callback_manager=callback_manager, verbose=verbose)
 
     @property
     def searcher(self) -> ParentChildSearcher:
         """The core parent/child searcher."""
         return self._searcher
-
-    @property
-    def similarity_top_k(self) -> int:
-        """Number of parents to return; validated on every assignment."""
-        return self._similarity_top_k
-
-    @similarity_top_k.setter
-    def similarity_top_k(self, value: int) -> None:
-        self._similarity_top_k = check_k(value, name="similarity_top_k")
 
     @classmethod
     def from_defaults(
@@ -152,7 +135,7 @@ class ParentDocumentRetriever(QueryChecked, BaseRetriever):
             query_bundle.query_str, k=self._similarity_top_k, filter=self._core_filter,
             fetch_k=self._fetch_k, merge_threshold=self._merge,
         )
-        return [hit_to_node_with_score(h, self._nodes) for h in hits]
+        return self._wrap(hits)
 
     async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         return await asyncio.to_thread(self._retrieve, query_bundle)
@@ -186,10 +169,10 @@ class ParentDocumentRetriever(QueryChecked, BaseRetriever):
         """
         store = self._searcher.parent_store
         docs = list(store) if isinstance(store, ParentStore) else []
-        settings = {"similarity_top_k": self._similarity_top_k, "fetch_k": self._fetch_k,
-                    "merge_threshold": self._merge, "filter": filter_to_json(self._filter)}
-        write_retriever(persist_dir, type(self).__name__, settings, self._nodes.to_json(docs),
-                        {"index": self._searcher.save})
+        self._write(persist_dir, docs, {"index": self._searcher.save})
+
+    def _settings(self) -> dict[str, Any]:
+        return {**super()._settings(), "fetch_k": self._fetch_k, "merge_threshold": self._merge}
 
     @classmethod
     def from_persist_dir(
@@ -215,7 +198,8 @@ class ParentDocumentRetriever(QueryChecked, BaseRetriever):
             hybrid_retrievers.persistence.IndexFormatError: for a missing, corrupt
                 or foreign directory.
         """
-        settings, fields, folder = read_retriever(persist_dir, cls.__name__, ())
+        folder, fields, kwargs, settings = cls._read(persist_dir, (), similarity_top_k,
+                                                     one_filter(filter, filters))
         searcher = ParentChildSearcher.load(
             folder,
             embedder=None if embed_model is None else as_embedder(embed_model),
@@ -223,13 +207,6 @@ class ParentDocumentRetriever(QueryChecked, BaseRetriever):
         )
         store = searcher.parent_store
         nodes = NodeCache.from_json(fields, list(store) if isinstance(store, ParentStore) else [])
-        where = one_filter(filter, filters)
-        return cls(
-            searcher,
-            similarity_top_k=settings.get("similarity_top_k", 4)
-            if similarity_top_k is None else similarity_top_k,
-            fetch_k=settings.get("fetch_k"), merge_threshold=settings.get("merge_threshold"),
-            filter=filter_from_json(settings.get("filter"), str(persist_dir))
-            if where is None else where,
-            nodes=nodes, callback_manager=callback_manager, verbose=verbose,
-        )
+        return cls(searcher, fetch_k=settings.get("fetch_k"),
+                   merge_threshold=settings.get("merge_threshold"), nodes=nodes,
+                   callback_manager=callback_manager, verbose=verbose, **kwargs)

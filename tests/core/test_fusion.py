@@ -3,6 +3,7 @@ FusionSearcher (concurrency, filters, fetch_k, weights rules)."""
 
 from __future__ import annotations
 
+import contextlib
 import doctest
 import math
 import threading
@@ -73,7 +74,7 @@ def test_rrf_tie_goes_to_better_best_rank_before_first_appearance():
     # An exact tie with different best ranks (k=2): z is 2nd twice, 1/4 + 1/4 = 0.5; w is
     # 1st once with weight 1.5, 1.5 / 3 = 0.5. z appears first, but w's best rank wins.
     fused = reciprocal_rank_fusion(
-        [ranking("z0", "z"), ranking("z1", "z"), ranking("w")], k=2, weights=[1, 1, 1.5]
+        [ranking("z0", "z"), ranking("z1", "z"), ranking("w")], k_rrf=2, weights=[1, 1, 1.5]
     )
     by_id = scores(fused)
     assert by_id["z"] == by_id["w"] == 0.5
@@ -82,7 +83,7 @@ def test_rrf_tie_goes_to_better_best_rank_before_first_appearance():
 
 def test_rrf_weights_and_k_hand_computed():
     fused = reciprocal_rank_fusion(
-        [ranking("a", "b"), ranking("b", "c")], k=10, weights=[2.0, 0.5]
+        [ranking("a", "b"), ranking("b", "c")], k_rrf=10, weights=[2.0, 0.5]
     )
     expected = {"a": 2 / 11, "b": 2 / 12 + 0.5 / 11, "c": 0.5 / 12}
     assert scores(fused) == pytest.approx(expected)
@@ -330,8 +331,24 @@ def test_content_dedup_never_returns_an_id_twice():
 )
 def test_rrf_validation(kwargs, error, pattern):
     args = {"rankings": [ranking("a"), ranking("b")], **kwargs}
-    with pytest.raises(error, match=pattern):
+    # k= is the deprecated spelling of k_rrf= (its checks still name it k).
+    deprecated = pytest.warns(DeprecationWarning, match="k_rrf") if "k" in kwargs \
+        else contextlib.nullcontext()
+    with deprecated, pytest.raises(error, match=pattern):
         reciprocal_rank_fusion(args.pop("rankings"), **args)
+
+
+def test_rrf_constant_is_k_rrf_and_k_is_deprecated():
+    rankings = [ranking("a", "b"), ranking("b", "a")]
+    fused = reciprocal_rank_fusion(rankings, k_rrf=10)
+    assert fused[0].explanation["fusion"]["k_rrf"] == 10
+    with pytest.warns(DeprecationWarning, match="k_rrf"):
+        old = reciprocal_rank_fusion(rankings, k=10)
+    assert [(h.id, h.score) for h in old] == [(h.id, h.score) for h in fused]
+    with pytest.raises(ValueError, match=r"k_rrf \(the RRF constant\)"):
+        reciprocal_rank_fusion(rankings, k_rrf=0)
+    with pytest.raises(TypeError, match="once"):
+        reciprocal_rank_fusion(rankings, k=10, k_rrf=20)
 
 
 def test_unknown_mode_lists_the_enum_values():
@@ -722,10 +739,13 @@ def test_lexical_boost_rule_in_a_searcher_and_validation(bm25):
 
 def test_docstring_examples_run():
     import hybrid_retrievers.fusion as package
-    from hybrid_retrievers.fusion import _common, modes, rank, rules, score, searcher
+    from hybrid_retrievers.fusion import (
+        _common, candidates, concurrency, hybrid, modes, plan, rank, rules, score, searcher,
+    )
 
     failures = 0
-    for module in (package, _common, modes, rank, rules, score, searcher):
+    for module in (package, _common, candidates, concurrency, hybrid, modes, plan, rank, rules,
+                   score, searcher):
         failures += doctest.testmod(module, optionflags=doctest.ELLIPSIS).failed
     assert failures == 0
 

@@ -125,7 +125,7 @@ def test_rrf_matches_the_formula(rankings, raw_weights, k):
                 seen.add(hit.id)
                 terms[hit.id].append(w / (k + position))
     expected = {d: math.fsum(t) for d, t in terms.items()}
-    assert id_scores(reciprocal_rank_fusion(rankings, k=k, weights=weights)) == expected
+    assert id_scores(reciprocal_rank_fusion(rankings, k_rrf=k, weights=weights)) == expected
 
 
 @given(rankings_st, modes_st, st.data())

@@ -1,21 +1,23 @@
-"""The core imports without torch or any framework, quickly."""
+"""The core imports without torch, scipy or any framework: numpy is its only import-time dependency.
+
+What the import costs in time is a benchmark's business; this test pins what it loads,
+which is what makes it fast and does not vary with the machine's load.
+"""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 
 
 def test_core_import_loads_no_heavy_dependency() -> None:
     code = (
-        "import sys, time; t=time.perf_counter(); import hybrid_retrievers; "
-        "import hybrid_retrievers.evaluation, hybrid_retrievers.datasets; "
-        "dt=time.perf_counter()-t; "
-        "heavy=[m for m in ('torch','sentence_transformers','transformers','langchain_core',"
-        "'llama_index','bm25s','rank_bm25','tqdm','matplotlib') if m in sys.modules]; "
-        "print(heavy, dt)"
+        "import json, sys; before = set(sys.modules); "
+        "import hybrid_retrievers, hybrid_retrievers.evaluation, hybrid_retrievers.datasets; "
+        "new = {m.split('.')[0] for m in set(sys.modules) - before}; "
+        "print(json.dumps(sorted(new - set(sys.stdlib_module_names))))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    heavy, seconds = out.stdout.rsplit(" ", 1)
-    assert heavy == "[]", heavy
-    assert float(seconds) < 2.0
+    third_party = set(json.loads(out.stdout)) - {"hybrid_retrievers"}
+    assert third_party == {"numpy"}, sorted(third_party)

@@ -1,0 +1,397 @@
+"""Numba kernels for BM25 top-k: block-max metadata and block-max MaxScore search.
+
+Imported only through `hybrid_retrievers.bm25_blockmax`, and only when numba is
+installed: importing this module imports numba and is the one place that does.
+
+Exactness: every posting is weighed with the same float32 operations, in the same
+order, as `hybrid_retrievers.scoring` (``tfw_*``) and ``BM25Index._weigh`` do with
+numpy, and a document's total is the float32 sum of its terms' contributions in query
+order plus the absent-term constant, exactly as the exhaustive numpy path adds them.
+Pruning decisions only ever use float64 upper bounds widened by a rounding margin, so
+they never drop a document that could reach the top k.
+
+Search is document-at-a-time block-max MaxScore (Turtle & Flood 1995; Ding & Suel
+2011; Mallia, Siedlaczek & Suel 2019): terms are sorted by their maximum contribution,
+and the ones whose bounds together cannot beat the current k-th score are
+"non-essential": candidates come only from the essential lists, the others are
+probed by skipping through their blocks. Each block of ``BLOCK`` postings stores its
+last document and its largest weight, which bounds a candidate more tightly than the
+per-term maximum and lets whole runs of documents be skipped unscored.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+__all__ = ["BLOCK", "build_blocks", "search_top_k", "search_taat"]
+
+BLOCK = 64
+"""Postings per block."""
+
+SCAN = 64
+"""Documents per run in TAAT's dense top-k scan."""
+
+LUCENE, ROBERTSON, BM25L, BM25PLUS = 0, 1, 2, 3
+
+
+@njit(cache=True, inline="always")
+def _tfw(variant, tf, norm, k1, k1p1, delta):  # pragma: no cover - compiled
+    """The float32 tf weight of `scoring.tfw_*`, operation for operation."""
+    if variant == LUCENE:
+        return tf / (tf + k1 * norm)
+    if variant == ROBERTSON:
+        return tf * k1p1 / (tf + k1 * norm)
+    if variant == BM25L:
+        c = tf / norm
+        return k1p1 * (c + delta) / (k1 + c + delta)
+    return delta + tf * k1p1 / (tf + k1 * norm)
+
+
+@njit(cache=True, inline="always")
+def _weight(q, post_docs, post_tf, norm, variant, k1, k1p1, delta, aw, has_aw, scale):  # pragma: no cover
+    """``scale · (tfw(tf, norm) - tfw(0))`` of posting ``q``, as `BM25Index._weigh`."""
+    w = _tfw(variant, np.float32(post_tf[q]), norm[post_docs[q]], k1, k1p1, delta)
+    if has_aw:
+        w = w - aw
+    return w * scale
+
+
+@njit(cache=True)
+def build_blocks(indptr, post_docs, post_tf, norm, variant, k1, k1p1, delta, aw, has_aw):  # pragma: no cover
+    """Per term its block offsets; per block its last document and largest shifted weight.
+
+    Returns ``(block_ptr, block_max, block_last, term_max)``: term t's blocks are
+    ``block_ptr[t]:block_ptr[t+1]``, block j of a term covers its postings
+    ``[j·BLOCK, (j+1)·BLOCK)``; weights are without idf (``tfw - tfw(0)``).
+    """
+    n_terms = indptr.size - 1
+    block_ptr = np.empty(n_terms + 1, np.int64)
+    block_ptr[0] = 0
+    for t in range(n_terms):
+        df = indptr[t + 1] - indptr[t]
+        block_ptr[t + 1] = block_ptr[t] + (df + BLOCK - 1) // BLOCK
+    n_blocks = block_ptr[n_terms]
+    block_max = np.empty(n_blocks, np.float32)
+    block_last = np.empty(n_blocks, np.int32)
+    term_max = np.zeros(n_terms, np.float32)
+    one = np.float32(1.0)
+    for t in range(n_terms):
+        b = block_ptr[t]
+        p = indptr[t]
+        hi = indptr[t + 1]
+        tm = np.float32(0.0)
+        while p < hi:
+            e = min(p + BLOCK, hi)
+            m = np.float32(-np.inf)
+            for q in range(p, e):
+                w = _weight(q, post_docs, post_tf, norm, variant, k1, k1p1, delta, aw, has_aw, one)
+                if w > m:
+                    m = w
+            block_max[b] = m
+            block_last[b] = post_docs[e - 1]
+            if m > tm:
+                tm = m
+            b += 1
+            p = e
+        term_max[t] = tm
+    return block_ptr, block_max, block_last, term_max
+
+
+@njit(cache=True, inline="always")
+def _seek(j, target, cur, end, blk, blk_end, blk_first, first, post_docs, block_last):  # pragma: no cover
+    """Move term j's cursor to its first posting with document >= target."""
+    b = blk[j]
+    while b < blk_end[j] and block_last[b] < target:
+        b += 1
+    blk[j] = b
+    if b >= blk_end[j]:
+        cur[j] = end[j]
+        return
+    start = first[j] + (b - blk_first[j]) * BLOCK
+    lo = max(cur[j], start)
+    hi = min(start + BLOCK, end[j])
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if post_docs[mid] < target:
+            lo = mid + 1
+        else:
+            hi = mid
+    cur[j] = lo
+
+
+@njit(cache=True)
+def search_top_k(indptr, post_docs, post_tf, norm, block_ptr, block_max, block_last, term_max,
+                 terms, scales, variant, k1, k1p1, delta, aw, has_aw, constant, k):  # pragma: no cover
+    """The top ``k`` documents of one query: ``(docs, scores)``, unordered.
+
+    ``terms`` are term ids in query order (distinct, all in the vocabulary) and
+    ``scales`` their float32 ``idf · count``; ``constant`` is the absent-term weight
+    added to every total. Ties go to the lower document: documents are visited in
+    ascending order and one enters a full heap only by beating its minimum strictly.
+    """
+    n = terms.size
+    ub = np.empty(n, np.float64)
+    for i in range(n):
+        ub[i] = np.float64(term_max[terms[i]]) * np.float64(scales[i])
+    order = np.argsort(ub, kind="mergesort")  # ascending bound; non-essential first
+    prefix = np.zeros(n + 1, np.float64)
+    cur = np.empty(n, np.int64)
+    end = np.empty(n, np.int64)
+    first = np.empty(n, np.int64)
+    blk = np.empty(n, np.int64)
+    blk_end = np.empty(n, np.int64)
+    blk_first = np.empty(n, np.int64)
+    s32 = np.empty(n, np.float32)
+    s64 = np.empty(n, np.float64)
+    qpos = np.empty(n, np.int64)
+    for j in range(n):
+        i = order[j]
+        t = terms[i]
+        prefix[j + 1] = prefix[j] + ub[i]
+        cur[j] = indptr[t]
+        first[j] = indptr[t]
+        end[j] = indptr[t + 1]
+        blk[j] = block_ptr[t]
+        blk_end[j] = block_ptr[t + 1]
+        blk_first[j] = block_ptr[t]
+        s32[j] = scales[i]
+        s64[j] = np.float64(scales[i])
+        qpos[j] = i
+    contrib = np.zeros(n, np.float32)  # by query position, summed in query order
+    nb = np.zeros(n, np.float64)
+    heap_s = np.empty(k, np.float32)
+    heap_d = np.empty(k, np.int32)
+    size = 0
+    const64 = np.float64(constant)
+    rel = 1e-5 + 2e-7 * n  # float32 rounding of n additions and products, generously
+    thr = -np.inf  # a document can enter only if its widened bound exceeds thr
+    p = 0  # terms order[:p] are non-essential
+    none = np.iinfo(np.int32).max
+    while True:
+        while p < n and prefix[p + 1] + const64 <= thr:
+            p += 1
+        if p >= n:
+            break
+        d = none
+        for j in range(p, n):
+            if cur[j] < end[j] and post_docs[cur[j]] < d:
+                d = post_docs[cur[j]]
+        if d == none:
+            break
+        # Block bounds at d, and the last document up to which they all hold.
+        bound = const64
+        lim = none
+        for j in range(p, n):
+            if cur[j] < end[j]:
+                x = post_docs[cur[j]]
+                if x == d:
+                    while block_last[blk[j]] < d:
+                        blk[j] += 1
+                    bound += np.float64(block_max[blk[j]]) * s64[j]
+                    if block_last[blk[j]] < lim:
+                        lim = block_last[blk[j]]
+                elif x - 1 < lim:
+                    lim = x - 1
+        rest = 0.0
+        for j in range(p):
+            b = blk[j]
+            while b < blk_end[j] and block_last[b] < d:
+                b += 1
+            blk[j] = b
+            nb[j] = 0.0
+            if b < blk_end[j]:
+                nb[j] = np.float64(block_max[b]) * s64[j]
+                rest += nb[j]
+                if block_last[b] < lim:
+                    lim = block_last[b]
+        if bound + rest <= thr:
+            # No document in [d, lim] can enter: skip them all unscored.
+            for j in range(p, n):
+                if cur[j] < end[j] and post_docs[cur[j]] == d:
+                    _seek(j, lim + 1, cur, end, blk, blk_end, blk_first, first, post_docs, block_last)
+            continue
+        part = const64
+        for j in range(p, n):
+            if cur[j] < end[j] and post_docs[cur[j]] == d:
+                w = _weight(cur[j], post_docs, post_tf, norm, variant, k1, k1p1, delta, aw,
+                            has_aw, s32[j])
+                contrib[qpos[j]] = w
+                part += np.float64(w)
+                cur[j] += 1
+        alive = True
+        for j in range(p - 1, -1, -1):
+            if part + rest <= thr:
+                alive = False
+                break
+            rest -= nb[j]
+            if blk[j] >= blk_end[j]:
+                continue
+            _seek(j, d, cur, end, blk, blk_end, blk_first, first, post_docs, block_last)
+            if cur[j] < end[j] and post_docs[cur[j]] == d:
+                w = _weight(cur[j], post_docs, post_tf, norm, variant, k1, k1p1, delta, aw,
+                            has_aw, s32[j])
+                contrib[qpos[j]] = w
+                part += np.float64(w)
+        if alive and part + rest > thr:
+            total = np.float32(0.0)
+            for i in range(n):
+                total += contrib[i]
+            total = total + constant
+            if size < k:
+                _heap_push(heap_s, heap_d, size, total, d)
+                size += 1
+            elif total > heap_s[0]:
+                _heap_replace(heap_s, heap_d, size, total, d)
+            if size == k:
+                thr = (np.float64(heap_s[0]) - 1e-6) / (1.0 + rel)
+        for i in range(n):
+            contrib[i] = 0.0
+    return heap_d[:size].copy(), heap_s[:size].copy()
+
+
+@njit(cache=True)
+def search_taat(indptr, post_docs, post_tf, norm, terms, scales, variant, k1, k1p1, delta, aw,
+                has_aw, constant, k, positive, acc, seen, touched):  # pragma: no cover
+    """The top ``k`` documents of one query by exhaustive term-at-a-time scoring.
+
+    Each term's postings, in query order, add their float32 weight to ``acc`` (a
+    zeroed float32 buffer of one slot per document), so a document's total is the
+    same float32 sum, in the same order, as ``np.add.at`` forms in the numpy path;
+    the absent-term ``constant`` is added last, as there. A bounded heap keeps the
+    best ``k``, ties to the lower document. Returns ``(docs, scores)``, unordered;
+    ``acc`` (and ``seen``) are left zeroed again.
+
+    With ``positive`` (every idf > 0) a document matched iff its total is non-zero,
+    so matches need no bookkeeping; otherwise ``seen`` (zeroed, one bool per
+    document) marks them and ``touched`` (int32, one per document) lists them.
+    """
+    if not positive:
+        return _taat_tracked(indptr, post_docs, post_tf, norm, terms, scales, variant, k1,
+                             k1p1, delta, aw, has_aw, constant, k, acc, seen, touched)
+    n_post = 0
+    for i in range(terms.size):
+        t = terms[i]
+        s = scales[i]
+        n_post += indptr[t + 1] - indptr[t]
+        for q in range(indptr[t], indptr[t + 1]):
+            acc[post_docs[q]] += _weight(q, post_docs, post_tf, norm, variant, k1, k1p1,
+                                         delta, aw, has_aw, s)
+    k = min(k, n_post)
+    heap_s = np.empty(k, np.float32)
+    heap_d = np.empty(k, np.int32)
+    size = 0
+    if 4 * n_post >= acc.size:
+        # Many postings: one sequential pass, documents in ascending order, so a
+        # later document enters a full heap only by beating its minimum strictly.
+        d = 0
+        while size < k and d < acc.size:
+            if acc[d] != 0.0:
+                _heap_push(heap_s, heap_d, size, acc[d] + constant, d)
+                size += 1
+            d += 1
+        n = acc.size
+        while d < n:
+            # A run of SCAN documents is read only when its largest total beats the
+            # heap's minimum (a vectorised max; totals are monotone in acc). Unmatched
+            # documents total ``constant``, never strictly above a matched minimum.
+            hi = min(d + SCAN, n)
+            best = acc[d]
+            for x in range(d + 1, hi):
+                best = max(best, acc[x])
+            if best + constant > heap_s[0]:
+                for x in range(d, hi):
+                    total = acc[x] + constant
+                    if total > heap_s[0]:
+                        _heap_replace(heap_s, heap_d, size, total, x)
+            d = hi
+        acc[:] = 0.0
+        return heap_d[:size], heap_s[:size]
+    # Few postings: read back through them; zeroing on first read skips repeats.
+    for i in range(terms.size):
+        t = terms[i]
+        for q in range(indptr[t], indptr[t + 1]):
+            d = post_docs[q]
+            v = acc[d]
+            if v == 0.0:
+                continue
+            acc[d] = 0.0
+            total = v + constant
+            if size < k:
+                _heap_push(heap_s, heap_d, size, total, d)
+                size += 1
+            elif _worse(heap_s[0], heap_d[0], total, d):
+                _heap_replace(heap_s, heap_d, size, total, d)
+    return heap_d[:size], heap_s[:size]
+
+
+@njit(cache=True)
+def _taat_tracked(indptr, post_docs, post_tf, norm, terms, scales, variant, k1, k1p1, delta,
+                  aw, has_aw, constant, k, acc, seen, touched):  # pragma: no cover
+    """`search_taat` when a matched document may total zero (some idf is 0)."""
+    m = 0
+    for i in range(terms.size):
+        t = terms[i]
+        s = scales[i]
+        for q in range(indptr[t], indptr[t + 1]):
+            d = post_docs[q]
+            if not seen[d]:
+                seen[d] = True
+                touched[m] = d
+                m += 1
+            acc[d] += _weight(q, post_docs, post_tf, norm, variant, k1, k1p1, delta, aw,
+                              has_aw, s)
+    k = min(k, m)
+    heap_s = np.empty(k, np.float32)
+    heap_d = np.empty(k, np.int32)
+    size = 0
+    for j in range(m):
+        d = touched[j]
+        total = acc[d] + constant
+        acc[d] = 0.0
+        seen[d] = False
+        if size < k:
+            _heap_push(heap_s, heap_d, size, total, d)
+            size += 1
+        elif _worse(heap_s[0], heap_d[0], total, d):
+            _heap_replace(heap_s, heap_d, size, total, d)
+    return heap_d, heap_s
+
+
+@njit(cache=True, inline="always")
+def _worse(s1, d1, s2, d2):  # pragma: no cover
+    """Entry 1 ranks below entry 2: lower score, or equal score and later document."""
+    return s1 < s2 or (s1 == s2 and d1 > d2)
+
+
+@njit(cache=True)
+def _heap_push(hs, hd, size, s, d):  # pragma: no cover
+    """Add (s, d) to the min-heap of the ``size`` worst-first entries."""
+    hs[size] = s
+    hd[size] = d
+    i = size
+    while i > 0 and _worse(hs[i], hd[i], hs[(i - 1) >> 1], hd[(i - 1) >> 1]):
+        parent = (i - 1) >> 1
+        hs[i], hs[parent] = hs[parent], hs[i]
+        hd[i], hd[parent] = hd[parent], hd[i]
+        i = parent
+
+
+@njit(cache=True)
+def _heap_replace(hs, hd, size, s, d):  # pragma: no cover
+    """Replace the worst entry by (s, d) and restore the heap."""
+    i = 0
+    while True:
+        c = 2 * i + 1
+        if c >= size:
+            break
+        if c + 1 < size and _worse(hs[c + 1], hd[c + 1], hs[c], hd[c]):
+            c += 1
+        if _worse(hs[c], hd[c], s, d):
+            hs[i] = hs[c]
+            hd[i] = hd[c]
+            i = c
+        else:
+            break
+    hs[i] = s
+    hd[i] = d

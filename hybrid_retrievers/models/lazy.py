@@ -1,0 +1,89 @@
+"""`LazyModel`: the load-on-first-use, thread-safe, load-once model slot both model wrappers share.
+
+`SentenceTransformerEmbedder` and `CrossEncoderScorer` take either a model name (loaded by
+sentence-transformers the first time it is needed, optionally moved onto an ONNX backend)
+or an already loaded instance. The slot, the lock, the ONNX step and the name recorded on
+a loaded instance are the same for both, so they live here once; each wrapper says only
+how to build its model (`LazyModel._build`).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from typing import Any
+
+from .onnx_backend import install_onnx_backend
+
+__all__ = ["LazyModel", "instance_name"]
+
+
+class LazyModel:
+    """A model given by name (loaded once, on first use) or as a loaded instance.
+
+    Subclasses call `_init_model` from ``__init__`` and implement `_build` (the
+    sentence-transformers constructor call); `model` loads under a lock, at most once.
+    """
+
+    _name: str | None
+    _model: Any
+    backend: str
+    _onnx_cache_dir: str | os.PathLike[str] | None
+
+    def _init_model(
+        self,
+        name: str | None,
+        model: Any,
+        *,
+        backend: str,
+        onnx_cache_dir: str | os.PathLike[str] | None,
+    ) -> None:
+        self._name, self._model = name, model
+        self.backend = backend
+        self._onnx_cache_dir = onnx_cache_dir
+        self._lock = threading.Lock()
+
+    def _build(self) -> Any:
+        """Load the model named ``self._name`` (called once, under the lock)."""
+        raise NotImplementedError
+
+    @property
+    def model(self) -> Any:
+        """The model, loaded now if it was not yet (thread-safe, once)."""
+        model = self._model
+        if model is None:
+            with self._lock:
+                if self._model is None:
+                    loaded = self._build()
+                    if self.backend != "torch":
+                        install_onnx_backend(loaded, quantize=self.backend == "onnx-int8",
+                                             cache_dir=self._onnx_cache_dir)
+                    self._model = loaded
+                model = self._model
+        return model
+
+    def warm_up(self) -> None:
+        """Load the model now (it is otherwise loaded on first use)."""
+        _ = self.model
+
+    @property
+    def is_loaded(self) -> bool:
+        """Whether the model has been loaded (or was given loaded)."""
+        return self._model is not None
+
+
+def instance_name(model: Any, *, config: bool = False) -> str | None:
+    """A stable name recorded on a loaded model, if it has one.
+
+    Looks at the model card (``base_model``, ``model_id``), then, with ``config=True``,
+    the Hugging Face config's ``_name_or_path``, then ``name_or_path``.
+    """
+    card = getattr(model, "model_card_data", None)
+    candidates = [getattr(card, "base_model", None), getattr(card, "model_id", None)]
+    if config:
+        candidates.append(getattr(getattr(model, "config", None), "_name_or_path", None))
+    candidates.append(getattr(model, "name_or_path", None))
+    for value in candidates:
+        if isinstance(value, str) and value.strip():
+            return value
+    return None

@@ -1,0 +1,85 @@
+"""The framework-neutral halves of saving and loading a fusion of saved indexes.
+
+`hybrid_retrievers.fusion.saved` writes and reads the folder; the LangChain and
+LlamaIndex fusion adapters add only their own class names and parameter names. What is
+the same for both lives here once: the settings a fusion records
+(`fusion_settings`), loading each child by kind with one message for a missing
+model (`load_children`), and refusing to restore a callable weights rule that was
+never saved (`check_weights_restorable`).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+__all__ = ["check_weights_restorable", "fusion_settings", "load_children"]
+
+ChildLoader = Callable[[Path, int], Any]
+"""``load(child folder, k)``: one saved child back as an adapter retriever."""
+
+
+def fusion_settings(retriever: Any, k: int, **extra: Any) -> dict[str, Any]:
+    """The settings a fusion adapter records: its depth ``k``, weights, mode, RRF
+    constant, names and dedup policy, then the adapter's own ``extra`` keys.
+
+    A callable weights rule is not saved; ``weights_callable`` records that there was
+    one, so that `check_weights_restorable` can ask for it on load.
+    """
+    weights = retriever.weights
+    return {
+        "k": k,
+        "weights": None if weights is None or callable(weights) else list(weights),
+        "weights_callable": callable(weights),
+        "mode": retriever.mode.value,
+        "k_rrf": retriever.k_rrf,
+        **extra,
+        "names": None if retriever.names is None else list(retriever.names),
+        "dedup": retriever.dedup.value,
+    }
+
+
+def load_children(
+    folder: str | os.PathLike[str],
+    entries: Iterable[tuple[str, Path, Mapping[str, Any]]],
+    loaders: Mapping[str, ChildLoader],
+    *,
+    model: Any,
+    model_arg: str,
+    method: str,
+) -> list[Any]:
+    """Each ``(kind, folder, settings)`` entry loaded by ``loaders[kind]`` with its saved ``k``.
+
+    Every kind but ``"bm25"`` embeds queries, so it needs ``model``.
+
+    Raises:
+        ValueError: naming ``model_arg`` and ``method``, for a dense child and no model.
+    """
+    children = []
+    for kind, path, child in entries:
+        if kind != "bm25" and model is None:
+            raise ValueError(
+                f"{str(folder)!r} holds a dense child: pass {model_arg}= (the model the "
+                f"index was built with) to {method}"
+            )
+        children.append(loaders[kind](path, child.get("k", 4)))
+    return children
+
+
+def check_weights_restorable(
+    settings: dict[str, Any], overrides: Mapping[str, Any], folder: str | os.PathLike[str],
+    method: str,
+) -> None:
+    """Pop ``weights_callable`` from ``settings``; refuse a saved callable rule not passed back.
+
+    Raises:
+        ValueError: naming ``method``, when the fusion had a callable weights rule and
+            ``overrides`` gives no ``weights``.
+    """
+    if settings.pop("weights_callable", False) and "weights" not in overrides:
+        raise ValueError(
+            f"{str(folder)!r} was saved with a callable weights rule, which is not saved; "
+            f"pass weights= (e.g. hybrid_retrievers.lexical_boost_rule()) to {method}"
+        )
