@@ -30,6 +30,7 @@ from ..selection import top_k
 from ..text import Analyzer
 from ..types import Doc, Hit, MetadataFilter
 from ..validation import check_id_list, check_k, check_queries, check_query
+from .chunking import resolve_n_jobs, token_chunks
 from .collection_stats import CollectionStats
 from .explanation import BM25Explanation, explain_position
 from .matching import BM25Matching
@@ -117,6 +118,7 @@ class BM25Index(BM25Matching, BM25Saving, DocumentAccess):
         method: str | BM25Method = "lucene",
         delta: float | None = None,
         show_progress: bool = False,
+        n_jobs: int = 1,
     ) -> BM25Index:
         """Index ``texts``; missing ids become deterministic content ids.
 
@@ -126,7 +128,7 @@ class BM25Index(BM25Matching, BM25Saving, DocumentAccess):
         docs = make_docs(texts, ids, metadatas)
         return cls.from_docs(
             docs, analyzer=analyzer, k1=k1, b=b, method=method, delta=delta,
-            show_progress=show_progress,
+            show_progress=show_progress, n_jobs=n_jobs,
         )
 
     @classmethod
@@ -140,13 +142,21 @@ class BM25Index(BM25Matching, BM25Saving, DocumentAccess):
         method: str | BM25Method = "lucene",
         delta: float | None = None,
         show_progress: bool = False,
+        n_jobs: int = 1,
     ) -> BM25Index:
-        """Index `Doc` objects, keeping their ids and metadata."""
+        """Index `Doc` objects, keeping their ids and metadata.
+
+        ``n_jobs`` (here and in `add`/`upsert`): processes that tokenise the texts, chunk
+        by chunk (-1: all cores). The index is the same for any value; an analyzer with a
+        custom callable stemmer or unregistered tokenizer falls back to 1 with a warning.
+        """
+        jobs = resolve_n_jobs(n_jobs)
         docs = check_docs(docs)
         if not docs:
             raise ValueError("cannot build a BM25 index from an empty corpus; pass at least one text")
         index = cls(analyzer=analyzer, k1=k1, b=b, method=method, delta=delta)
-        index._state = index._written(index._state, docs, None, show_progress=show_progress)
+        index._state = index._written(index._state, docs, None, show_progress=show_progress,
+                                      n_jobs=jobs)
         return index
 
     def add(
@@ -156,19 +166,24 @@ class BM25Index(BM25Matching, BM25Saving, DocumentAccess):
         metadatas: Iterable[Mapping[str, Any] | None] | None = None,
         *,
         show_progress: bool = False,
+        n_jobs: int = 1,
     ) -> list[str]:
         """Add texts and return their ids; an id already in the index is an error."""
         docs = make_docs(texts, ids, metadatas, taken=self._state.positions)
-        return self.add_docs(docs, show_progress=show_progress)
+        return self.add_docs(docs, show_progress=show_progress, n_jobs=n_jobs)
 
-    def add_docs(self, docs: Iterable[Doc], *, show_progress: bool = False) -> list[str]:
+    def add_docs(
+        self, docs: Iterable[Doc], *, show_progress: bool = False, n_jobs: int = 1
+    ) -> list[str]:
         """Add documents and return their ids; N, avgdl and idf are updated for all."""
+        jobs = resolve_n_jobs(n_jobs)
         docs = check_docs(docs)
         with self._lock:
             state = self._state
             state.check_new(docs)
             if docs:
-                self._state = self._written(state, docs, None, show_progress=show_progress)
+                self._state = self._written(state, docs, None, show_progress=show_progress,
+                                            n_jobs=jobs)
         return [d.id for d in docs]
 
     def upsert(
@@ -178,6 +193,7 @@ class BM25Index(BM25Matching, BM25Saving, DocumentAccess):
         metadatas: Iterable[Mapping[str, Any] | None] | None = None,
         *,
         show_progress: bool = False,
+        n_jobs: int = 1,
     ) -> list[str]:
         """Insert or replace: existing ids get the new text and metadata in place.
 
@@ -186,10 +202,14 @@ class BM25Index(BM25Matching, BM25Saving, DocumentAccess):
         index rebuilt from the resulting documents. Without ids, content ids are
         used, so upserting an unchanged text (and metadata) replaces it with itself.
         """
-        return self.upsert_docs(make_docs(texts, ids, metadatas), show_progress=show_progress)
+        return self.upsert_docs(make_docs(texts, ids, metadatas), show_progress=show_progress,
+                                n_jobs=n_jobs)
 
-    def upsert_docs(self, docs: Iterable[Doc], *, show_progress: bool = False) -> list[str]:
+    def upsert_docs(
+        self, docs: Iterable[Doc], *, show_progress: bool = False, n_jobs: int = 1
+    ) -> list[str]:
         """`upsert` for `Doc` objects."""
+        jobs = resolve_n_jobs(n_jobs)
         docs = check_docs(docs)
         with self._lock:
             state = self._state
@@ -201,7 +221,8 @@ class BM25Index(BM25Matching, BM25Saving, DocumentAccess):
                     if pos is None:
                         pos, n = n, n + 1
                     rows[j] = pos
-                self._state = self._written(state, docs, rows, show_progress=show_progress)
+                self._state = self._written(state, docs, rows, show_progress=show_progress,
+                                            n_jobs=jobs)
         return [d.id for d in docs]
 
     def delete(self, ids: Iterable[str]) -> None:
@@ -221,12 +242,15 @@ class BM25Index(BM25Matching, BM25Saving, DocumentAccess):
         rows: NDArray[np.int64] | None,
         *,
         show_progress: bool,
+        n_jobs: int,
     ) -> Snapshot:
-        """A new snapshot: ``state`` with ``docs[j]`` at position ``rows[j]`` (see `written`)."""
-        token_lists = self._analyzer.tokenize_many(
-            [d.text for d in docs], show_progress=show_progress
-        )
-        return written(state, docs, token_lists, rows)
+        """A new snapshot: ``state`` with ``docs[j]`` at position ``rows[j]`` (see `written`).
+
+        The texts are tokenised chunk by chunk (in ``n_jobs`` processes), never all at once.
+        """
+        chunks = token_chunks(self._analyzer, [d.text for d in docs],
+                              n_jobs=n_jobs, show_progress=show_progress)
+        return written(state, docs, chunks, rows)
 
     def _query_terms(self, query: str) -> tuple[list[str], list[int]]:
         counts = Counter(self._analyzer.tokenize(query))

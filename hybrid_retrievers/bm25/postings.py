@@ -14,7 +14,8 @@ parameters; what does (idf, norms, bounds) is the snapshot's lazily built ``cach
 from __future__ import annotations
 
 import threading
-from typing import TYPE_CHECKING
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 from numpy.typing import NDArray
@@ -24,6 +25,7 @@ from ..types import Doc
 
 if TYPE_CHECKING:
     from ..text import Analyzer
+    from .chunking import TokenChunk
     from .collection_stats import CollectionStats
     from .scoring import BM25Method, Variant
     from .statistics import ScoreCache
@@ -97,54 +99,82 @@ class IndexFields:
 def written(
     state: Snapshot,
     docs: list[Doc],
-    token_lists: list[list[str]],
+    chunks: Iterable[TokenChunk],
     rows: NDArray[np.int64] | None,
 ) -> Snapshot:
-    """A new snapshot: ``state`` with ``docs[j]`` (tokens ``token_lists[j]``) at ``rows[j]``.
+    """A new snapshot: ``state`` with ``docs[j]`` at position ``rows[j]``.
 
-    A row below ``len(state.docs)`` replaces that document; the others are the
-    next positions, in order (``rows=None``: all of ``docs`` appended). ``state``
-    is not modified: its arrays are only read, so searches on it go on safely.
+    ``chunks`` are the documents' tokens, chunk after chunk in document order (see
+    `chunking.token_chunks`). A row below ``len(state.docs)`` replaces that document;
+    the others are the next positions, in order (``rows=None``: all of ``docs``
+    appended). ``state`` is not modified: its arrays are only read, so searches on it
+    go on safely.
+
+    Streamed: each chunk becomes term-sorted ``(term, doc, tf)`` runs, held compactly
+    (uint16 chunk-local documents, the smallest tf type, one entry per distinct term)
+    until every document frequency is known; then the term-major CSR is filled by a
+    counting sort (old postings first, then each chunk in turn), so no token list of
+    the whole corpus and no COO copy of it is ever held.
     """
-    from scipy import sparse
-
     offset = len(state.docs)
     if rows is None:
         rows = np.arange(offset, offset + len(docs), dtype=np.int64)
+    rows32 = rows.astype(np.int32)
     replaced = rows[rows < offset]
     n_docs = offset + len(docs) - replaced.size
     vocab = dict(state.vocab)
-    lengths = np.fromiter((len(t) for t in token_lists), dtype=np.int32, count=len(docs))
-    new_terms = np.fromiter(
-        (vocab[t] if t in vocab else vocab.setdefault(t, len(vocab))
-         for tokens in token_lists for t in tokens),
-        dtype=np.int32,
-        count=int(lengths.sum()),
-    )
-    new_docs = np.repeat(rows.astype(np.int32), lengths)
-    old_terms = np.repeat(
-        np.arange(len(state.indptr) - 1, dtype=np.int32), np.diff(state.indptr)
-    )
-    old_docs, old_tf = state.post_docs, state.post_tf
+    lengths = np.zeros(len(docs), dtype=np.int32)
+    runs: list[_Runs] = []
+    start = 0
+    for chunk in chunks:
+        runs.append(_chunk_runs(chunk, vocab, start))
+        lengths[start:start + chunk.lengths.size] = chunk.lengths
+        start += chunk.lengths.size
+    if start != len(docs):
+        raise ValueError(f"tokenised {start} documents, expected {len(docs)}")
+    old_indptr, old_docs, old_tf = state.indptr, state.post_docs, state.post_tf
     if replaced.size:
         keep = np.ones(offset, dtype=bool)
         keep[replaced] = False
         keep = keep[old_docs]
-        old_terms, old_docs, old_tf = old_terms[keep], old_docs[keep], old_tf[keep]
-    # Term-major CSR; converting from COO counts repeated (term, doc) pairs into
-    # term frequencies and keeps each term's documents ascending.
-    matrix = sparse.csr_array(
-        (
-            np.concatenate([old_tf.astype(np.int32), np.ones(new_terms.size, np.int32)]),
-            (np.concatenate([old_terms, new_terms]), np.concatenate([old_docs, new_docs])),
-        ),
-        shape=(len(vocab), n_docs),
-    )
-    matrix.sum_duplicates()
-    df = np.diff(matrix.indptr)
-    if replaced.size and not df.all():
-        # Terms only the replaced texts had: drop them, as a rebuild would.
-        vocab, df = live_terms(vocab, df)
+        kept = np.zeros(old_docs.size + 1, dtype=np.int64)
+        np.cumsum(keep, out=kept[1:])
+        old_indptr = kept[old_indptr]
+        old_docs, old_tf = old_docs[keep], old_tf[keep]
+        del keep, kept
+    df = np.zeros(len(vocab), dtype=np.int64)
+    df[:old_indptr.size - 1] = np.diff(old_indptr)
+    max_tf = int(old_tf.max()) if old_tf.size else 0
+    for r in runs:
+        df[r.terms] += r.counts
+        max_tf = max(max_tf, r.max_tf)
+    indptr = offsets(df)
+    post_docs = np.empty(int(indptr[-1]), dtype=np.int32)
+    post_tf = np.empty(post_docs.size, dtype=smallest_uint(max_tf))
+    _copy_old(old_indptr, old_docs, old_tf, indptr, post_docs, post_tf)
+    del old_docs, old_tf
+    cursor = indptr[:-1].copy()  # where each term's next new posting goes
+    cursor[:old_indptr.size - 1] += np.diff(old_indptr)
+    touched = []
+    runs.reverse()
+    while runs:  # popped one by one, so each chunk's runs are freed once placed
+        r = runs.pop()
+        within = np.arange(r.docs.size, dtype=np.int64) - np.repeat(r.starts, r.counts)
+        dest = np.repeat(cursor[r.terms], r.counts) + within
+        post_docs[dest] = rows32[r.first + r.docs.astype(np.int64)]
+        post_tf[dest] = r.tf
+        cursor[r.terms] += r.counts
+        if replaced.size:
+            touched.append(r.terms)
+        del r, within, dest
+    if replaced.size:
+        # Replaced documents keep their positions, so their postings go between old
+        # ones: sort the documents of every term they touched.
+        _sort_terms(np.unique(np.concatenate(touched)), indptr, post_docs, post_tf)
+        if not df.all():
+            # Terms only the replaced texts had: drop them, as a rebuild would.
+            vocab, df = live_terms(vocab, df)
+            indptr = offsets(df)
     doc_len = np.zeros(n_docs, dtype=np.int32)
     doc_len[:offset] = state.doc_len
     doc_len[rows] = lengths
@@ -152,15 +182,125 @@ def written(
     new_list.extend([None] * (n_docs - offset))  # type: ignore[list-item]
     for row, d in zip(rows.tolist(), docs):
         new_list[row] = d
-    return Snapshot(new_list, vocab, offsets(df), matrix.indices, compact_tf(matrix.data),
-                    doc_len)
+    return Snapshot(new_list, vocab, indptr, post_docs, post_tf, doc_len)
+
+
+class _Runs(NamedTuple):
+    """One chunk's postings, term-sorted: ``counts[i]`` entries of term ``terms[i]``.
+
+    The entries (``docs``: chunk-local positions, ascending within a term; ``tf``)
+    for ``terms[i]`` start at ``starts[i]``; ``first`` is the chunk's first document.
+    """
+
+    terms: NDArray[np.int32]
+    counts: NDArray[np.int64]
+    starts: NDArray[np.int64]
+    docs: NDArray[np.unsignedinteger]
+    tf: NDArray[np.unsignedinteger]
+    max_tf: int
+    first: int
+
+
+def _chunk_runs(chunk: TokenChunk, vocab: dict[str, int], first: int) -> _Runs:
+    """Number the chunk's new terms (first-occurrence order) and count (term, doc) pairs."""
+    if chunk.token_lists is not None:
+        key = np.fromiter(
+            (vocab[t] if t in vocab else vocab.setdefault(t, len(vocab))
+             for tokens in chunk.token_lists for t in tokens),
+            dtype=np.int64,
+            count=int(chunk.lengths.sum()),
+        )
+    else:
+        assert chunk.terms is not None and chunk.ids is not None
+        term_ids = np.fromiter(
+            (vocab[t] if t in vocab else vocab.setdefault(t, len(vocab)) for t in chunk.terms),
+            dtype=np.int64,
+            count=len(chunk.terms),
+        )
+        key = term_ids[chunk.ids]
+    n = max(int(chunk.lengths.size), 1)
+    key *= n
+    key += np.repeat(np.arange(chunk.lengths.size, dtype=np.int64), chunk.lengths)
+    key.sort()
+    new = np.empty(key.size, dtype=bool)
+    new[:1] = True
+    np.not_equal(key[1:], key[:-1], out=new[1:])
+    pair_start = np.flatnonzero(new)
+    del new
+    tf = np.diff(np.append(pair_start, key.size))
+    pairs = key[pair_start]
+    del key, pair_start
+    terms = pairs // n
+    docs = (pairs - terms * n).astype(smallest_uint(n))
+    del pairs
+    tnew = np.empty(terms.size, dtype=bool)
+    tnew[:1] = True
+    np.not_equal(terms[1:], terms[:-1], out=tnew[1:])
+    starts = np.flatnonzero(tnew)
+    counts = np.diff(np.append(starts, terms.size))
+    max_tf = int(tf.max()) if tf.size else 0
+    return _Runs(terms[starts].astype(np.int32), counts, starts, docs,
+                 tf.astype(smallest_uint(max_tf)), max_tf, first)
+
+
+def _copy_old(
+    old_indptr: NDArray[np.int64],
+    old_docs: NDArray[np.int32],
+    old_tf: NDArray[np.unsignedinteger],
+    indptr: NDArray[np.int64],
+    post_docs: NDArray[np.int32],
+    post_tf: NDArray[np.unsignedinteger],
+) -> None:
+    """Copy each old term's postings to the start of its new range, a block of terms at a time."""
+    n_old = old_indptr.size - 1
+    if not old_docs.size:
+        return
+    shift = indptr[:n_old] - old_indptr[:-1]
+    df = np.diff(old_indptr)
+    step = max(1, n_old * _COPY_BLOCK // max(int(old_docs.size), 1))
+    for t0 in range(0, n_old, step):
+        t1 = min(t0 + step, n_old)
+        a, b = int(old_indptr[t0]), int(old_indptr[t1])
+        if a == b:
+            continue
+        dest = np.arange(a, b, dtype=np.int64) + np.repeat(shift[t0:t1], df[t0:t1])
+        post_docs[dest] = old_docs[a:b]
+        post_tf[dest] = old_tf[a:b]
+
+
+# Postings per block when old postings are copied (bounds the index temporaries).
+_COPY_BLOCK = 1 << 20
+
+
+def _sort_terms(
+    terms: NDArray[np.int32],
+    indptr: NDArray[np.int64],
+    post_docs: NDArray[np.int32],
+    post_tf: NDArray[np.unsignedinteger],
+) -> None:
+    """Sort the postings of ``terms`` (ascending term ids) by document, in place."""
+    lens = indptr[terms + 1] - indptr[terms]
+    base = np.repeat(indptr[terms] - (np.cumsum(lens) - lens), lens)
+    idx = base + np.arange(base.size, dtype=np.int64)
+    del base
+    order = np.lexsort((post_docs[idx], np.repeat(terms, lens)))
+    sel = idx[order]
+    post_docs[idx] = post_docs[sel]
+    post_tf[idx] = post_tf[sel]
+
 
 def compacted(state: Snapshot, alive: NDArray[np.bool_]) -> Snapshot:
     """A new snapshot holding only the documents where ``alive`` is True."""
-    new_pos = np.cumsum(alive) - 1
-    terms = np.repeat(np.arange(len(state.indptr) - 1), np.diff(state.indptr))
+    new_pos = np.cumsum(alive, dtype=np.int32) - 1  # int32 like post_docs: no cast copy
     keep = alive[state.post_docs]
-    df = np.bincount(terms[keep], minlength=len(state.vocab))
+    starts = state.indptr[:-1]
+    if starts.size and keep.size and bool((np.diff(state.indptr) > 0).all()):
+        # Kept postings per term without a per-posting term array (a snapshot's
+        # terms all have postings, so no range is empty).
+        df = np.add.reduceat(keep, starts, dtype=np.int64)
+    else:
+        terms = np.repeat(np.arange(len(state.indptr) - 1), np.diff(state.indptr))
+        df = np.bincount(terms[keep], minlength=len(state.vocab))
     # Drop terms no remaining document has, so the vocabulary (and Robertson's
     # mean idf) is what a rebuild on the remaining documents would have.
     vocab, df = live_terms(state.vocab, df)

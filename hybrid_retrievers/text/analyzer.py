@@ -10,8 +10,10 @@ so queries are analysed exactly as the documents were.
 from __future__ import annotations
 
 import gc
+import itertools
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from ..progress import progress
@@ -25,9 +27,17 @@ from .tokenizers import BUILTIN_TOKENIZERS, _registered_name, resolve_tokenizer
 
 __all__ = ["Analyzer"]
 
-# Above this many cached tokens the stem cache starts afresh (bounds memory on endless
-# query streams; a corpus vocabulary of this size is resolved in one batch anyway).
-_MAX_CACHE = 2_000_000
+# The most tokens the stem cache keeps between calls. When a call would grow it past
+# this, the cache starts afresh with that call's distinct tokens (the ones in use now): a
+# least-recently-used policy at the granularity of a call. A build that tokenises in
+# chunks holds the bound off until it ends (`Analyzer._building`), so each token of its
+# corpus is resolved once, and then keeps the first _MAX_CACHE tokens it learned: in
+# Zipfian text the first seen are the frequent ones. 2**16 tokens (a few MiB, the key
+# strings being shared with the index vocabulary) cover ~99% of the running text of an
+# English corpus, so repeated builds and queries keep their hits, while an index no
+# longer carries a second copy of its whole vocabulary (18 MiB per 100k documents with
+# the previous bound of 2,000,000).
+_MAX_CACHE = 1 << 16
 
 
 class Analyzer:
@@ -104,6 +114,7 @@ class Analyzer:
         self._identity = not self._stopwords and self._stem_batch is None
         self._cache: dict[str, str] = {}
         self._stem_lock = threading.Lock()
+        self._holds = 0  # builds in progress that hold the cache bound off
 
     # -- construction helpers ------------------------------------------------------------
 
@@ -186,9 +197,10 @@ class Analyzer:
         if self._identity or not tokens:
             return tokens
         cache = self._cache
-        missing = [t for t in set(tokens) if t not in cache]
+        used = set(tokens)
+        missing = [t for t in used if t not in cache]
         if missing:
-            cache = self._learn(missing)
+            cache = self._learn(missing, used, cache)
         get = cache.get
         return [s for s in map(get, tokens) if s]
 
@@ -246,16 +258,19 @@ class Analyzer:
         cache = self._cache
         missing = [t for t in vocab if t not in cache]
         if missing:
-            cache = self._learn(missing)
+            cache = self._learn(missing, vocab, cache)
         get = cache.get
         return [[s for s in map(get, tokens) if s] for tokens in token_lists]
 
-    def _learn(self, missing: list[str]) -> dict[str, str]:
-        """Resolve tokens not yet cached; return a dict that holds all of them.
+    def _learn(
+        self, missing: list[str], used: set[str], checked: dict[str, str]
+    ) -> dict[str, str]:
+        """Resolve ``missing`` (``used`` tokens not in ``checked``); return a dict of all ``used``.
 
         A stopword maps to ``""`` (dropped), a compound to itself, a part to its stem.
-        The returned dict is the one to read from: when the cache is full a fresh one is
-        swapped in, and readers still holding the old one stay consistent.
+        The returned dict is the one to read from: when the cache is full a fresh one
+        (``used``, as far as it fits) is swapped in, and readers still holding the old
+        one stay consistent.
         """
         resolved: dict[str, str] = {}
         to_stem: list[str] = []
@@ -275,12 +290,33 @@ class Analyzer:
                     stems = self._stem_batch(to_stem)
                 resolved.update(zip(to_stem, stems))
         cache = self._cache
-        if len(cache) + len(resolved) > _MAX_CACHE:
-            cache = dict(resolved)
-            self._cache = cache
-        else:
+        if cache is checked and (self._holds or len(cache) + len(resolved) <= _MAX_CACHE):
             cache.update(resolved)
-        return cache
+            return cache
+        # Full (or swapped by another thread): answer this call from its own tokens and
+        # keep those that fit.
+        resolved.update((t, checked[t]) for t in used if t not in resolved)
+        self._cache = resolved if len(resolved) <= _MAX_CACHE else dict(
+            itertools.islice(resolved.items(), _MAX_CACHE))
+        return resolved
+
+    @contextmanager
+    def _building(self) -> Iterator[None]:
+        """Hold the cache bound off while a build tokenises its corpus in several calls.
+
+        Within, every token learned stays cached (each is resolved once per build); at
+        the end the cache keeps its first `_MAX_CACHE` tokens (see there).
+        """
+        with self._stem_lock:
+            self._holds += 1
+        try:
+            yield
+        finally:
+            with self._stem_lock:
+                self._holds -= 1
+                cache = self._cache
+                if not self._holds and len(cache) > _MAX_CACHE:
+                    self._cache = dict(itertools.islice(cache.items(), _MAX_CACHE))
 
     # -- persistence ---------------------------------------------------------------------
 
