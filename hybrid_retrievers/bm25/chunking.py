@@ -22,14 +22,16 @@ import pickle
 import warnings
 from collections import deque
 from collections.abc import Iterator, Sequence
-from concurrent.futures import Future, ProcessPoolExecutor
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 from numpy.typing import NDArray
 
 from ..progress import progress
 from ..text import Analyzer
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future
 
 __all__ = ["CHUNK_DOCS", "TokenChunk", "token_chunks", "tokenize_chunk", "encode_chunk",
            "resolve_n_jobs"]
@@ -126,6 +128,8 @@ def token_chunks(
                     yield chunk
             return
         workers = min(n_jobs, len(spans))
+        from concurrent.futures import ProcessPoolExecutor  # multiprocessing: only for n_jobs > 1
+
         with ProcessPoolExecutor(workers, initializer=_init_worker, initargs=spec) as pool:
             pending: deque[tuple[int, Future[TokenChunk]]] = deque()
             todo = iter(spans)
