@@ -18,7 +18,6 @@ runs in this process, with a warning. A registered tokenizer callable is sent al
 from __future__ import annotations
 
 import os
-import pickle
 import warnings
 from collections import deque
 from collections.abc import Iterator, Sequence
@@ -155,13 +154,18 @@ def token_chunks(
 
 def _worker_spec(analyzer: Analyzer) -> tuple[dict[str, Any], Any] | None:
     """What a worker needs to rebuild ``analyzer``, or None (with a warning) if it cannot."""
+    from multiprocessing.reduction import ForkingPickler  # what the pool sends with
+
     try:
         config = analyzer.to_config()
         tokenizer = analyzer.tokenizer
         extra = (config["tokenizer"], tokenizer) if callable(tokenizer) else None
         if extra is not None:
-            pickle.dumps(tokenizer)
-    except (ValueError, pickle.PicklingError, AttributeError, TypeError) as exc:
+            try:  # only checks that it can be sent; nothing is ever loaded this way
+                ForkingPickler.dumps(tokenizer)
+            except Exception as exc:  # PicklingError, AttributeError, TypeError, ...
+                raise TypeError(f"its tokenizer cannot be pickled: {exc}") from exc
+    except (ValueError, AttributeError, TypeError) as exc:
         warnings.warn(
             f"n_jobs > 1 needs an analyzer that worker processes can rebuild from its "
             f"config; this one cannot be sent ({exc}). Tokenising in this process instead "
