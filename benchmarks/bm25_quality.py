@@ -71,7 +71,7 @@ def _stemming_preprocess() -> Callable[[str], list[str]]:
     """Lowercase, split into words, drop English stopwords, Snowball-stem (PyStemmer)."""
     import Stemmer
 
-    from hybrid_retrievers.stopwords import load_stopwords
+    from hybrid_retrievers.text.stopwords import load_stopwords
 
     stop = load_stopwords("english")
     stem = Stemmer.Stemmer("english").stemWords

@@ -82,7 +82,7 @@ def normalise(text: str) -> str:
 
 
 def stopword_list() -> list[str]:
-    from hybrid_retrievers.stopwords import load_stopwords
+    from hybrid_retrievers.text.stopwords import load_stopwords
 
     return sorted(load_stopwords("english"))
 

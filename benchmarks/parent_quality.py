@@ -61,7 +61,7 @@ def main() -> None:
     from hybrid_retrievers import BM25Index
     from hybrid_retrievers.evaluation import evaluate_run
     from hybrid_retrievers.parent import ParentChildSearcher
-    from hybrid_retrievers.splitting import SentenceSplitter
+    from hybrid_retrievers.text.splitting import SentenceSplitter
 
     sizes = [int(s) for s in args.chunk_sizes.split(",")]
     sections = []
