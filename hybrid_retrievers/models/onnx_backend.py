@@ -5,11 +5,16 @@ Why not ``SentenceTransformer(..., backend="onnx")``: that path needs Optimum
 6 runs on transformers 5, so the two cannot be installed together. This module does the
 same job with what is installable: the transformer of an already loaded
 ``SentenceTransformer`` or ``CrossEncoder`` is exported with ``torch.onnx.export`` (the
-torch.export-based exporter; needs ``onnx`` and ``onnxscript``), optionally quantized
-with ONNX Runtime's dynamic int8 quantization (``quantize_dynamic``: int8 weights,
-activations quantized per batch; what sentence-transformers'
-``export_dynamic_quantized_onnx_model`` does through Optimum), and run by an
-``onnxruntime.InferenceSession``. Everything else stays sentence-transformers': the
+TorchScript exporter, whose graph ONNX Runtime's transformer optimizer recognises; the
+torch.export-based one, which needs ``onnxscript``, if that fails), fused by
+``onnxruntime.transformers.optimizer`` for BERT-like models (one ``Attention`` op per
+layer, ``SkipLayerNormalization``, ``BiasGelu``, ``EmbedLayerNormalization``: the fp32
+graph gets faster and the int8 one quantizes each layer's Q/K/V projection as a single
+``QAttention``; kept only if its output matches the unfused graph's, else the unfused
+graph is used), optionally quantized with ONNX Runtime's dynamic int8 quantization
+(``quantize_dynamic``: int8 weights, activations quantized per batch; what
+sentence-transformers' ``export_dynamic_quantized_onnx_model`` does through Optimum),
+and run by an ``onnxruntime.InferenceSession`` with as many threads as torch uses. Everything else stays sentence-transformers': the
 tokenizer, truncation, prompts, pooling, normalisation and the cross-encoder's
 ``predict``, so only the transformer's arithmetic changes.
 
@@ -39,8 +44,10 @@ __all__ = ["BACKENDS", "default_cache_dir", "install_onnx_backend"]
 BACKENDS = ("torch", "onnx", "onnx-int8")
 """Valid ``backend`` values: PyTorch, ONNX Runtime (float32), ONNX Runtime with int8 weights."""
 
-_EXPORT_VERSION = "3"  # bump when the export recipe changes: old cache entries are not reused
-_OPSET = 18
+_EXPORT_VERSION = "4"  # bump when the export recipe changes: old cache entries are not reused
+_OPSET = 17  # the TorchScript exporter's newest well-supported opset
+_FUSABLE = ("bert", "roberta", "xlm-roberta", "camembert", "distilbert", "electra", "mpnet")
+"""``config.model_type`` values handed to ONNX Runtime's BERT fusions (others run unfused)."""
 
 
 def default_cache_dir() -> Path:
@@ -96,6 +103,7 @@ def install_onnx_backend(
         _export(hf, module, inputs, output, entry, quantize)
     options = ort.SessionOptions()
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    options.intra_op_num_threads = _torch_threads()  # the same threads as the torch backend
     session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
     hf.forward = _OrtForward(session, inputs, output)
     return path
@@ -124,6 +132,11 @@ class _OrtForward:
         return {self.output: torch.from_numpy(out)}
 
 
+def _torch_threads() -> int:
+    torch = require("torch", extra="models", feature="the ONNX Runtime backend")
+    return max(1, int(torch.get_num_threads()))
+
+
 def _input_names(module: Any, hf: Any) -> list[str]:
     tokenizer = getattr(module, "tokenizer", None) or getattr(module, "processor", None)
     names = list(getattr(tokenizer, "model_input_names", None) or [])
@@ -150,7 +163,6 @@ def _export(hf: Any, module: Any, inputs: list[str], output: str, entry: Path,
     """Export (and quantize) into ``entry`` atomically: a half-written graph is never used."""
     torch = require("torch", extra="models", feature="the ONNX Runtime backend")
     require("onnx", extra="onnx", feature="exporting a model to ONNX")
-    require("onnxscript", extra="onnx", feature="exporting a model to ONNX")
     entry.parent.mkdir(parents=True, exist_ok=True)
     fp32 = entry / "model.onnx"
     tmp = Path(tempfile.mkdtemp(prefix=".export-", dir=entry.parent))
@@ -159,21 +171,9 @@ def _export(hf: Any, module: Any, inputs: list[str], output: str, entry: Path,
         if not fp32.is_file():
             source = tmp / "model.onnx"
             _torch_export(torch, hf, module, inputs, output, source)
+            _fuse(source, hf.config, inputs, output, _probe(torch, module, inputs))
         if quantize:
-            from onnxruntime.quantization import QuantType, quantize_dynamic
-
-            root = logging.getLogger()
-            level = root.level
-            root.setLevel(logging.ERROR)  # its "consider pre-processing" advice is for CNNs
-            try:
-                # Weights per output channel; the feed-forward output projections stay
-                # float32: quantizing them too cost 0.0042 nDCG@10 on Cranfield instead
-                # of 0.0035 (their inputs, after GELU, have the widest range).
-                quantize_dynamic(source, tmp / "model_int8.onnx", weight_type=QuantType.QInt8,
-                                 per_channel=True,
-                                 nodes_to_exclude=_feed_forward_outputs(source, hf.config))
-            finally:
-                root.setLevel(level)
+            _quantize(source, tmp / "model_int8.onnx", hf.config)
         entry.mkdir(exist_ok=True)
         # External-data files first, the graph last: a graph present means it is complete.
         for file in sorted(tmp.iterdir(), key=lambda f: f.suffix == ".onnx"):
@@ -181,6 +181,78 @@ def _export(hf: Any, module: Any, inputs: list[str], output: str, entry: Path,
                 os.replace(file, entry / file.name)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _quantize(source: Path, target: Path, config: Any) -> None:
+    """Dynamic int8 quantization of ``source``'s MatMuls (fused: also its Attention ops)."""
+    import onnx
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    root = logging.getLogger()
+    level = root.level
+    root.setLevel(logging.ERROR)  # its "consider pre-processing" advice is for CNNs
+    try:
+        # Weights per output channel; the feed-forward output projections stay float32:
+        # quantizing them too cost 0.0042 nDCG@10 on Cranfield instead of 0.0035 (their
+        # inputs, after GELU, have the widest range). The embedding tables are not
+        # quantized (a lookup: no faster, only less exact).
+        quantize_dynamic(source, target, weight_type=QuantType.QInt8, per_channel=True,
+                         op_types_to_quantize=["MatMul", "Attention"],
+                         nodes_to_exclude=_feed_forward_outputs(source, config),
+                         extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT})
+    finally:
+        root.setLevel(level)
+
+
+def _fuse(path: Path, config: Any, inputs: list[str], output: str, probe: dict[str, Any]) -> None:
+    """Replace ``path`` by ONNX Runtime's fused transformer graph, if that is safe.
+
+    Only for `_FUSABLE` model types, only when the optimizer is installed, and only when
+    the fused graph's output on ``probe`` matches the unfused graph's (1e-4): otherwise
+    ``path`` is left as exported, which is slower but the same arithmetic.
+    """
+    heads, hidden = getattr(config, "num_attention_heads", 0), getattr(config, "hidden_size", 0)
+    if getattr(config, "model_type", None) not in _FUSABLE or not heads or not hidden:
+        return
+    try:
+        from onnxruntime.transformers.optimizer import optimize_model
+    except ImportError:
+        return
+    fused = path.with_name("fused-" + path.name)
+    root = logging.getLogger()
+    level = root.level
+    root.setLevel(logging.ERROR)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            # opt_level 0: the fusions only; ONNX Runtime's own passes run at load time.
+            optimize_model(str(path), model_type="bert", num_heads=int(heads),
+                           hidden_size=int(hidden), opt_level=0).save_model_to_file(str(fused))
+        if _same_output(path, fused, inputs, output, probe):
+            os.replace(fused, path)
+    except Exception:  # noqa: BLE001 - an unfusable graph is served unfused, never fails
+        pass
+    finally:
+        root.setLevel(level)
+        fused.unlink(missing_ok=True)
+
+
+def _same_output(a: Path, b: Path, inputs: list[str], output: str, probe: dict[str, Any]) -> bool:
+    import onnxruntime as ort
+
+    feed = {n: probe[n] for n in inputs}
+    outs = [ort.InferenceSession(str(p), providers=["CPUExecutionProvider"]).run([output], feed)[0]
+            for p in (a, b)]
+    return outs[0].shape == outs[1].shape and bool(np.allclose(outs[0], outs[1], atol=1e-4))
+
+
+def _probe(torch: Any, module: Any, inputs: list[str]) -> dict[str, Any]:
+    """A small padded batch (two rows of different length) as int64 arrays, per input."""
+    tokenizer = getattr(module, "tokenizer", None) or module.processor
+    probe = tokenizer(["an example input for the exporter", "a second, longer example input "
+                       "so that the two rows differ in length"], padding=True, return_tensors="pt")
+    return {n: (probe[n] if n in probe else torch.zeros_like(probe["input_ids"])).numpy()
+            .astype(np.int64) for n in inputs}
 
 
 def _feed_forward_outputs(path: Path, config: Any) -> list[str]:
@@ -217,10 +289,7 @@ def _torch_export(torch: Any, hf: Any, module: Any, inputs: list[str], output: s
             return self.inner(input_ids=input_ids, attention_mask=attention_mask,
                               token_type_ids=token_type_ids, return_dict=True)[output]
 
-    tokenizer = getattr(module, "tokenizer", None) or module.processor
-    probe = tokenizer(["an example input for the exporter", "a second, longer example input "
-                       "so that the two rows differ in length"], padding=True, return_tensors="pt")
-    args = tuple(probe[n] if n in probe else torch.zeros_like(probe["input_ids"]) for n in inputs)
+    args = tuple(torch.from_numpy(a) for a in _probe(torch, module, inputs).values())
     axes = {n: {0: "batch", 1: "sequence"} for n in inputs}
     wrapper = WrappedTypes if "token_type_ids" in inputs else Wrapped
     previous = getattr(hf.config, "_attn_implementation", None)
@@ -232,9 +301,14 @@ def _torch_export(torch: Any, hf: Any, module: Any, inputs: list[str], output: s
     try:
         with warnings.catch_warnings(), torch.no_grad():
             warnings.simplefilter("ignore")
-            torch.onnx.export(wrapper(hf), args, str(path), input_names=inputs,
-                              output_names=[output], dynamic_axes=axes, opset_version=_OPSET,
-                              dynamo=True, external_data=False, verbose=False)
+            kwargs = dict(input_names=inputs, output_names=[output], dynamic_axes=axes,
+                          opset_version=_OPSET, verbose=False)
+            try:  # the TorchScript exporter: the graph the fusions recognise
+                torch.onnx.export(wrapper(hf), args, str(path), dynamo=False, **kwargs)
+            except Exception:  # noqa: BLE001 - e.g. a torch without it: the dynamo exporter
+                require("onnxscript", extra="onnx", feature="exporting a model to ONNX")
+                torch.onnx.export(wrapper(hf), args, str(path), dynamo=True,
+                                  external_data=False, **kwargs)
     finally:
         if callable(setter) and previous:
             setter(previous)
