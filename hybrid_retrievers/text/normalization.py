@@ -74,7 +74,7 @@ _ASCII_TABLE = str.maketrans(
 _ASCII_JOINED = re.compile(r"[A-Za-z0-9][-./][A-Za-z0-9]|_").search
 
 
-def _ASCII_NEEDS_REGEX(text: str) -> re.Match[str] | None:  # noqa: N802 (was a bound search)
+def _ASCII_NEEDS_REGEX(text: str) -> re.Match[str] | None:
     """A match where ASCII ``text`` holds an underscore or a joined code (``a-1``, ``x.y``).
 
     ``in`` scans for one character at C speed; the regex, which tries every position,
