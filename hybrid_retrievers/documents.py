@@ -210,16 +210,22 @@ def _ids_column(ids: Any) -> list[str | None]:
 
 
 def check_docs(docs: Iterable[Doc]) -> list[Doc]:
+    """``docs`` as a list of `Doc` with unique ids and content `check_content` accepts."""
     docs = list(docs)
-    seen: set[str] = set()
-    dupes: list[str] = []
     for i, d in enumerate(docs):
         if not isinstance(d, Doc):
             raise TypeError(f"docs[{i}] must be a hybrid_retrievers.Doc, got {type(d).__name__}")
-        if d.id in seen:
-            dupes.append(d.id)
-        seen.add(d.id)
-        check_content(d.id, d.text, d.metadata, f"document {d.id!r}")
+        if d.metadata or not d.text.isascii() or not d.id.isascii():  # else nothing to check
+            check_content(d.id, d.text, d.metadata, f"document {d.id!r}")
+    ids = [d.id for d in docs]
+    if len(set(ids)) == len(ids):
+        return docs
+    seen: set[str] = set()
+    dupes: list[str] = []
+    for doc_id in ids:
+        if doc_id in seen:
+            dupes.append(doc_id)
+        seen.add(doc_id)
     if dupes:
         raise ValueError(
             f"duplicate document ids: {sorted(set(dupes))[:5]}; ids must be unique "
