@@ -11,18 +11,22 @@ snapshot, and `DocumentAccess` gives an index over such a snapshot its read-only
 from __future__ import annotations
 
 from collections.abc import Hashable, Iterable, Mapping, Set
+from types import MappingProxyType
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
 from .filters import cached_equality_mask, filter_mask
+from .gcpause import paused_gc
 from .ids import content_id
 from .types import Doc, MetadataFilter
 from .validation import check_str_items
 
 __all__ = ["make_docs", "check_docs", "check_new_ids", "check_texts_argument", "check_unicode",
            "check_content", "DocTable", "DocumentAccess"]
+
+_NO_METADATA: Mapping[str, Any] = MappingProxyType({})  # shared: read-only, so safe
 
 
 class DocTable:
@@ -127,12 +131,15 @@ def make_docs(
     metas = [None] * len(texts) if metadatas is None else list(metadatas)
     if len(metas) != len(texts):
         raise ValueError(f"got {len(texts)} texts but {len(metas)} metadatas; pass one per text")
-    for i, m in enumerate(metas):
-        if m is not None and not isinstance(m, Mapping):
-            raise TypeError(f"metadatas[{i}] must be a mapping or None, got {type(m).__name__}")
+    if metadatas is not None:
+        for i, m in enumerate(metas):
+            if m is not None and not isinstance(m, Mapping):
+                raise TypeError(f"metadatas[{i}] must be a mapping or None, got "
+                                f"{type(m).__name__}")
     for i, (t, m) in enumerate(zip(texts, metas)):
         # Before content ids are hashed: they encode the text and metadata as UTF-8.
-        check_content(None, t, m, f"texts[{i}] / metadatas[{i}]")
+        if m or not t.isascii():  # (an ASCII text alone has nothing to check)
+            check_content(None, t, m, f"texts[{i}] / metadatas[{i}]")
     if ids is None:
         given: list[str | None] = [None] * len(texts)
     else:
@@ -154,7 +161,9 @@ def make_docs(
                 i = f"{base}#{n}"
             used.add(i)
         id_list.append(i)
-    return [Doc(i, t, dict(m) if m else {}) for i, t, m in zip(id_list, texts, metas)]
+    with paused_gc():
+        return [Doc(i, t, MappingProxyType(dict(m)) if m else _NO_METADATA)
+                for i, t, m in zip(id_list, texts, metas)]
 
 
 def check_texts_argument(texts: Any, *, paired: bool = False, name: str = "texts") -> list[str]:
@@ -201,16 +210,22 @@ def _ids_column(ids: Any) -> list[str | None]:
 
 
 def check_docs(docs: Iterable[Doc]) -> list[Doc]:
+    """``docs`` as a list of `Doc` with unique ids and content `check_content` accepts."""
     docs = list(docs)
-    seen: set[str] = set()
-    dupes: list[str] = []
     for i, d in enumerate(docs):
         if not isinstance(d, Doc):
             raise TypeError(f"docs[{i}] must be a hybrid_retrievers.Doc, got {type(d).__name__}")
-        if d.id in seen:
-            dupes.append(d.id)
-        seen.add(d.id)
-        check_content(d.id, d.text, d.metadata, f"document {d.id!r}")
+        if d.metadata or not d.text.isascii() or not d.id.isascii():  # else nothing to check
+            check_content(d.id, d.text, d.metadata, f"document {d.id!r}")
+    ids = [d.id for d in docs]
+    if len(set(ids)) == len(ids):
+        return docs
+    seen: set[str] = set()
+    dupes: list[str] = []
+    for doc_id in ids:
+        if doc_id in seen:
+            dupes.append(doc_id)
+        seen.add(doc_id)
     if dupes:
         raise ValueError(
             f"duplicate document ids: {sorted(set(dupes))[:5]}; ids must be unique "

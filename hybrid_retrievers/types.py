@@ -47,12 +47,12 @@ class Doc:
             raise TypeError(
                 f"Doc.text must be a str, got {type(self.text).__name__} for doc {self.id!r}"
             )
-        if not isinstance(self.metadata, Mapping):
-            raise TypeError(
-                f"Doc.metadata must be a mapping, got {type(self.metadata).__name__} "
-                f"for doc {self.id!r}"
-            )
-        if not isinstance(self.metadata, MappingProxyType):
+        if type(self.metadata) is not MappingProxyType:  # (the ABC check below is slow)
+            if not isinstance(self.metadata, Mapping):
+                raise TypeError(
+                    f"Doc.metadata must be a mapping, got {type(self.metadata).__name__} "
+                    f"for doc {self.id!r}"
+                )
             # A read-only copy: later edits to the caller's dict cannot change the index.
             object.__setattr__(self, "metadata", MappingProxyType(dict(self.metadata)))
 

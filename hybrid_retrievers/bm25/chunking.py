@@ -21,11 +21,13 @@ import os
 import warnings
 from collections import deque
 from collections.abc import Iterator, Sequence
+from itertools import chain
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 from numpy.typing import NDArray
 
+from ..gcpause import paused_gc
 from ..progress import progress
 from ..text import Analyzer
 
@@ -44,10 +46,9 @@ CHUNK_DOCS = 4096
 class TokenChunk(NamedTuple):
     """One chunk's tokens, documents one after another; ``lengths[j]``: tokens of its j-th.
 
-    Either ``token_lists`` (tokenised in this process: the lists themselves) or, from a
-    worker, ``terms`` (the chunk's distinct tokens in first-occurrence order) and
-    ``ids`` (``terms[ids[i]]`` is its i-th token), which cross a process boundary far
-    more cheaply than lists of strings.
+    ``terms`` (the chunk's distinct tokens in first-occurrence order) and ``ids``
+    (``terms[ids[i]]`` is its i-th token): cheap to build and to send from a worker.
+    ``token_lists`` (the lists themselves) is the plain form `encode_chunk` converts.
     """
 
     lengths: NDArray[np.int32]
@@ -57,18 +58,45 @@ class TokenChunk(NamedTuple):
 
 
 def tokenize_chunk(analyzer: Analyzer, texts: Sequence[str]) -> TokenChunk:
-    """Tokenise ``texts`` in this process."""
-    token_lists = analyzer.tokenize_many(texts)
-    lengths = np.fromiter(map(len, token_lists), dtype=np.int32, count=len(token_lists))
-    return TokenChunk(lengths, token_lists=token_lists)
+    """Tokenise ``texts`` in this process, straight into the compact form.
+
+    The same tokens as ``analyzer.tokenize_many(texts)``, but each distinct raw token is
+    resolved (stopword, stem, term number) once per chunk and the per-token work is C
+    loops (``chain``, ``dict.fromkeys``, ``map``): no list of terms per document is built.
+    """
+    with paused_gc():
+        raw = analyzer._split_all(texts)
+        lengths = np.fromiter(map(len, raw), dtype=np.int32, count=len(raw))
+        flat = list(chain.from_iterable(raw))
+        del raw
+        number: dict[str, int] = dict.fromkeys(flat, -1)  # raw token -> term number
+        terms: dict[str, int] = {}
+        if analyzer._identity:
+            for token in number:
+                number[token] = terms.setdefault(token, len(terms))
+        else:
+            resolve = analyzer._resolver(number)
+            for token in number:
+                term = resolve[token]
+                if term:  # "" is a stopword
+                    number[token] = terms.setdefault(term, len(terms))
+        ids = np.fromiter(map(number.__getitem__, flat), dtype=np.int32, count=len(flat))
+    dropped = ids < 0
+    if dropped.any():
+        doc_of = np.repeat(np.arange(lengths.size), lengths)
+        lengths = np.bincount(doc_of[~dropped], minlength=lengths.size).astype(np.int32)
+        ids = ids[~dropped]
+    return TokenChunk(lengths, terms=list(terms), ids=ids)
 
 
 def encode_chunk(chunk: TokenChunk) -> TokenChunk:
-    """The chunk with its distinct tokens numbered in first-occurrence order (to send it)."""
+    """The chunk in the compact form (distinct tokens in first-occurrence order + ids)."""
+    if chunk.token_lists is None:
+        return chunk
     local: dict[str, int] = {}
     ids = np.fromiter(
         (local[t] if t in local else local.setdefault(t, len(local))
-         for tokens in chunk.token_lists or () for t in tokens),
+         for tokens in chunk.token_lists for t in tokens),
         dtype=np.int32,
         count=int(chunk.lengths.sum()),
     )

@@ -9,13 +9,13 @@ so queries are analysed exactly as the documents were.
 
 from __future__ import annotations
 
-import gc
 import itertools
 import threading
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from ..gcpause import paused_gc
 from ..progress import progress
 from ._callables import callable_name
 from .config import ANALYZER_CONFIG_VERSION, read_config
@@ -229,41 +229,38 @@ class Analyzer:
         iterator: Iterable[Any] = texts
         if show_progress:
             iterator = progress(texts, show=True, desc="Tokenizing", unit="doc")
-        # Building ~10^5 small lists triggers many cyclic-GC passes that find nothing
-        # (lists of str cannot form cycles); pausing the collector halves the run time.
-        gc_was_enabled = gc.isenabled()
-        gc.disable()
-        try:
+        with paused_gc():  # ~10^5 small lists: collector passes would find nothing
             return self._tokenize_all(iterator)
-        finally:
-            if gc_was_enabled:
-                gc.enable()
 
     def _tokenize_all(self, iterator: Iterable[Any]) -> list[list[str]]:
+        token_lists = self._split_all(iterator)
+        if self._identity:
+            return token_lists
+        get = self._resolver(set(itertools.chain.from_iterable(token_lists))).get
+        return [[s for s in map(get, tokens) if s] for tokens in token_lists]
+
+    def _split_all(self, iterator: Iterable[Any]) -> list[list[str]]:
+        """Each text split into raw tokens (before stopwords and stemming)."""
         split = self._split
         token_lists: list[list[str]] = []
-        vocab: set[str] = set()
-        update = vocab.update
         for i, text in enumerate(iterator):
             if not isinstance(text, str):
                 raise TypeError(
                     f"texts[{i}] must be a str, got {type(text).__name__}: {text!r:.80}"
                 )
-            tokens = split(text)
-            token_lists.append(tokens)
-            if not self._identity:
-                update(tokens)
-        if self._identity:
-            return token_lists
+            token_lists.append(split(text))
+        return token_lists
+
+    def _resolver(self, distinct: Collection[str]) -> dict[str, str]:
+        """A dict taking every raw token of ``distinct`` to its term (``""``: a stopword)."""
         cache = self._cache
-        missing = [t for t in vocab if t not in cache]
+        missing = [t for t in distinct if t not in cache]
         if missing:
-            cache = self._learn(missing, vocab, cache)
-        get = cache.get
-        return [[s for s in map(get, tokens) if s] for tokens in token_lists]
+            cache = self._learn(missing, distinct, cache)
+        return cache
 
     def _learn(
-        self, missing: list[str], used: set[str], checked: dict[str, str]
+        self, missing: list[str], used: Collection[str], checked: dict[str, str]
     ) -> dict[str, str]:
         """Resolve ``missing`` (``used`` tokens not in ``checked``); return a dict of all ``used``.
 

@@ -71,7 +71,18 @@ _ACCENT_TABLE = {
 _ASCII_TABLE = str.maketrans(
     {c: (chr(c).lower() if chr(c).isalnum() else " ") for c in range(128)}
 )
-_ASCII_NEEDS_REGEX = re.compile(r"[A-Za-z0-9][-./][A-Za-z0-9]|_").search
+_ASCII_JOINED = re.compile(r"[A-Za-z0-9][-./][A-Za-z0-9]|_").search
+
+
+def _ASCII_NEEDS_REGEX(text: str) -> re.Match[str] | None:
+    """A match where ASCII ``text`` holds an underscore or a joined code (``a-1``, ``x.y``).
+
+    ``in`` scans for one character at C speed; the regex, which tries every position,
+    runs only on texts holding one of the four characters at all.
+    """
+    if "_" in text or "-" in text or "." in text or "/" in text:
+        return _ASCII_JOINED(text)
+    return None
 
 
 class _Normalizer:

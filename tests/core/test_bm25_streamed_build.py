@@ -169,15 +169,47 @@ def test_n_jobs_two_equals_one(monkeypatch):
     assert snapshot_fields(two) == snapshot_fields(run_edits(3, n_jobs=1))
 
 
-def test_worker_chunks_equal_local_ones(monkeypatch):
-    # The worker form (distinct terms + ids) builds what the in-process form builds.
+def plain_chunk(analyzer, texts):
+    """A chunk in the plain form: the analyzer's own token lists."""
+    lists = analyzer.tokenize_many(texts)
+    return chunking.TokenChunk(np.array([len(t) for t in lists], dtype=np.int32),
+                               token_lists=lists)
+
+
+def test_plain_chunks_build_what_compact_ones_build(monkeypatch):
+    # The plain form (token lists) and the compact one (distinct terms + ids) build alike.
     monkeypatch.setattr(chunking, "CHUNK_DOCS", 4)
     real = chunking.tokenize_chunk
-    monkeypatch.setattr(chunking, "tokenize_chunk",
-                        lambda a, texts: chunking.encode_chunk(real(a, texts)))
-    encoded = run_edits(5)
+    monkeypatch.setattr(chunking, "tokenize_chunk", plain_chunk)
+    plain = run_edits(5)
     monkeypatch.setattr(chunking, "tokenize_chunk", real)
-    assert snapshot_fields(encoded) == snapshot_fields(run_edits(5))
+    assert snapshot_fields(plain) == snapshot_fields(run_edits(5))
+
+
+def decoded(chunk):
+    ids, pos, out = chunk.ids.tolist(), 0, []
+    for n in chunk.lengths.tolist():
+        out.append([chunk.terms[i] for i in ids[pos:pos + n]])
+        pos += n
+    return out
+
+
+@pytest.mark.parametrize("analyzer", [
+    Analyzer(),  # English stopwords and Snowball stems: several words share a stem
+    Analyzer(stopwords=None, stemmer=None),  # identity: no lookups at all
+    Analyzer(stopwords=["the", "of"], stemmer=None),
+    Analyzer(tokenizer=lambda s: s.split(","), stopwords=None),
+])
+def test_tokenize_chunk_gives_the_analyzers_tokens(analyzer):
+    texts = ["The running runner ran, of the runs", "", "the of the", "E=mc2 is a_b x-1.5/y",
+             "Ünïcode naïve café, CAFÉ", "数据库系统 and 数据", "runs runs running, run",
+             "   ", "state-of-the-art models, models' states"]
+    chunk = chunking.tokenize_chunk(analyzer, texts)
+    assert decoded(chunk) == analyzer.tokenize_many(texts)
+    assert chunk.lengths.dtype == np.int32 and chunk.ids.dtype == np.int32
+    # distinct terms, numbered in first-occurrence order
+    flat = [t for tokens in analyzer.tokenize_many(texts) for t in tokens]
+    assert chunk.terms == list(dict.fromkeys(flat))
 
 
 def test_build_leaves_a_bounded_cache(monkeypatch):
