@@ -107,13 +107,9 @@ class RerankingRetriever(StrictRetriever):
     def _k_is_top_n(cls, values: Any) -> Any:
         if isinstance(values, dict) and "k" in values:
             values = dict(values)
-            k = values.pop("k")
-            top_n = values.get("top_n")
-            if top_n is not None and k is not None and top_n != k:
-                raise ValueError(f"pass top_n or k (they mean the same), not both: got "
-                                 f"top_n={top_n!r}, k={k!r}")
-            if k is not None:
-                values["top_n"] = k
+            top_n = _top_n_or_k(values.get("top_n"), values.pop("k"))
+            if top_n is not None:
+                values["top_n"] = top_n
         return values
 
     @field_validator("top_n", mode="before")
@@ -128,11 +124,8 @@ class RerankingRetriever(StrictRetriever):
 
     def _resolve(self, top_n: int | None, k: int | None, fetch_k: int | None, *,
                  asynchronous: bool = False) -> tuple[int, dict[str, Any]]:
-        if top_n is not None and k is not None and top_n != k:
-            raise ValueError(f"pass top_n or k (they mean the same), not both: got top_n={top_n}, "
-                             f"k={k}")
-        n = self.top_n if top_n is None and k is None else check_k(
-            top_n if top_n is not None else k, name="top_n")
+        size = _top_n_or_k(top_n, k)
+        n = self.top_n if size is None else check_k(size, name="top_n")
         fetch = self.fetch_k if fetch_k is None else check_k(fetch_k, name="fetch_k")
         passes = fetch is not None and accepts_k(self.base_retriever, asynchronous=asynchronous)
         kwargs = {"k": fetch} if passes else {}
@@ -175,3 +168,15 @@ class RerankingRetriever(StrictRetriever):
                                                           callbacks=callbacks)
         out = await self.reranker.acompress_documents(docs, query, callbacks=callbacks)
         return list(out)[:n]
+
+
+def _top_n_or_k(top_n: Any, k: Any) -> Any:
+    """``top_n``, or ``k`` (its other name) when ``top_n`` is ``None``.
+
+    Raises:
+        ValueError: when both are given and differ.
+    """
+    if top_n is not None and k is not None and top_n != k:
+        raise ValueError(f"pass top_n or k (they mean the same), not both: got "
+                         f"top_n={top_n!r}, k={k!r}")
+    return k if top_n is None else top_n

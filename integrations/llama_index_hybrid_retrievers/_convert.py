@@ -21,6 +21,7 @@ from ._nodes import NodeCache, doc_to_text_node
 
 __all__ = [
     "FUSION_KEY",
+    "as_node_list",
     "doc_to_text_node",
     "hit_to_node_with_score",
     "node_with_added_metadata",
@@ -47,11 +48,19 @@ def node_to_doc(node: BaseNode) -> Doc:
         metadata=dict(node.metadata),
     )
 
-def nodes_to_docs(nodes: Iterable[BaseNode]) -> list[Doc]:
-    """Convert many nodes (see `node_to_doc`)."""
+def as_node_list(nodes: Iterable[BaseNode]) -> list[BaseNode]:
+    """``nodes`` as a new list.
+
+    Raises:
+        TypeError: for a single node (wrap it in a list).
+    """
     if isinstance(nodes, BaseNode):
         raise TypeError("nodes must be a list of nodes, got a single node; wrap it in a list")
-    return [node_to_doc(n) for n in nodes]
+    return list(nodes)
+
+def nodes_to_docs(nodes: Iterable[BaseNode]) -> list[Doc]:
+    """Convert many nodes (see `node_to_doc`)."""
+    return [node_to_doc(n) for n in as_node_list(nodes)]
 
 def hit_to_node_with_score(hit: Hit, nodes: NodeCache) -> NodeWithScore:
     """Wrap a hit in a new `NodeWithScore`.

@@ -12,7 +12,7 @@ from typing import Any
 
 from llama_index.core.schema import BaseNode
 
-from ._convert import nodes_to_docs
+from ._convert import as_node_list, nodes_to_docs
 from ._nodes import NodeCache
 
 __all__ = ["NodeEditing"]
@@ -42,10 +42,8 @@ class NodeEditing:
         """
         if insert_kwargs:
             raise TypeError(f"insert_nodes got unexpected argument(s) {sorted(insert_kwargs)}")
-        if isinstance(nodes, BaseNode):
-            raise TypeError("nodes must be a list of nodes, got a single node; wrap it in a list")
-        node_list = list(nodes)
-        docs = nodes_to_docs(node_list)
+        new_nodes = as_node_list(nodes)
+        docs = nodes_to_docs(new_nodes)
         done: list[Any] = []
         try:
             for index in self._editable_indexes():
@@ -55,7 +53,7 @@ class NodeEditing:
             for index in done:  # keep the indexes consistent with each other
                 index.delete([d.id for d in docs])
             raise
-        self._nodes.update(node_list)
+        self._nodes.update(new_nodes)
         return [d.id for d in docs]
 
     def delete_nodes(self, node_ids: Sequence[str], **delete_kwargs: Any) -> None:

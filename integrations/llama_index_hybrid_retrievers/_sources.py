@@ -13,6 +13,8 @@ from typing import Any
 from llama_index.core.schema import BaseNode
 from llama_index.core.storage.docstore.types import BaseDocumentStore
 
+from ._convert import as_node_list
+
 __all__ = ["one_filter", "one_source", "source_nodes"]
 
 
@@ -54,6 +56,4 @@ def source_nodes(nodes: Iterable[BaseNode] | None,
                 f"docstore must be a llama_index BaseDocumentStore, got {type(docstore).__name__}"
             )
         return list(docstore.docs.values())
-    if isinstance(nodes, BaseNode):
-        raise TypeError("nodes must be a list of nodes, got a single node; wrap it in a list")
-    return list(nodes or ())
+    return as_node_list(nodes or ())

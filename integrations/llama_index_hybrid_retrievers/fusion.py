@@ -26,6 +26,7 @@ from hybrid_retrievers.fusion import (
 from hybrid_retrievers.fusion.plan import Weights
 from hybrid_retrievers.validation import check_k, check_names
 
+from ._base import SimilarityTopK
 from ._convert import FUSION_KEY
 from ._fusion_child import ChildSearcher, fused_nodes
 from ._fusion_editing import FusionEditing
@@ -34,7 +35,7 @@ from ._query import QueryChecked
 __all__ = ["FUSION_KEY", "FusionRetriever", "HybridRetriever"]
 
 
-class FusionRetriever(QueryChecked, FusionEditing, BaseRetriever):
+class FusionRetriever(SimilarityTopK, QueryChecked, FusionEditing, BaseRetriever):
     """Fuse the rankings of several LlamaIndex retrievers into one (RRF by default).
 
     Each query goes to every child whose weight is positive, at the same time: in
@@ -145,15 +146,6 @@ class FusionRetriever(QueryChecked, FusionEditing, BaseRetriever):
     def retrievers(self) -> tuple[BaseRetriever, ...]:
         """The children, in order."""
         return self._retrievers
-
-    @property
-    def similarity_top_k(self) -> int:
-        """Number of fused nodes to return; validated on every assignment."""
-        return self._similarity_top_k
-
-    @similarity_top_k.setter
-    def similarity_top_k(self, value: int) -> None:
-        self._similarity_top_k = check_k(value, name="similarity_top_k")
 
     @property
     def weights(self) -> Weights | None:

@@ -19,7 +19,7 @@ from hybrid_retrievers.types import MetadataFilter
 from hybrid_retrievers.vector import VectorIndex
 
 from ._base import CoreSearcherRetriever, one_filter
-from ._convert import nodes_to_docs
+from ._convert import as_node_list, nodes_to_docs
 from ._llm import LlamaIndexGenerator, as_text_generator
 from .embeddings import as_embedder
 
@@ -106,9 +106,7 @@ class HyDERetriever(CoreSearcherRetriever):
         generate = as_text_generator(llm)
         node_list: list[BaseNode] = []
         if index is None:
-            if isinstance(nodes, BaseNode):
-                raise TypeError("nodes must be a list of nodes, got a single node; wrap it in a list")
-            node_list = list(nodes)  # type: ignore[arg-type]
+            node_list = as_node_list(nodes)  # type: ignore[arg-type]
             searcher = HyDESearcher.from_docs(nodes_to_docs(node_list), embedder=embedder,
                                               generate=generate, **options)
         elif not isinstance(index, VectorIndex):

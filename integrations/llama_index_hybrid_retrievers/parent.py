@@ -24,7 +24,7 @@ from hybrid_retrievers.types import MetadataFilter
 from hybrid_retrievers.validation import check_k, check_merge_threshold
 
 from ._base import SearcherState, one_filter
-from ._convert import nodes_to_docs
+from ._convert import as_node_list, nodes_to_docs
 from ._nodes import NodeCache
 from ._query import QueryChecked
 from .embeddings import as_embedder
@@ -113,15 +113,13 @@ class ParentDocumentRetriever(SearcherState, QueryChecked, BaseRetriever):
             parent_store: Default a new in-memory `ParentStore`.
             fetch_k, merge_threshold, filter: See `ParentChildSearcher` / the class doc.
         """
-        if isinstance(nodes, BaseNode):
-            raise TypeError("nodes must be a list of nodes, got a single node; wrap it in a list")
-        node_list = list(nodes)
+        node_list = as_node_list(nodes)
         searcher = ParentChildSearcher.from_docs(
             nodes_to_docs(node_list),
             chunk_size=chunk_size,
             chunk_overlap=chunk_overlap,
             splitter=splitter,
-            embedder=None if embed_model is None else as_embedder(embed_model),
+            embedder=_embedder(embed_model),
             parent_store=parent_store,
             k=similarity_top_k,
         )
@@ -167,9 +165,7 @@ class ParentDocumentRetriever(SearcherState, QueryChecked, BaseRetriever):
         Raises:
             TypeError: for a parent store or child index the core cannot save.
         """
-        store = self._searcher.parent_store
-        docs = list(store) if isinstance(store, ParentStore) else []
-        self._write(persist_dir, docs, {"index": self._searcher.save})
+        self._write(persist_dir, _stored_parents(self._searcher), {"index": self._searcher.save})
 
     def _settings(self) -> dict[str, Any]:
         return {**super()._settings(), "fetch_k": self._fetch_k, "merge_threshold": self._merge}
@@ -202,11 +198,22 @@ class ParentDocumentRetriever(SearcherState, QueryChecked, BaseRetriever):
                                                      one_filter(filter, filters))
         searcher = ParentChildSearcher.load(
             folder,
-            embedder=None if embed_model is None else as_embedder(embed_model),
+            embedder=_embedder(embed_model),
             splitter=splitter,
         )
-        store = searcher.parent_store
-        nodes = NodeCache.from_json(fields, list(store) if isinstance(store, ParentStore) else [])
+        nodes = NodeCache.from_json(fields, _stored_parents(searcher))
         return cls(searcher, fetch_k=settings.get("fetch_k"),
                    merge_threshold=settings.get("merge_threshold"), nodes=nodes,
                    callback_manager=callback_manager, verbose=verbose, **kwargs)
+
+
+def _embedder(embed_model: Any) -> Any:
+    """``embed_model`` as a core `Embedder`; ``None`` (BM25 children) stays ``None``."""
+    return None if embed_model is None else as_embedder(embed_model)
+
+
+def _stored_parents(searcher: ParentChildSearcher) -> list[Any]:
+    """The parent docs of an in-memory `ParentStore`, whose node fields are persisted
+    (another store keeps its own parents)."""
+    store = searcher.parent_store
+    return list(store) if isinstance(store, ParentStore) else []
