@@ -24,13 +24,19 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-__all__ = ["BLOCK", "build_blocks", "search_top_k", "search_taat"]
+__all__ = ["BLOCK", "CODE_TF", "NO_CODE", "build_blocks", "build_codes", "search_top_k", "search_taat"]
 
 BLOCK = 64
 """Postings per block."""
 
 SCAN = 64
 """Documents per run in TAAT's dense top-k scan."""
+
+CODE_TF = 16
+"""Term frequencies below this are weighed from a table (`build_codes`)."""
+
+NO_CODE = 255
+"""A posting's norm code when its document's length norm has no table row."""
 
 LUCENE, ROBERTSON, BM25L, BM25PLUS = 0, 1, 2, 3
 
@@ -96,6 +102,39 @@ def build_blocks(indptr, post_docs, post_tf, norm, variant, k1, k1p1, delta, aw,
             p = e
         term_max[t] = tm
     return block_ptr, block_max, block_last, term_max
+
+
+@njit(cache=True)
+def build_codes(post_docs, doc_code, norms, variant, k1, k1p1, delta, aw, has_aw):  # pragma: no cover
+    """Per posting its document's norm code (uint8), and the shifted tf-weight table.
+
+    ``doc_code[d]`` is the row of document d's length norm ``norms[row]`` (< NO_CODE)
+    or NO_CODE. ``table[row·CODE_TF + tf]`` is ``tfw(tf, norms[row]) - tfw(0)``
+    computed with exactly `_weight`'s float32 operations, so a table read times the
+    query scale is bit for bit the computed weight: TAAT then reads one byte per
+    posting sequentially instead of a random per-document norm and a division.
+    """
+    codes = np.empty(post_docs.size, np.uint8)
+    for q in range(post_docs.size):
+        codes[q] = doc_code[post_docs[q]]
+    table = np.empty(norms.size * CODE_TF, np.float32)
+    for r in range(norms.size):
+        for tf in range(CODE_TF):
+            w = _tfw(variant, np.float32(tf), norms[r], k1, k1p1, delta)
+            if has_aw:
+                w = w - aw
+            table[r * CODE_TF + tf] = w
+    return codes, table
+
+
+@njit(cache=True, inline="always")
+def _coded(q, post_docs, post_tf, norm, codes, table, variant, k1, k1p1, delta, aw, has_aw, scale):  # pragma: no cover
+    """`_weight` of posting ``q``, read from the table when its norm and tf have a row."""
+    c = codes[q]
+    tf = post_tf[q]
+    if c != NO_CODE and tf < CODE_TF:
+        return table[np.int64(c) * CODE_TF + np.int64(tf)] * scale
+    return _weight(q, post_docs, post_tf, norm, variant, k1, k1p1, delta, aw, has_aw, scale)
 
 
 @njit(cache=True, inline="always")
@@ -251,8 +290,8 @@ def search_top_k(indptr, post_docs, post_tf, norm, block_ptr, block_max, block_l
 
 
 @njit(cache=True)
-def search_taat(indptr, post_docs, post_tf, norm, terms, scales, variant, k1, k1p1, delta, aw,
-                has_aw, constant, k, positive, acc, seen, touched):  # pragma: no cover
+def search_taat(indptr, post_docs, post_tf, norm, codes, table, terms, scales, variant, k1, k1p1,
+                delta, aw, has_aw, constant, k, positive, acc, seen, touched):  # pragma: no cover
     """The top ``k`` documents of one query by exhaustive term-at-a-time scoring.
 
     Each term's postings, in query order, add their float32 weight to ``acc`` (a
@@ -267,16 +306,17 @@ def search_taat(indptr, post_docs, post_tf, norm, terms, scales, variant, k1, k1
     document) marks them and ``touched`` (int32, one per document) lists them.
     """
     if not positive:
-        return _taat_tracked(indptr, post_docs, post_tf, norm, terms, scales, variant, k1,
-                             k1p1, delta, aw, has_aw, constant, k, acc, seen, touched)
+        return _taat_tracked(indptr, post_docs, post_tf, norm, codes, table, terms, scales,
+                             variant, k1, k1p1, delta, aw, has_aw, constant, k, acc, seen,
+                             touched)
     n_post = 0
     for i in range(terms.size):
         t = terms[i]
         s = scales[i]
         n_post += indptr[t + 1] - indptr[t]
         for q in range(indptr[t], indptr[t + 1]):
-            acc[post_docs[q]] += _weight(q, post_docs, post_tf, norm, variant, k1, k1p1,
-                                         delta, aw, has_aw, s)
+            acc[post_docs[q]] += _coded(q, post_docs, post_tf, norm, codes, table, variant,
+                                        k1, k1p1, delta, aw, has_aw, s)
     k = min(k, n_post)
     heap_s = np.empty(k, np.float32)
     heap_d = np.empty(k, np.int32)
@@ -292,14 +332,16 @@ def search_taat(indptr, post_docs, post_tf, norm, terms, scales, variant, k1, k1
             d += 1
         n = acc.size
         while d < n:
-            # A run of SCAN documents is read only when its largest total beats the
-            # heap's minimum (a vectorised max; totals are monotone in acc). Unmatched
-            # documents total ``constant``, never strictly above a matched minimum.
+            # Unmatched documents total ``constant``, never strictly above a matched minimum.
+            # A run of SCAN documents is read element by element only when one of its
+            # totals beats the heap's minimum: a count of those, which compiles to
+            # vector compares (a running max does not; 4x faster at 1M documents).
             hi = min(d + SCAN, n)
-            best = acc[d]
-            for x in range(d + 1, hi):
-                best = max(best, acc[x])
-            if best + constant > heap_s[0]:
+            floor = heap_s[0]
+            above = 0
+            for x in range(d, hi):
+                above += (acc[x] + constant) > floor
+            if above:
                 for x in range(d, hi):
                     total = acc[x] + constant
                     if total > heap_s[0]:
@@ -326,8 +368,8 @@ def search_taat(indptr, post_docs, post_tf, norm, terms, scales, variant, k1, k1
 
 
 @njit(cache=True)
-def _taat_tracked(indptr, post_docs, post_tf, norm, terms, scales, variant, k1, k1p1, delta,
-                  aw, has_aw, constant, k, acc, seen, touched):  # pragma: no cover
+def _taat_tracked(indptr, post_docs, post_tf, norm, codes, table, terms, scales, variant, k1,
+                  k1p1, delta, aw, has_aw, constant, k, acc, seen, touched):  # pragma: no cover
     """`search_taat` when a matched document may total zero (some idf is 0)."""
     m = 0
     for i in range(terms.size):
@@ -339,8 +381,8 @@ def _taat_tracked(indptr, post_docs, post_tf, norm, terms, scales, variant, k1, 
                 seen[d] = True
                 touched[m] = d
                 m += 1
-            acc[d] += _weight(q, post_docs, post_tf, norm, variant, k1, k1p1, delta, aw,
-                              has_aw, s)
+            acc[d] += _coded(q, post_docs, post_tf, norm, codes, table, variant, k1, k1p1,
+                             delta, aw, has_aw, s)
     k = min(k, m)
     heap_s = np.empty(k, np.float32)
     heap_d = np.empty(k, np.int32)

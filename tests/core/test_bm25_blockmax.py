@@ -161,3 +161,23 @@ def test_small_indexes_keep_the_numpy_path(monkeypatch: pytest.MonkeyPatch) -> N
     monkeypatch.setattr(bm25_blockmax, "MIN_DOCS", 300)
     index.search("w1 w2 w3", k=5)
     assert calls or getattr(index, "_blockmax", None) is not None
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_norm_codes_and_their_fallback(method: str) -> None:
+    # TAAT reads weights from a table for the 255 most common length norms and tf < 16
+    # and computes the others: lengths of 1-700 words (more than 255 distinct norms)
+    # and words repeated 16-40 times exercise both, and must agree bit for bit.
+    rng = np.random.default_rng(21 + METHODS.index(method))
+    texts = []
+    for i in range(1500):
+        words = list(rng.choice(WORDS, size=int(rng.integers(1, 700)), p=_P))
+        if i % 7 == 0:
+            words += ["w3"] * int(rng.integers(16, 40))
+        texts.append(" ".join(words))
+    index = BM25Index.from_texts(texts, method=method)
+    _check(index, _queries(rng, 20) + ["w3 w1", "w3"], ks=(1, 10, 1000))
+    held = getattr(index, "_normcodes", None)
+    if bm25_blockmax.STRATEGY == "taat":
+        codes = np.asarray(held.codes)
+        assert (codes == _bm25_kernels.NO_CODE).any() and (codes != _bm25_kernels.NO_CODE).any()
