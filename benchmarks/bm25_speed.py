@@ -190,9 +190,10 @@ def ours_engine(stop: list[str], kernel: bool = True) -> Engine:
         index.nbytes()  # builds the lazy per-posting score cache: part of the build
         if kernel and bm25_blockmax.available():
             st = index._state  # private, read only to build the block metadata here
-            # Block-max metadata (built lazily for queries that take MaxScore) counted
-            # as part of the build.
+            # Block-max metadata and TAAT's norm codes (both built lazily, on the first
+            # query that needs them) counted as part of the build.
             bm25_blockmax.block_max(index, st, index._scores(st))
+            bm25_blockmax.norm_codes(index, st, index._scores(st))
         return index
 
     def search(index: Any, q: str) -> list[str]:
@@ -210,9 +211,11 @@ def ours_engine(stop: list[str], kernel: bool = True) -> Engine:
     def array_bytes(index: Any) -> tuple[int | None, int | None]:
         # The vocabulary dict (index._state.vocab) is private; read only to size it like
         # bm25s's vocab_dict.
-        held = getattr(index, "_blockmax", None) if kernel else None
-        blocks = held.nbytes() if held is not None else 0
-        return index.nbytes() + blocks, vocab_bytes(index._state.vocab)
+        extra = 0
+        for name in ("_blockmax", "_normcodes") if kernel else ():
+            held = getattr(index, name, None)  # the kernels' lazily built metadata
+            extra += held.nbytes() if held is not None else 0
+        return index.nbytes() + extra, vocab_bytes(index._state.vocab)
 
     name = "ours (BM25Index, numba kernels)" if kernel else "ours (BM25Index, numpy path)"
     return Engine(name, build, search, search_batch, array_bytes, prepare,
