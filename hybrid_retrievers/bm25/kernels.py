@@ -134,14 +134,23 @@ class NormCodes:
 
 def norm_codes(index: Any, state: Any, cache: Any) -> NormCodes:
     """The norm codes for ``state`` (built on first TAAT use, then kept on the index)."""
-    held = getattr(index, "_normcodes", None)
+    return _kept(index, "_normcodes", NormCodes, state, cache)
+
+
+def _kept(index: Any, attr: str, make: Any, state: Any, cache: Any) -> Any:
+    """``index.<attr>`` if it was built for ``cache``, else ``make(index, state, cache)``, kept.
+
+    Built once under a lock (two first queries do not both build it); an edit gives the
+    index a new score cache, so what was built for the old one is replaced.
+    """
+    held = getattr(index, attr, None)
     if held is not None and held.cache is cache:
         return held
     with _build_lock:
-        held = getattr(index, "_normcodes", None)
+        held = getattr(index, attr, None)
         if held is None or held.cache is not cache:
-            held = NormCodes(index, state, cache)
-            index._normcodes = held
+            held = make(index, state, cache)
+            setattr(index, attr, held)
         return held
 
 
@@ -194,15 +203,7 @@ def _prefer_maxscore(indptr: NDArray[np.int64], terms: NDArray[np.int64], k: int
 
 def block_max(index: Any, state: Any, cache: Any) -> BlockMax:
     """The block metadata for ``state`` (built on first use, then kept on the index)."""
-    held = getattr(index, "_blockmax", None)
-    if held is not None and held.cache is cache:
-        return held
-    with _build_lock:
-        held = getattr(index, "_blockmax", None)
-        if held is None or held.cache is not cache:
-            held = BlockMax(index, state, cache)
-            index._blockmax = held
-        return held
+    return _kept(index, "_blockmax", BlockMax, state, cache)
 
 
 def match_top_k(
