@@ -221,4 +221,4 @@ def _init_worker(config: dict[str, Any], extra: Any) -> None:
 def _tokenize_in_worker(texts: Sequence[str]) -> TokenChunk:
     assert _WORKER_ANALYZER is not None, "worker not initialised"
     with _WORKER_ANALYZER._building():
-        return encode_chunk(tokenize_chunk(_WORKER_ANALYZER, texts))
+        return tokenize_chunk(_WORKER_ANALYZER, texts)  # already the compact form
