@@ -74,7 +74,7 @@ _ASCII_TABLE = str.maketrans(
 _ASCII_JOINED = re.compile(r"[A-Za-z0-9][-./][A-Za-z0-9]|_").search
 
 
-def _ASCII_NEEDS_REGEX(text: str) -> re.Match[str] | None:
+def _ascii_needs_regex(text: str) -> re.Match[str] | None:
     """A match where ASCII ``text`` holds an underscore or a joined code (``a-1``, ``x.y``).
 
     ``in`` scans for one character at C speed; the regex, which tries every position,
@@ -95,7 +95,7 @@ class _Normalizer:
 
     def split(self, text: str) -> list[str]:
         """Normalise and split ``text`` (the tokens before stopwords and stemming)."""
-        if text.isascii() and _ASCII_NEEDS_REGEX(text) is None:
+        if text.isascii() and _ascii_needs_regex(text) is None:
             return text.translate(_ASCII_TABLE).split()
         return _split(self(text))
 

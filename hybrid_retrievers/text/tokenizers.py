@@ -17,7 +17,7 @@ from typing import Any
 
 from ._callables import callable_name
 from .cjk import _HAS_CJK, _jieba, _split_mixed, cjk_bigrams
-from .normalization import _ASCII_NEEDS_REGEX, _ASCII_TABLE, _Normalizer, _split
+from .normalization import _ascii_needs_regex, _ASCII_TABLE, _Normalizer, _split
 
 __all__ = [
     "BUILTIN_TOKENIZERS",
@@ -152,7 +152,7 @@ class _StandardSplitter:
 
     def split(self, text: str) -> list[str]:
         if text.isascii():  # no CJK in ASCII: the same fast path as the plain word split
-            if _ASCII_NEEDS_REGEX(text) is None:
+            if _ascii_needs_regex(text) is None:
                 return text.translate(_ASCII_TABLE).split()
             return _split(text.lower())
         text = self.normalize(text)
