@@ -17,6 +17,11 @@ and the ones whose bounds together cannot beat the current k-th score are
 probed by skipping through their blocks. Each block of ``BLOCK`` postings stores its
 last document and its largest weight, which bounds a candidate more tightly than the
 per-term maximum and lets whole runs of documents be skipped unscored.
+
+TAAT's hot loops index with unsigned integers (`_span`, `_u`): numba gives a signed
+index Python's negative-index wraparound, a compare and select on every access that
+also keeps LLVM from vectorising. Unsigned, the accumulation at 1M documents takes
+0.64x the time and the top-k scan about a third.
 """
 
 from __future__ import annotations
@@ -55,9 +60,21 @@ def _tfw(variant, tf, norm, k1, k1p1, delta):  # pragma: no cover - compiled
 
 
 @njit(cache=True, inline="always")
+def _u(i):  # pragma: no cover - compiled
+    """``i`` (>= 0) as an unsigned index: no negative-index wraparound when it indexes."""
+    return np.uint64(i)
+
+
+@njit(cache=True, inline="always")
+def _span(lo, hi):  # pragma: no cover - compiled
+    """``range(lo, hi)`` (0 <= lo) over unsigned indices."""
+    return range(np.uint64(lo), np.uint64(hi))
+
+
+@njit(cache=True, inline="always")
 def _weight(q, post_docs, post_tf, norm, variant, k1, k1p1, delta, aw, has_aw, scale):  # pragma: no cover
     """``scale · (tfw(tf, norm) - tfw(0))`` of posting ``q``, as `BM25Index._weigh`."""
-    w = _tfw(variant, np.float32(post_tf[q]), norm[post_docs[q]], k1, k1p1, delta)
+    w = _tfw(variant, np.float32(post_tf[q]), norm[_u(post_docs[q])], k1, k1p1, delta)
     if has_aw:
         w = w - aw
     return w * scale
@@ -133,7 +150,7 @@ def _coded(q, post_docs, post_tf, norm, codes, table, variant, k1, k1p1, delta, 
     c = codes[q]
     tf = post_tf[q]
     if c != NO_CODE and tf < CODE_TF:
-        return table[np.int64(c) * CODE_TF + np.int64(tf)] * scale
+        return table[_u(c) * _u(CODE_TF) + _u(tf)] * scale
     return _weight(q, post_docs, post_tf, norm, variant, k1, k1p1, delta, aw, has_aw, scale)
 
 
@@ -314,8 +331,8 @@ def search_taat(indptr, post_docs, post_tf, norm, codes, table, terms, scales, v
         t = terms[i]
         s = scales[i]
         n_post += indptr[t + 1] - indptr[t]
-        for q in range(indptr[t], indptr[t + 1]):
-            acc[post_docs[q]] += _coded(q, post_docs, post_tf, norm, codes, table, variant,
+        for q in _span(indptr[t], indptr[t + 1]):
+            acc[_u(post_docs[q])] += _coded(q, post_docs, post_tf, norm, codes, table, variant,
                                         k1, k1p1, delta, aw, has_aw, s)
     k = min(k, n_post)
     heap_s = np.empty(k, np.float32)
@@ -334,12 +351,12 @@ def search_taat(indptr, post_docs, post_tf, norm, codes, table, terms, scales, v
         while d < n:
             # Unmatched documents total ``constant``, never strictly above a matched minimum.
             # A run of SCAN documents is read element by element only when one of its
-            # totals beats the heap's minimum: a count of those, which compiles to
-            # vector compares (a running max does not; 4x faster at 1M documents).
+            # totals beats the heap's minimum: a count of those, which over unsigned
+            # indices compiles to vector compares (a running max does not).
             hi = min(d + SCAN, n)
             floor = heap_s[0]
             above = 0
-            for x in range(d, hi):
+            for x in _span(d, hi):
                 above += (acc[x] + constant) > floor
             if above:
                 for x in range(d, hi):
@@ -352,12 +369,12 @@ def search_taat(indptr, post_docs, post_tf, norm, codes, table, terms, scales, v
     # Few postings: read back through them; zeroing on first read skips repeats.
     for i in range(terms.size):
         t = terms[i]
-        for q in range(indptr[t], indptr[t + 1]):
+        for q in _span(indptr[t], indptr[t + 1]):
             d = post_docs[q]
-            v = acc[d]
+            v = acc[_u(d)]
             if v == 0.0:
                 continue
-            acc[d] = 0.0
+            acc[_u(d)] = 0.0
             total = v + constant
             if size < k:
                 _heap_push(heap_s, heap_d, size, total, d)
@@ -375,7 +392,7 @@ def _taat_tracked(indptr, post_docs, post_tf, norm, codes, table, terms, scales,
     for i in range(terms.size):
         t = terms[i]
         s = scales[i]
-        for q in range(indptr[t], indptr[t + 1]):
+        for q in _span(indptr[t], indptr[t + 1]):
             d = post_docs[q]
             if not seen[d]:
                 seen[d] = True
