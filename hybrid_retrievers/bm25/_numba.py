@@ -1,7 +1,8 @@
 """Numba kernels for BM25 top-k: block-max metadata and block-max MaxScore search.
 
 Imported only through `hybrid_retrievers.bm25.kernels`, and only when numba is
-installed: importing this module imports numba and is the one place that does.
+installed: importing this module (and its heap helpers, `_heap`) imports numba; nothing
+else does.
 
 Exactness: every posting is weighed with the same float32 operations, in the same
 order, as `hybrid_retrievers.scoring` (``tfw_*``) and ``BM25Index._weigh`` do with
@@ -28,6 +29,8 @@ from __future__ import annotations
 
 import numpy as np
 from numba import njit
+
+from ._heap import heap_push, heap_replace, worse
 
 __all__ = ["BLOCK", "CODE_TF", "NO_CODE", "build_blocks", "build_codes", "search_top_k", "search_taat"]
 
@@ -295,10 +298,10 @@ def search_top_k(indptr, post_docs, post_tf, norm, block_ptr, block_max, block_l
                 total += contrib[i]
             total = total + constant
             if size < k:
-                _heap_push(heap_s, heap_d, size, total, d)
+                heap_push(heap_s, heap_d, size, total, d)
                 size += 1
             elif total > heap_s[0]:
-                _heap_replace(heap_s, heap_d, size, total, d)
+                heap_replace(heap_s, heap_d, size, total, d)
             if size == k:
                 thr = (np.float64(heap_s[0]) - 1e-6) / (1.0 + rel)
         for i in range(n):
@@ -344,7 +347,7 @@ def search_taat(indptr, post_docs, post_tf, norm, codes, table, terms, scales, v
         d = 0
         while size < k and d < acc.size:
             if acc[d] != 0.0:
-                _heap_push(heap_s, heap_d, size, acc[d] + constant, d)
+                heap_push(heap_s, heap_d, size, acc[d] + constant, d)
                 size += 1
             d += 1
         n = acc.size
@@ -362,7 +365,7 @@ def search_taat(indptr, post_docs, post_tf, norm, codes, table, terms, scales, v
                 for x in range(d, hi):
                     total = acc[x] + constant
                     if total > heap_s[0]:
-                        _heap_replace(heap_s, heap_d, size, total, x)
+                        heap_replace(heap_s, heap_d, size, total, x)
             d = hi
         acc[:] = 0.0
         return heap_d[:size], heap_s[:size]
@@ -377,10 +380,10 @@ def search_taat(indptr, post_docs, post_tf, norm, codes, table, terms, scales, v
             acc[_u(d)] = 0.0
             total = v + constant
             if size < k:
-                _heap_push(heap_s, heap_d, size, total, d)
+                heap_push(heap_s, heap_d, size, total, d)
                 size += 1
-            elif _worse(heap_s[0], heap_d[0], total, d):
-                _heap_replace(heap_s, heap_d, size, total, d)
+            elif worse(heap_s[0], heap_d[0], total, d):
+                heap_replace(heap_s, heap_d, size, total, d)
     return heap_d[:size], heap_s[:size]
 
 
@@ -410,47 +413,8 @@ def _taat_tracked(indptr, post_docs, post_tf, norm, codes, table, terms, scales,
         acc[d] = 0.0
         seen[d] = False
         if size < k:
-            _heap_push(heap_s, heap_d, size, total, d)
+            heap_push(heap_s, heap_d, size, total, d)
             size += 1
-        elif _worse(heap_s[0], heap_d[0], total, d):
-            _heap_replace(heap_s, heap_d, size, total, d)
+        elif worse(heap_s[0], heap_d[0], total, d):
+            heap_replace(heap_s, heap_d, size, total, d)
     return heap_d, heap_s
-
-
-@njit(cache=True, inline="always")
-def _worse(s1, d1, s2, d2):  # pragma: no cover
-    """Entry 1 ranks below entry 2: lower score, or equal score and later document."""
-    return s1 < s2 or (s1 == s2 and d1 > d2)
-
-
-@njit(cache=True)
-def _heap_push(hs, hd, size, s, d):  # pragma: no cover
-    """Add (s, d) to the min-heap of the ``size`` worst-first entries."""
-    hs[size] = s
-    hd[size] = d
-    i = size
-    while i > 0 and _worse(hs[i], hd[i], hs[(i - 1) >> 1], hd[(i - 1) >> 1]):
-        parent = (i - 1) >> 1
-        hs[i], hs[parent] = hs[parent], hs[i]
-        hd[i], hd[parent] = hd[parent], hd[i]
-        i = parent
-
-
-@njit(cache=True)
-def _heap_replace(hs, hd, size, s, d):  # pragma: no cover
-    """Replace the worst entry by (s, d) and restore the heap."""
-    i = 0
-    while True:
-        c = 2 * i + 1
-        if c >= size:
-            break
-        if c + 1 < size and _worse(hs[c + 1], hd[c + 1], hs[c], hd[c]):
-            c += 1
-        if _worse(hs[c], hd[c], s, d):
-            hs[i] = hs[c]
-            hd[i] = hd[c]
-            i = c
-        else:
-            break
-    hs[i] = s
-    hd[i] = d
