@@ -32,7 +32,7 @@ from numba import njit
 
 from ._heap import heap_push, heap_replace, worse
 
-__all__ = ["BLOCK", "CODE_TF", "NO_CODE", "build_blocks", "build_codes", "search_top_k", "search_taat"]
+__all__ = ["BLOCK", "CODE_TF", "NO_CODE", "build_blocks", "build_table", "search_top_k", "search_taat"]
 
 BLOCK = 64
 """Postings per block."""
@@ -41,7 +41,7 @@ SCAN = 64
 """Documents per run in TAAT's dense top-k scan."""
 
 CODE_TF = 16
-"""Term frequencies below this are weighed from a table (`build_codes`)."""
+"""Term frequencies below this are weighed from a table (`build_table`)."""
 
 NO_CODE = 255
 """A posting's norm code when its document's length norm has no table row."""
@@ -125,18 +125,15 @@ def build_blocks(indptr, post_docs, post_tf, norm, variant, k1, k1p1, delta, aw,
 
 
 @njit(cache=True)
-def build_codes(post_docs, doc_code, norms, variant, k1, k1p1, delta, aw, has_aw):  # pragma: no cover
-    """Per posting its document's norm code (uint8), and the shifted tf-weight table.
+def build_table(norms, variant, k1, k1p1, delta, aw, has_aw):  # pragma: no cover
+    """The shifted tf-weight table of the coded length norms ``norms`` (row = code).
 
-    ``doc_code[d]`` is the row of document d's length norm ``norms[row]`` (< NO_CODE)
-    or NO_CODE. ``table[row·CODE_TF + tf]`` is ``tfw(tf, norms[row]) - tfw(0)``
-    computed with exactly `_weight`'s float32 operations, so a table read times the
-    query scale is bit for bit the computed weight: TAAT then reads one byte per
-    posting sequentially instead of a random per-document norm and a division.
+    ``table[row·CODE_TF + tf]`` is ``tfw(tf, norms[row]) - tfw(0)`` computed with
+    exactly `_weight`'s float32 operations, so a table read times the query scale is
+    bit for bit the computed weight: TAAT reads a byte code per document (one L2
+    read beside its accumulator slot) and an L1 table entry instead of a float32 norm
+    and a division.
     """
-    codes = np.empty(post_docs.size, np.uint8)
-    for q in range(post_docs.size):
-        codes[q] = doc_code[post_docs[q]]
     table = np.empty(norms.size * CODE_TF, np.float32)
     for r in range(norms.size):
         for tf in range(CODE_TF):
@@ -144,13 +141,13 @@ def build_codes(post_docs, doc_code, norms, variant, k1, k1p1, delta, aw, has_aw
             if has_aw:
                 w = w - aw
             table[r * CODE_TF + tf] = w
-    return codes, table
+    return table
 
 
 @njit(cache=True, inline="always")
-def _coded(q, post_docs, post_tf, norm, codes, table, variant, k1, k1p1, delta, aw, has_aw, scale):  # pragma: no cover
-    """`_weight` of posting ``q``, read from the table when its norm and tf have a row."""
-    c = codes[q]
+def _coded(q, d, post_docs, post_tf, norm, doc_codes, table, variant, k1, k1p1, delta, aw, has_aw, scale):  # pragma: no cover
+    """`_weight` of posting ``q`` (of document ``d``), from the table when it has a row."""
+    c = doc_codes[d]
     tf = post_tf[q]
     if c != NO_CODE and tf < CODE_TF:
         return table[_u(c) * _u(CODE_TF) + _u(tf)] * scale
@@ -310,7 +307,7 @@ def search_top_k(indptr, post_docs, post_tf, norm, block_ptr, block_max, block_l
 
 
 @njit(cache=True)
-def search_taat(indptr, post_docs, post_tf, norm, codes, table, terms, scales, variant, k1, k1p1,
+def search_taat(indptr, post_docs, post_tf, norm, doc_codes, table, terms, scales, variant, k1, k1p1,
                 delta, aw, has_aw, constant, k, positive, acc, seen, touched):  # pragma: no cover
     """The top ``k`` documents of one query by exhaustive term-at-a-time scoring.
 
@@ -326,7 +323,7 @@ def search_taat(indptr, post_docs, post_tf, norm, codes, table, terms, scales, v
     document) marks them and ``touched`` (int32, one per document) lists them.
     """
     if not positive:
-        return _taat_tracked(indptr, post_docs, post_tf, norm, codes, table, terms, scales,
+        return _taat_tracked(indptr, post_docs, post_tf, norm, doc_codes, table, terms, scales,
                              variant, k1, k1p1, delta, aw, has_aw, constant, k, acc, seen,
                              touched)
     n_post = 0
@@ -335,8 +332,9 @@ def search_taat(indptr, post_docs, post_tf, norm, codes, table, terms, scales, v
         s = scales[i]
         n_post += indptr[t + 1] - indptr[t]
         for q in _span(indptr[t], indptr[t + 1]):
-            acc[_u(post_docs[q])] += _coded(q, post_docs, post_tf, norm, codes, table, variant,
-                                        k1, k1p1, delta, aw, has_aw, s)
+            d = _u(post_docs[q])
+            acc[d] += _coded(q, d, post_docs, post_tf, norm, doc_codes, table, variant, k1, k1p1,
+                             delta, aw, has_aw, s)
     k = min(k, n_post)
     heap_s = np.empty(k, np.float32)
     heap_d = np.empty(k, np.int32)
@@ -388,7 +386,7 @@ def search_taat(indptr, post_docs, post_tf, norm, codes, table, terms, scales, v
 
 
 @njit(cache=True)
-def _taat_tracked(indptr, post_docs, post_tf, norm, codes, table, terms, scales, variant, k1,
+def _taat_tracked(indptr, post_docs, post_tf, norm, doc_codes, table, terms, scales, variant, k1,
                   k1p1, delta, aw, has_aw, constant, k, acc, seen, touched):  # pragma: no cover
     """`search_taat` when a matched document may total zero (some idf is 0)."""
     m = 0
@@ -401,7 +399,7 @@ def _taat_tracked(indptr, post_docs, post_tf, norm, codes, table, terms, scales,
                 seen[d] = True
                 touched[m] = d
                 m += 1
-            acc[d] += _coded(q, post_docs, post_tf, norm, codes, table, variant, k1, k1p1,
+            acc[d] += _coded(q, d, post_docs, post_tf, norm, doc_codes, table, variant, k1, k1p1,
                              delta, aw, has_aw, s)
     k = min(k, m)
     heap_s = np.empty(k, np.float32)

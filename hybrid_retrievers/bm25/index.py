@@ -329,14 +329,13 @@ class BM25Index(BM25Matching, BM25Saving, DocumentAccess):
         if not cand.size:
             return []
         best = top_k(scores, k, tiebreak=cand)
-        hits = []
-        for rank, i in enumerate(best.tolist(), 1):
-            pos = int(cand[i])
-            expl: Mapping[str, Any] = {}
-            if explain:
-                expl = {"bm25": explain_position(self, st, query, terms, counts, pos).as_dict()}
-            hits.append(Hit(st.docs[pos], float(scores[i]), rank, expl))
-        return hits
+        positions, values, docs = cand[best].tolist(), scores[best].tolist(), st.docs
+        if not explain:
+            return [Hit(docs[pos], value, rank)
+                    for rank, (pos, value) in enumerate(zip(positions, values), 1)]
+        return [Hit(docs[pos], value, rank,
+                    {"bm25": explain_position(self, st, query, terms, counts, pos).as_dict()})
+                for rank, (pos, value) in enumerate(zip(positions, values), 1)]
 
     # ------------------------------------------------------------------ explaining
 

@@ -17,14 +17,14 @@ Two kernels (`hybrid_retrievers.bm25._numba`), chosen per query by `_prefer_maxs
   index's 26 MB of arrays) is built lazily on the first query that uses it and kept
   for as long as the snapshot's score cache is current; an edit starts a new one.
 
-TAAT reads posting weights from a table (`NormCodes`): one uint8 per posting names
-its document's length norm (the 255 most common), and ``table[norm, tf]`` holds the
-float32 weight for tf < 16, computed by the same operations, so results are bit for
-bit unchanged. It costs one byte per posting (44 MiB at 1M documents, 46M postings),
-built lazily on the first TAAT query like the block metadata. A random float32 norm
-read and a division per posting become a sequential byte and an L1 lookup: at 1M
-documents (shared machine) the single-query median fell from 4.8 to 3.4 ms, timed
-interleaved with the previous kernels (with the faster top-k scan of the same change).
+TAAT reads posting weights from a table (`NormCodes`): one uint8 per document names
+its length norm (the 255 most common), and ``table[norm, tf]`` holds the float32
+weight for tf < 16, computed by the same operations, so results are bit for bit
+unchanged. A random float32 norm read and a division per posting become a byte read
+beside the document's accumulator slot and an L1 lookup. The codes were first kept
+per posting (1 byte each, 44 MiB at 1M documents) for a sequential read; per document
+they cost 1 MiB there and were measured as fast (accumulation medians at 1M: 0.899
+vs 0.887 ms; at 100k 0.099 vs 0.100 ms, over 150 Cranfield queries).
 
 On by default when numba is installed, for indexes of `MIN_DOCS` documents or more
 (measured faster than the numpy path at 10k and 100k documents; see `ENABLED`).
@@ -116,20 +116,20 @@ class BlockMax:
 
 
 class NormCodes:
-    """TAAT's per-posting norm codes and weight table for one score cache (immutable)."""
+    """TAAT's per-document norm codes and weight table for one score cache (immutable)."""
 
-    __slots__ = ("cache", "params", "codes", "table")
+    __slots__ = ("cache", "params", "doc_codes", "table")
 
     def __init__(self, index: Any, state: Any, cache: Any) -> None:
         kernels = _load()
         assert kernels is not None
         self.cache = cache
         self.params = _params(index, cache)
-        self.codes, self.table = _codes(kernels, state, cache, self.params)
+        self.doc_codes, self.table = _codes(kernels, cache, self.params)
 
     def nbytes(self) -> int:
-        """Bytes held: one per posting plus the table."""
-        return int(self.codes.nbytes + self.table.nbytes)
+        """Bytes held: one per document plus the table."""
+        return int(self.doc_codes.nbytes + self.table.nbytes)
 
 
 def norm_codes(index: Any, state: Any, cache: Any) -> NormCodes:
@@ -154,21 +154,19 @@ def _kept(index: Any, attr: str, make: Any, state: Any, cache: Any) -> Any:
         return held
 
 
-def _codes(kernels: ModuleType, state: Any, cache: Any, params: tuple[Any, ...]) -> tuple[Any, Any]:
-    """Per posting the table row of its document's length norm, and the weight table.
+def _codes(kernels: ModuleType, cache: Any, params: tuple[Any, ...]) -> tuple[Any, Any]:
+    """Per document the table row of its length norm, and the weight table.
 
     The 255 most common norms get rows (a norm is a function of the document length,
-    so a corpus has few distinct ones); other documents' postings are weighed as
-    before. Measured at 1M documents (bm25_speed's corpus, 429 distinct norms): TAAT
-    accumulation reads a byte per posting in order instead of a random float32 norm.
+    so a corpus has few distinct ones: 429 at 1M documents of bm25_speed's corpus);
+    other documents' postings are weighed as before.
     """
     norms, inverse, counts = np.unique(cache.norm, return_inverse=True, return_counts=True)
     rows = np.argsort(-counts, kind="stable")[: kernels.NO_CODE]
     rank = np.full(norms.size, kernels.NO_CODE, dtype=np.uint8)
     rank[rows] = np.arange(rows.size, dtype=np.uint8)
-    doc_code = rank[inverse.reshape(-1)]
-    return kernels.build_codes(np.asarray(state.post_docs), doc_code,
-                               np.ascontiguousarray(norms[rows], dtype=np.float32), *params)
+    table = kernels.build_table(np.ascontiguousarray(norms[rows], dtype=np.float32), *params)
+    return rank[inverse.reshape(-1)], table
 
 
 def _params(index: Any, cache: Any) -> tuple[Any, ...]:
@@ -235,7 +233,7 @@ def match_top_k(
         acc, seen = index._buffers(n)  # the numpy path's zeroed per-thread buffers
         return kernels.search_taat(
             state.indptr, np.asarray(state.post_docs), np.asarray(state.post_tf), cache.norm,
-            meta.codes, meta.table, terms, scales, *meta.params, np.float32(constant), k,
+            meta.doc_codes, meta.table, terms, scales, *meta.params, np.float32(constant), k,
             cache.positive, acc, seen, index._marks(n),  # marks: int32 scratch, any content
         )
     meta = block_max(index, state, cache)

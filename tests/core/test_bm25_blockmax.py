@@ -179,5 +179,5 @@ def test_norm_codes_and_their_fallback(method: str) -> None:
     _check(index, _queries(rng, 20) + ["w3 w1", "w3"], ks=(1, 10, 1000))
     held = getattr(index, "_normcodes", None)
     if bm25_blockmax.STRATEGY == "taat":
-        codes = np.asarray(held.codes)
+        codes = np.asarray(held.doc_codes)
         assert (codes == _bm25_kernels.NO_CODE).any() and (codes != _bm25_kernels.NO_CODE).any()
