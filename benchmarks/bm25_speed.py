@@ -176,8 +176,12 @@ def vocab_bytes(vocab: dict[str, Any] | None) -> int | None:
     return sys.getsizeof(vocab) + sum(sys.getsizeof(k) for k in vocab)
 
 
-def ours_engine(stop: list[str], kernel: bool = True) -> Engine:
-    """Our index; ``kernel`` chooses the numba kernels (TAAT / block-max) or the numpy path."""
+def ours_engine(stop: list[str], kernel: bool = True, n_jobs: int = 1) -> Engine:
+    """Our index; ``kernel`` chooses the numba kernels (TAAT / block-max) or the numpy path.
+
+    ``n_jobs`` > 1 tokenises the build in that many worker processes (`BM25Index.from_texts`'s
+    ``n_jobs``); queries stay single-threaded.
+    """
     from hybrid_retrievers import Analyzer, BM25Index
     from hybrid_retrievers.bm25 import kernels as bm25_blockmax
 
@@ -186,7 +190,8 @@ def ours_engine(stop: list[str], kernel: bool = True) -> Engine:
 
     def build(texts: list[str], ids: list[str]) -> Any:
         switch()
-        index = BM25Index.from_texts(texts, ids=ids, analyzer=Analyzer(stopwords=stop, stemmer=None))
+        index = BM25Index.from_texts(texts, ids=ids, analyzer=Analyzer(stopwords=stop, stemmer=None),
+                                     n_jobs=n_jobs)
         index.nbytes()  # builds the lazy per-posting score cache: part of the build
         if kernel and bm25_blockmax.available():
             st = index._state  # private, read only to build the block metadata here
@@ -218,6 +223,8 @@ def ours_engine(stop: list[str], kernel: bool = True) -> Engine:
         return index.nbytes() + extra, vocab_bytes(index._state.vocab)
 
     name = "ours (BM25Index, numba kernels)" if kernel else "ours (BM25Index, numpy path)"
+    if n_jobs > 1:
+        name = f"{name[:-1]}; build in {n_jobs} processes)"
     return Engine(name, build, search, search_batch, array_bytes, prepare,
                   batch_note="search_many")
 
@@ -266,8 +273,8 @@ def bm25s_engine(stop: list[str], backend: str) -> Engine:
                   prepare, batch_note="retrieve(batch)")
 
 
-def tantivy_engine(stop: list[str]) -> Engine:
-    """Tantivy (Rust, Lucene-style BM25 with k1=1.2, b=0.75), in RAM, one indexing thread.
+def tantivy_engine(stop: list[str], threads: int = 1) -> Engine:
+    """Tantivy (Rust, Lucene-style BM25 with k1=1.2, b=0.75), in RAM, ``threads`` indexing threads.
 
     Its ``default`` tokenizer splits and lowercases exactly like our normalised texts; the
     stopwords are dropped from texts and queries first (inside the timed build), so every
@@ -285,7 +292,7 @@ def tantivy_engine(stop: list[str]) -> Engine:
         sb.add_text_field("id", stored=True, tokenizer_name="raw")
         sb.add_text_field("body", stored=False, tokenizer_name="default")
         index = tantivy.Index(sb.build())
-        writer = index.writer(heap_size=256_000_000, num_threads=1)
+        writer = index.writer(heap_size=256_000_000, num_threads=threads)
         for doc_id, text in zip(ids, texts):
             writer.add_document(tantivy.Document(id=doc_id, body=strip(text)))
         writer.commit()
@@ -304,7 +311,8 @@ def tantivy_engine(stop: list[str]) -> Engine:
     def search_batch(built: Any, qs: list[str]) -> list[list[str]]:
         return [search(built, q) for q in qs]
 
-    return Engine("tantivy", build, search, search_batch)
+    name = "tantivy" if threads == 1 else f"tantivy ({threads} indexing threads)"
+    return Engine(name, build, search, search_batch)
 
 
 def langchain_engine(stop: list[str]) -> Engine:
@@ -517,6 +525,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--trace-max", type=int, default=100_000,
                         help="tracemalloc builds only up to this corpus size (default 100000)")
     parser.add_argument("--no-numba", action="store_true", help="skip the bm25s numba backend")
+    parser.add_argument("--jobs", type=int, default=1,
+                        help="also build ours with this many worker processes and tantivy with "
+                        "this many indexing threads (rows added beside the single-threaded ones)")
     parser.add_argument("--quick", action="store_true", help="Cranfield and 10k only")
     parser.add_argument("--engines", default="",
                         help="comma-separated prefixes: run only systems whose name starts with "
@@ -558,6 +569,13 @@ def main(argv: list[str] | None = None) -> int:
             engines.append(factory(stop))
         except ImportError as exc:
             notes.append(f"- {factory.__name__} skipped: {exc}")
+    if args.jobs > 1:
+        engines.insert(1, ours_engine(stop, n_jobs=args.jobs))
+        if any(e.name == "tantivy" for e in engines):
+            engines.append(tantivy_engine(stop, threads=args.jobs))
+        notes.append(f"- Rows naming {args.jobs} processes or threads build in parallel (our "
+                     "tokenisation in worker processes, tantivy's indexing threads); every "
+                     "query still runs on one thread.")
 
     if args.engines:
         wanted = [w.strip().lower() for w in args.engines.split(",") if w.strip()]
