@@ -44,7 +44,7 @@ CODE_TF = 16
 """Term frequencies below this are weighed from a table (`build_table`)."""
 
 NO_CODE = 255
-"""A posting's norm code when its document's length norm has no table row."""
+"""A document's norm code when its length norm has no table row."""
 
 LUCENE, ROBERTSON, BM25L, BM25PLUS = 0, 1, 2, 3
 

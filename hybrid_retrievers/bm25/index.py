@@ -330,11 +330,9 @@ class BM25Index(BM25Matching, BM25Saving, DocumentAccess):
             return []
         best = top_k(scores, k, tiebreak=cand)
         positions, values, docs = cand[best].tolist(), scores[best].tolist(), st.docs
-        if not explain:
-            return [Hit(docs[pos], value, rank)
-                    for rank, (pos, value) in enumerate(zip(positions, values), 1)]
         return [Hit(docs[pos], value, rank,
-                    {"bm25": explain_position(self, st, query, terms, counts, pos).as_dict()})
+                    {"bm25": explain_position(self, st, query, terms, counts, pos).as_dict()}
+                    if explain else {})
                 for rank, (pos, value) in enumerate(zip(positions, values), 1)]
 
     # ------------------------------------------------------------------ explaining
