@@ -17,6 +17,11 @@ Two kernels (`hybrid_retrievers.bm25._numba`), chosen per query by `_prefer_maxs
   index's 26 MB of arrays) is built lazily on the first query that uses it and kept
   for as long as the snapshot's score cache is current; an edit starts a new one.
 
+`search_many` hands its whole batch to `match_top_k_many`: one compiled call
+(`_numba_batch`) runs each query through the kernel `match_top_k` would pick for it and
+ranks its hits, so the results are the same as one search at a time and the per-query
+Python work around the kernel (~100 µs, as much as the kernel at 100k documents) goes.
+
 TAAT reads posting weights from a table (`NormCodes`): one uint8 per document names
 its length norm (the 255 most common), and ``table[norm, tf]`` holds the float32
 weight for tf < 16, computed by the same operations, so results are bit for bit
@@ -46,7 +51,7 @@ from numpy.typing import NDArray
 from ..optional import is_available
 
 __all__ = ["ENABLED", "MIN_DOCS", "STRATEGY", "BlockMax", "NormCodes", "available", "block_max",
-           "match_top_k", "norm_codes"]
+           "match_top_k", "match_top_k_many", "norm_codes"]
 
 ENABLED: bool = os.environ.get("HYBRID_RETRIEVERS_BM25_KERNEL", "1").strip().lower() not in (
     "0", "false", "no", "off",
@@ -67,6 +72,9 @@ STRATEGY: str = "auto"
 
 _MAXSCORE_MIN = 4096
 """Postings the longest list needs before MaxScore is considered (`_prefer_maxscore`)."""
+
+_BATCH_CELLS = 1 << 22
+"""Result slots (queries x k) one batched kernel call fills at most: a larger batch is cut."""
 
 _VARIANT_CODES = {"lucene": 0, "robertson": 1, "bm25l": 2, "bm25+": 3}
 _kernels: ModuleType | None = None
@@ -242,3 +250,71 @@ def match_top_k(
         meta.block_ptr, meta.block_max, meta.block_last, meta.term_max,
         terms, scales, *meta.params, np.float32(constant), k,
     )
+
+
+def _prefer_maxscore_many(indptr: NDArray[np.int64], terms: NDArray[np.int64],
+                          qptr: NDArray[np.int64], k: int) -> NDArray[np.bool_]:
+    """`_prefer_maxscore` of each query ``terms[qptr[i]:qptr[i+1]]`` (none empty), vectorised."""
+    if STRATEGY != "auto":
+        return np.full(qptr.size - 1, STRATEGY == "maxscore")
+    lengths = indptr[terms + 1] - indptr[terms]
+    longest = np.maximum.reduceat(lengths, qptr[:-1])
+    total = np.add.reduceat(lengths, qptr[:-1])
+    return (longest >= max(_MAXSCORE_MIN, 64 * k)) & (8 * (total - longest) <= longest)
+
+
+def match_top_k_many(
+    index: Any,
+    state: Any,
+    cache: Any,
+    queries: list[tuple[list[tuple[int, int]], np.float32]],
+    k: int,
+) -> list[tuple[NDArray[np.int32], NDArray[np.float32]]] | None:
+    """`match_top_k` of each ``(ids, constant)`` query, ranked best first, or None.
+
+    One compiled call runs the whole batch (`_numba_batch.search_many`), each query
+    through the kernel `match_top_k` would pick for it, so the hits are identical;
+    a query with no ids gets no hits. None when `match_top_k` would return None.
+    """
+    if not ENABLED or not cache.nonnegative or len(state.docs) < MIN_DOCS:
+        return None
+    kernels = _load()
+    if kernels is None:
+        return None
+    from . import _numba_batch
+
+    n = len(state.docs)
+    k = max(1, min(k, n))
+    empty = (np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.float32))
+    out: list[tuple[NDArray[np.int32], NDArray[np.float32]]] = [empty] * len(queries)
+    live = [i for i, (ids, _) in enumerate(queries) if ids]
+    step = max(1, _BATCH_CELLS // k)
+    for start in range(0, len(live), step):
+        chunk = live[start:start + step]
+        flat = [pair for i in chunk for pair in queries[i][0]]
+        terms = np.fromiter((t for t, _ in flat), dtype=np.int64, count=len(flat))
+        counts = np.fromiter((c for _, c in flat), dtype=np.float64, count=len(flat))
+        # float64 idf times the count, then float32: `match_top_k`'s scales exactly.
+        scales = (cache.idf[terms].astype(np.float64) * counts).astype(np.float32)
+        qptr = np.zeros(len(chunk) + 1, dtype=np.int64)
+        np.cumsum([len(queries[i][0]) for i in chunk], out=qptr[1:])
+        constants = np.array([queries[i][1] for i in chunk], dtype=np.float32)
+        pruned = _prefer_maxscore_many(state.indptr, terms, qptr, k)
+        codes = norm_codes(index, state, cache)
+        blocks = block_max(index, state, cache) if pruned.any() else None
+        docs, scores, sizes = _numba_batch.search_many(
+            state.indptr, np.asarray(state.post_docs), np.asarray(state.post_tf), cache.norm,
+            codes.doc_codes, codes.table, *_block_arrays(blocks), qptr, terms, scales, pruned,
+            *codes.params, constants, k, cache.positive, *index._buffers(n), index._marks(n),
+        )
+        for row, i in enumerate(chunk):
+            out[i] = (docs[row, :sizes[row]], scores[row, :sizes[row]])
+    return out
+
+
+def _block_arrays(blocks: BlockMax | None) -> tuple[Any, ...]:
+    """The kernels' block metadata arguments; empty arrays when no query is pruned."""
+    if blocks is None:
+        return (np.zeros(1, np.int64), np.zeros(0, np.float32), np.zeros(0, np.int32),
+                np.zeros(0, np.float32))
+    return blocks.block_ptr, blocks.block_max, blocks.block_last, blocks.term_max

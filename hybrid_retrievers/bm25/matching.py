@@ -60,14 +60,9 @@ class BM25Matching(BM25Statistics):
         """
         st = self._state if state is None else state
         cache = self._scores(st)
-        ids = [(st.vocab[t], c) for t, c in zip(terms, counts) if t in st.vocab]
+        ids, constant = self._query_ids(st, cache, terms, counts)
         if not ids:
             return np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.float32)
-        constant = np.float32(
-            0.0 if cache.absent is None else sum(float(cache.absent[t]) * c for t, c in ids)
-        )
-        if cache.absent is not None and self._collection_stats is not None:
-            constant = self._absent_constant(cache, st, terms, counts)  # collection-stats hook
         # --- compiled kernels (bm25.kernels: numba TAAT / block-max MaxScore) -----
         if k is not None and allowed is None:
             from . import kernels  # numba itself loads lazily
@@ -133,6 +128,33 @@ class BM25Matching(BM25Statistics):
                 acc[f] = 0.0
                 seen[f] = False
         return cand, scores
+
+    def _query_ids(
+        self, st: Snapshot, cache: ScoreCache, terms: list[str], counts: list[int]
+    ) -> tuple[list[tuple[int, int]], np.float32]:
+        """The query's (term id, count) pairs in the vocabulary, and its absent-term weight."""
+        vocab = st.vocab
+        ids = [(vocab[t], c) for t, c in zip(terms, counts) if t in vocab]
+        if cache.absent is None or not ids:
+            return ids, np.float32(0.0)
+        if self._collection_stats is not None:
+            return ids, self._absent_constant(cache, st, terms, counts)  # collection-stats hook
+        return ids, np.float32(sum(float(cache.absent[t]) * c for t, c in ids))
+
+    def _match_many(
+        self, st: Snapshot, queries: list[tuple[list[str], list[int]]], k: int
+    ) -> list[tuple[NDArray[np.int32], NDArray[np.float32]]] | None:
+        """Each query's top ``k`` as ``(positions, scores)``, best first, in one kernel call.
+
+        The batch form of `_match` with ``k`` and no filter, for `search_many`: None
+        when the compiled kernels cannot take it (then each query goes through `_match`).
+        """
+        from . import kernels  # numba itself loads lazily
+
+        cache = self._scores(st)
+        return kernels.match_top_k_many(
+            self, st, cache, [self._query_ids(st, cache, t, c) for t, c in queries], k
+        )
 
     def _weigh(
         self,

@@ -15,6 +15,7 @@ pytest.importorskip("numba")
 
 from hybrid_retrievers import BM25Index  # noqa: E402
 from hybrid_retrievers.bm25 import _numba as _bm25_kernels  # noqa: E402
+from hybrid_retrievers.bm25 import _numba_batch  # noqa: E402,F401  (binds the real kernels before any spy)
 from hybrid_retrievers.bm25 import kernels as bm25_blockmax  # noqa: E402
 from hybrid_retrievers.collection_stats import CollectionStats  # noqa: E402
 from hybrid_retrievers.selection import top_k  # noqa: E402
@@ -83,8 +84,9 @@ def _check(index: BM25Index, queries: list[str], ks=(1, 3, 10, 50, 10_000)) -> N
         for k in ks:
             got = [(h.id, h.score) for h in index.search(q, k=k)]
             assert got == _exhaustive(index, q, k), (q, k)  # exact, not approx
-    batch = [[(h.id, h.score) for h in hits] for hits in index.search_many(queries[:5], k=7)]
-    assert batch == [_exhaustive(index, x, 7) for x in queries[:5]]
+    for k in ks:  # one compiled call for the whole batch: the same hits as one at a time
+        batch = [[(h.id, h.score) for h in hits] for hits in index.search_many(queries, k=k)]
+        assert batch == [_exhaustive(index, x, k) for x in queries], k
 
 
 @pytest.mark.parametrize("method", METHODS)
@@ -122,6 +124,31 @@ def test_ties_go_to_the_earlier_document() -> None:
     for k in (1, 3, 10, 700):
         got = [(h.id, h.score) for h in index.search("alpha beta gamma", k=k)]
         assert got == _exhaustive(index, "alpha beta gamma", k)
+        batch = index.search_many(["alpha beta gamma", "beta", "gamma alpha"], k=k)
+        assert [(h.id, h.score) for h in batch[0]] == got
+        assert [[(h.id, h.score) for h in hits] for hits in batch[1:]] == [
+            _exhaustive(index, "beta", k), _exhaustive(index, "gamma alpha", k)]
+
+
+def test_one_batch_mixes_both_kernels_and_is_cut_into_calls(monkeypatch) -> None:
+    # "auto" with a low MaxScore threshold sends some queries of one batch to MaxScore
+    # and the rest to TAAT; a small cell budget cuts the batch into several kernel calls.
+    monkeypatch.setattr(bm25_blockmax, "STRATEGY", "auto")
+    monkeypatch.setattr(bm25_blockmax, "_MAXSCORE_MIN", 200)
+    monkeypatch.setattr(bm25_blockmax, "_BATCH_CELLS", 64)
+    rng = np.random.default_rng(17)
+    index = BM25Index.from_texts(_texts(rng, 3000))
+    queries = _queries(rng, 30) + ["w0", "w0 w350", "absentterm", "w1 w2 w3 w4"]
+    calls = []
+    real = _numba_batch.search_many
+    monkeypatch.setattr(_numba_batch, "search_many", lambda *a: calls.append(a[13]) or real(*a))
+    for k in (1, 10, 40):
+        calls.clear()
+        batch = [[(h.id, h.score) for h in hits] for hits in index.search_many(queries, k=k)]
+        assert batch == [_exhaustive(index, q, k) for q in queries], k
+        pruned = np.concatenate(calls)
+        assert len(calls) == -(-(len(queries) - 1) // max(1, 64 // k))  # absentterm: no call
+        assert pruned.any() and not pruned.all()
 
 
 def test_collection_stats_and_parameters() -> None:

@@ -1,0 +1,60 @@
+"""Numba kernel for BM25 top-k over a batch of queries: `search_many` in one compiled call.
+
+Imported only through `hybrid_retrievers.bm25.kernels`, and only when numba is
+installed. Each query runs the same kernel, with the same arguments, as it would alone
+(`_numba.search_taat` or `_numba.search_top_k`), so a batch returns bit for bit what
+a loop of single searches returns; what the batch saves is the per-query Python work
+around the kernel (argument conversion, dispatch, buffer lookup, ranking), about 100 µs
+a query, which at 100k documents is as much as the kernel itself.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from ._numba import search_taat, search_top_k
+
+__all__ = ["search_many"]
+
+
+@njit(cache=True)
+def _ranked(docs, scores):  # pragma: no cover - compiled
+    """The order of hits best first: higher score, then lower document (as `selection.top_k`)."""
+    by_doc = np.argsort(docs, kind="mergesort")
+    by_score = np.argsort(-scores[by_doc], kind="mergesort")  # stable: ties keep document order
+    return by_doc[by_score]
+
+
+@njit(cache=True)
+def search_many(indptr, post_docs, post_tf, norm, doc_codes, table, block_ptr, block_max,
+                block_last, term_max, qptr, terms, scales, pruned, variant, k1, k1p1, delta, aw,
+                has_aw, constants, k, positive, acc, seen, touched):  # pragma: no cover
+    """The ranked top ``k`` of each query: ``(docs, scores, sizes)``, one row per query.
+
+    Query i's terms and scales are ``terms[qptr[i]:qptr[i+1]]`` (at least one);
+    ``pruned[i]`` sends it to block-max MaxScore (``block_*``, ``term_max``), else to
+    TAAT (``doc_codes``, ``table``, and the scratch ``acc``, ``seen``, ``touched``).
+    Row i holds ``sizes[i]`` hits, best first, ties to the lower document.
+    """
+    nq = qptr.size - 1
+    docs_out = np.zeros((nq, k), np.int32)
+    scores_out = np.zeros((nq, k), np.float32)
+    sizes = np.zeros(nq, np.int64)
+    for i in range(nq):
+        lo = qptr[i]
+        hi = qptr[i + 1]
+        if pruned[i]:
+            d, s = search_top_k(indptr, post_docs, post_tf, norm, block_ptr, block_max,
+                                block_last, term_max, terms[lo:hi], scales[lo:hi], variant, k1,
+                                k1p1, delta, aw, has_aw, constants[i], k)
+        else:
+            d, s = search_taat(indptr, post_docs, post_tf, norm, doc_codes, table,
+                               terms[lo:hi], scales[lo:hi], variant, k1, k1p1, delta, aw, has_aw,
+                               constants[i], k, positive, acc, seen, touched)
+        order = _ranked(d, s)
+        for j in range(order.size):
+            docs_out[i, j] = d[order[j]]
+            scores_out[i, j] = s[order[j]]
+        sizes[i] = order.size
+    return docs_out, scores_out, sizes
