@@ -294,7 +294,8 @@ class BM25Index(BM25Matching, BM25Saving, DocumentAccess):
 
         Without a filter and with numba installed, the whole batch is scored in one
         compiled call (`kernels.match_top_k_many`): the same hits, without the
-        per-query Python overhead, so a batch runs about 1.5x the queries/s of a loop.
+        per-query Python overhead (at 100k documents bm25_speed's batch went from 3,635
+        to 7,314 queries/s).
         """
         queries = check_queries(queries)
         k = check_k(k)

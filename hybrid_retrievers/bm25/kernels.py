@@ -203,8 +203,12 @@ def _prefer_maxscore(indptr: NDArray[np.int64], terms: NDArray[np.int64], k: int
     if STRATEGY != "auto":
         return STRATEGY == "maxscore"
     lengths = indptr[terms + 1] - indptr[terms]
-    longest = int(lengths.max())
-    return longest >= max(_MAXSCORE_MIN, 64 * k) and 8 * (int(lengths.sum()) - longest) <= longest
+    return bool(_long_list_rule(int(lengths.max()), int(lengths.sum()), k))
+
+
+def _long_list_rule(longest: Any, total: Any, k: int) -> Any:
+    """`_prefer_maxscore`'s rule, for one query (ints) or many (arrays)."""
+    return (longest >= max(_MAXSCORE_MIN, 64 * k)) & (8 * (total - longest) <= longest)
 
 
 def block_max(index: Any, state: Any, cache: Any) -> BlockMax:
@@ -258,9 +262,8 @@ def _prefer_maxscore_many(indptr: NDArray[np.int64], terms: NDArray[np.int64],
     if STRATEGY != "auto":
         return np.full(qptr.size - 1, STRATEGY == "maxscore")
     lengths = indptr[terms + 1] - indptr[terms]
-    longest = np.maximum.reduceat(lengths, qptr[:-1])
-    total = np.add.reduceat(lengths, qptr[:-1])
-    return (longest >= max(_MAXSCORE_MIN, 64 * k)) & (8 * (total - longest) <= longest)
+    return _long_list_rule(np.maximum.reduceat(lengths, qptr[:-1]),
+                           np.add.reduceat(lengths, qptr[:-1]), k)
 
 
 def match_top_k_many(
