@@ -1,11 +1,13 @@
 """Streamed tokenisation for index builds: documents in chunks, in this process or in workers.
 
 A build never holds every document's token list at once: `token_chunks` tokenises
-`CHUNK_DOCS` documents at a time and turns each chunk into a `TokenChunk` (its distinct
-tokens in first-occurrence order plus one int32 id per token), which `postings.written`
-folds into the index and drops. Chunks come back in document order, so the index's term
-ids (assigned in first-occurrence order over the corpus) are the same whichever way they
-were tokenised.
+`CHUNK_DOCS` documents at a time and turns each chunk into a `TokenChunk`, which
+`postings.written` folds into the index and drops. In this process a chunk's tokens are
+numbered straight into the vocabulary being built (`numbering.TermNumbering`: a token
+met in an earlier chunk costs one dict lookup); a worker numbers into a vocabulary of its
+own, which `numbering.WorkerNumbers` maps back. Chunks come back in document order, so
+the index's term ids (assigned in first-occurrence order over the corpus) are the same
+whichever way they were tokenised.
 
 With ``n_jobs > 1`` the chunks are tokenised in worker processes
 (`concurrent.futures.ProcessPoolExecutor`, the platform's default start method). Each
@@ -30,12 +32,12 @@ from numpy.typing import NDArray
 from ..gcpause import paused_gc
 from ..progress import progress
 from ..text import Analyzer
+from .numbering import TermNumbering, WorkerChunk, WorkerNumbers
 
 if TYPE_CHECKING:
     from concurrent.futures import Future
 
-__all__ = ["CHUNK_DOCS", "TokenChunk", "token_chunks", "tokenize_chunk", "encode_chunk",
-           "resolve_n_jobs"]
+__all__ = ["CHUNK_DOCS", "TokenChunk", "token_chunks", "tokenize_chunk", "resolve_n_jobs"]
 
 # Documents per chunk: large enough that per-chunk overheads (a batched stem call, one
 # sort, one worker round trip) vanish, small enough that a chunk's token lists and sort
@@ -46,61 +48,35 @@ CHUNK_DOCS = 4096
 class TokenChunk(NamedTuple):
     """One chunk's tokens, documents one after another; ``lengths[j]``: tokens of its j-th.
 
-    ``terms`` (the chunk's distinct tokens in first-occurrence order) and ``ids``
-    (``terms[ids[i]]`` is its i-th token): cheap to build and to send from a worker.
-    ``token_lists`` (the lists themselves) is the plain form `encode_chunk` converts.
+    ``vocab_ids[i]`` is the term id of its i-th token in the vocabulary being built (the
+    dict its `TermNumbering` grows; stopwords are already dropped).
     """
 
     lengths: NDArray[np.int32]
-    token_lists: list[list[str]] | None = None
-    terms: list[str] | None = None
-    ids: NDArray[np.int32] | None = None
+    vocab_ids: NDArray[np.int32]
 
 
-def tokenize_chunk(analyzer: Analyzer, texts: Sequence[str]) -> TokenChunk:
-    """Tokenise ``texts`` in this process, straight into the compact form.
+def tokenize_chunk(
+    analyzer: Analyzer, texts: Sequence[str], numbering: TermNumbering
+) -> TokenChunk:
+    """Tokenise ``texts`` in this process, numbered by ``numbering``.
 
     The same tokens as ``analyzer.tokenize_many(texts)``, but each distinct raw token is
-    resolved (stopword, stem, term number) once per chunk and the per-token work is C
-    loops (``chain``, ``dict.fromkeys``, ``map``): no list of terms per document is built.
+    resolved (stopword, stem, term number) once per build and the per-token work is C
+    loops (``chain``, ``map``): no list of terms per document is built.
     """
     with paused_gc():
         raw = analyzer._split_all(texts)
         lengths = np.fromiter(map(len, raw), dtype=np.int32, count=len(raw))
         flat = list(chain.from_iterable(raw))
         del raw
-        number: dict[str, int] = dict.fromkeys(flat, -1)  # raw token -> term number
-        terms: dict[str, int] = {}
-        if analyzer._identity:
-            for token in number:
-                number[token] = terms.setdefault(token, len(terms))
-        else:
-            resolve = analyzer._resolver(number)
-            for token in number:
-                term = resolve[token]
-                if term:  # "" is a stopword
-                    number[token] = terms.setdefault(term, len(terms))
-        ids = np.fromiter(map(number.__getitem__, flat), dtype=np.int32, count=len(flat))
-    dropped = ids < 0
+        ids = numbering.numbered(analyzer, flat)
+    dropped = ids < 0  # stopwords
     if dropped.any():
         doc_of = np.repeat(np.arange(lengths.size), lengths)
         lengths = np.bincount(doc_of[~dropped], minlength=lengths.size).astype(np.int32)
         ids = ids[~dropped]
-    return TokenChunk(lengths, terms=list(terms), ids=ids)
-
-
-def encode_chunk(chunk: TokenChunk) -> TokenChunk:
-    """The chunk in the compact form (distinct tokens in first-occurrence order + ids)."""
-    if chunk.token_lists is None:
-        return chunk
-    local: dict[str, int] = {}
-    ids = np.fromiter(
-        (local[t] if t in local else local.setdefault(t, len(local))
-         for tokens in chunk.token_lists for t in tokens),
-        dtype=np.int32,
-        count=int(chunk.lengths.sum()),
-    )
-    return TokenChunk(chunk.lengths, terms=list(local), ids=ids)
+    return TokenChunk(lengths, ids)
 
 
 def resolve_n_jobs(n_jobs: Any) -> int:
@@ -135,30 +111,35 @@ def token_chunks(
     analyzer: Analyzer,
     texts: Sequence[str],
     *,
+    vocab: dict[str, int],
     n_jobs: int = 1,
     show_progress: bool = False,
 ) -> Iterator[TokenChunk]:
     """`TokenChunk` after `TokenChunk` over ``texts``, in order, `CHUNK_DOCS` texts each.
 
-    ``n_jobs`` is a count from `resolve_n_jobs`; more than one tokenises in worker
-    processes, with at most two chunks per worker in flight (memory stays bounded).
+    Each chunk is numbered into ``vocab``, the vocabulary being built (a copy of the
+    index's, which `postings.written` then completes). ``n_jobs`` is a count from
+    `resolve_n_jobs`; more than one tokenises in worker processes, with at most two
+    chunks per worker in flight (memory stays bounded).
     """
     spans = [(s, min(s + CHUNK_DOCS, len(texts))) for s in range(0, len(texts), CHUNK_DOCS)]
     spec = _worker_spec(analyzer) if n_jobs > 1 and len(spans) > 1 else None
     bar = progress(None, show=show_progress, desc="Tokenizing", unit="doc", total=len(texts))
     try:
         if spec is None:
+            numbering = TermNumbering(vocab)
             with analyzer._building():
                 for s, e in spans:
-                    chunk = tokenize_chunk(analyzer, texts[s:e])
+                    chunk = tokenize_chunk(analyzer, texts[s:e], numbering)
                     bar.update(e - s)
                     yield chunk
             return
         workers = min(n_jobs, len(spans))
         from concurrent.futures import ProcessPoolExecutor  # multiprocessing: only for n_jobs > 1
 
+        numbers = WorkerNumbers(vocab)
         with ProcessPoolExecutor(workers, initializer=_init_worker, initargs=spec) as pool:
-            pending: deque[tuple[int, Future[TokenChunk]]] = deque()
+            pending: deque[tuple[int, Future[WorkerChunk]]] = deque()
             todo = iter(spans)
             try:
                 for s, e in todo:
@@ -167,7 +148,8 @@ def token_chunks(
                         break
                 while pending:
                     size, future = pending.popleft()
-                    chunk = future.result()
+                    part = future.result()
+                    chunk = TokenChunk(part.lengths, numbers.numbered(part))
                     for s, e in todo:
                         pending.append((e - s, pool.submit(_tokenize_in_worker, texts[s:e])))
                         break
@@ -205,20 +187,32 @@ def _worker_spec(analyzer: Analyzer) -> tuple[dict[str, Any], Any] | None:
     return config, extra
 
 
-_WORKER_ANALYZER: Analyzer | None = None
+_WORKER: tuple[Analyzer, TermNumbering] | None = None  # this worker's analyzer and vocabulary
 
 
 def _init_worker(config: dict[str, Any], extra: Any) -> None:
-    global _WORKER_ANALYZER
+    global _WORKER
     if extra is not None:
         from ..text import register_tokenizer
 
         name, tokenizer = extra
         register_tokenizer(name, tokenizer, replace=True)
-    _WORKER_ANALYZER = Analyzer.from_config(config)
+    _WORKER = Analyzer.from_config(config), TermNumbering({}, track_added=True)
 
 
-def _tokenize_in_worker(texts: Sequence[str]) -> TokenChunk:
-    assert _WORKER_ANALYZER is not None, "worker not initialised"
-    with _WORKER_ANALYZER._building():
-        return tokenize_chunk(_WORKER_ANALYZER, texts)  # already the compact form
+def _tokenize_in_worker(texts: Sequence[str]) -> WorkerChunk:
+    assert _WORKER is not None, "worker not initialised"
+    return worker_chunk(*_WORKER, texts, os.getpid())
+
+
+def worker_chunk(
+    analyzer: Analyzer, numbering: TermNumbering, texts: Sequence[str], worker: int
+) -> WorkerChunk:
+    """What worker ``worker`` sends for ``texts``: numbered in its own vocabulary."""
+    assert numbering.added is not None, "a worker's numbering tracks the terms it adds"
+    first_new = len(numbering.vocab)  # ids of this chunk's new terms start here
+    numbering.added.clear()
+    with analyzer._building():
+        chunk = tokenize_chunk(analyzer, texts, numbering)
+    return WorkerChunk(chunk.lengths, chunk.vocab_ids, list(numbering.added), first_new,
+                       worker)

@@ -248,9 +248,10 @@ class BM25Index(BM25Matching, BM25Saving, DocumentAccess):
 
         The texts are tokenised chunk by chunk (in ``n_jobs`` processes), never all at once.
         """
+        vocab = dict(state.vocab)
         chunks = token_chunks(self._analyzer, [d.text for d in docs],
-                              n_jobs=n_jobs, show_progress=show_progress)
-        return written(state, docs, chunks, rows)
+                              n_jobs=n_jobs, show_progress=show_progress, vocab=vocab)
+        return written(state, docs, chunks, rows, vocab)
 
     def _query_terms(self, query: str) -> tuple[list[str], list[int]]:
         counts = Counter(self._analyzer.tokenize(query))

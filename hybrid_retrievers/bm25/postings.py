@@ -101,14 +101,16 @@ def written(
     docs: list[Doc],
     chunks: Iterable[TokenChunk],
     rows: NDArray[np.int64] | None,
+    vocab: dict[str, int],
 ) -> Snapshot:
     """A new snapshot: ``state`` with ``docs[j]`` at position ``rows[j]``.
 
-    ``chunks`` are the documents' tokens, chunk after chunk in document order (see
-    `chunking.token_chunks`). A row below ``len(state.docs)`` replaces that document;
-    the others are the next positions, in order (``rows=None``: all of ``docs``
-    appended). ``state`` is not modified: its arrays are only read, so searches on it
-    go on safely.
+    ``chunks`` are the documents' tokens, chunk after chunk in document order, numbered
+    into ``vocab`` (see `chunking.token_chunks`), a copy of ``state.vocab`` before the
+    first chunk that is the new snapshot's vocabulary after the last. A row below
+    ``len(state.docs)`` replaces that document; the others are the next positions, in
+    order (``rows=None``: all of ``docs`` appended). ``state`` is not modified: its
+    arrays are only read, so searches on it go on safely.
 
     Streamed: each chunk becomes term-sorted ``(term, doc, tf)`` runs, held compactly
     (uint16 chunk-local documents, the smallest tf type, one entry per distinct term)
@@ -122,12 +124,11 @@ def written(
     rows32 = rows.astype(np.int32)
     replaced = rows[rows < offset]
     n_docs = offset + len(docs) - replaced.size
-    vocab = dict(state.vocab)
     lengths = np.zeros(len(docs), dtype=np.int32)
     runs: list[_Runs] = []
     start = 0
     for chunk in chunks:
-        runs.append(_chunk_runs(chunk, vocab, start))
+        runs.append(_chunk_runs(chunk, start))
         lengths[start:start + chunk.lengths.size] = chunk.lengths
         start += chunk.lengths.size
     if start != len(docs):
@@ -201,23 +202,9 @@ class _Runs(NamedTuple):
     first: int
 
 
-def _chunk_runs(chunk: TokenChunk, vocab: dict[str, int], first: int) -> _Runs:
-    """Number the chunk's new terms (first-occurrence order) and count (term, doc) pairs."""
-    if chunk.token_lists is not None:
-        key = np.fromiter(
-            (vocab[t] if t in vocab else vocab.setdefault(t, len(vocab))
-             for tokens in chunk.token_lists for t in tokens),
-            dtype=np.int64,
-            count=int(chunk.lengths.sum()),
-        )
-    else:
-        assert chunk.terms is not None and chunk.ids is not None
-        term_ids = np.fromiter(
-            (vocab[t] if t in vocab else vocab.setdefault(t, len(vocab)) for t in chunk.terms),
-            dtype=np.int64,
-            count=len(chunk.terms),
-        )
-        key = term_ids[chunk.ids]
+def _chunk_runs(chunk: TokenChunk, first: int) -> _Runs:
+    """Count the chunk's (term, doc) pairs, term-sorted."""
+    key = chunk.vocab_ids.astype(np.int64)
     n = max(int(chunk.lengths.size), 1)
     key *= n
     key += np.repeat(np.arange(chunk.lengths.size, dtype=np.int64), chunk.lengths)

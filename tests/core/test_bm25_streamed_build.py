@@ -77,16 +77,14 @@ def reference_compacted(state, alive):
                     compact_tf(state.post_tf[keep]), state.doc_len[alive])
 
 
-def reference_from_chunks(state, docs, chunks, rows):
+def reference_from_chunks(state, docs, chunks, rows, vocab):
+    chunks = list(chunks)  # numbering them has grown vocab (term ids in insertion order)
+    terms = list(vocab)
     token_lists = []
     for chunk in chunks:
-        if chunk.token_lists is not None:
-            token_lists.extend(chunk.token_lists)
-            continue
-        ids = chunk.ids.tolist()
-        pos = 0
+        ids, pos = chunk.vocab_ids.tolist(), 0
         for n in chunk.lengths.tolist():
-            token_lists.append([chunk.terms[i] for i in ids[pos:pos + n]])
+            token_lists.append([terms[i] for i in ids[pos:pos + n]])
             pos += n
     return reference_written(state, docs, token_lists, rows)
 
@@ -169,47 +167,58 @@ def test_n_jobs_two_equals_one(monkeypatch):
     assert snapshot_fields(two) == snapshot_fields(run_edits(3, n_jobs=1))
 
 
-def plain_chunk(analyzer, texts):
-    """A chunk in the plain form: the analyzer's own token lists."""
-    lists = analyzer.tokenize_many(texts)
-    return chunking.TokenChunk(np.array([len(t) for t in lists], dtype=np.int32),
-                               token_lists=lists)
-
-
-def test_plain_chunks_build_what_compact_ones_build(monkeypatch):
-    # The plain form (token lists) and the compact one (distinct terms + ids) build alike.
-    monkeypatch.setattr(chunking, "CHUNK_DOCS", 4)
-    real = chunking.tokenize_chunk
-    monkeypatch.setattr(chunking, "tokenize_chunk", plain_chunk)
-    plain = run_edits(5)
-    monkeypatch.setattr(chunking, "tokenize_chunk", real)
-    assert snapshot_fields(plain) == snapshot_fields(run_edits(5))
-
-
-def decoded(chunk):
-    ids, pos, out = chunk.ids.tolist(), 0, []
-    for n in chunk.lengths.tolist():
-        out.append([chunk.terms[i] for i in ids[pos:pos + n]])
-        pos += n
-    return out
-
-
 @pytest.mark.parametrize("analyzer", [
     Analyzer(),  # English stopwords and Snowball stems: several words share a stem
-    Analyzer(stopwords=None, stemmer=None),  # identity: no lookups at all
+    Analyzer(stopwords=None, stemmer=None),  # identity: no stopwords, no stems
     Analyzer(stopwords=["the", "of"], stemmer=None),
     Analyzer(tokenizer=lambda s: s.split(","), stopwords=None),
 ])
-def test_tokenize_chunk_gives_the_analyzers_tokens(analyzer):
+@pytest.mark.parametrize("max_tokens", [1 << 22, 3])  # 3: the map starts afresh often
+def test_numbered_chunks_give_the_analyzers_tokens(analyzer, max_tokens, monkeypatch):
+    monkeypatch.setattr(chunking.TermNumbering, "MAX_TOKENS", max_tokens)
     texts = ["The running runner ran, of the runs", "", "the of the", "E=mc2 is a_b x-1.5/y",
              "Ünïcode naïve café, CAFÉ", "数据库系统 and 数据", "runs runs running, run",
-             "   ", "state-of-the-art models, models' states"]
-    chunk = chunking.tokenize_chunk(analyzer, texts)
-    assert decoded(chunk) == analyzer.tokenize_many(texts)
-    assert chunk.lengths.dtype == np.int32 and chunk.ids.dtype == np.int32
-    # distinct terms, numbered in first-occurrence order
-    flat = [t for tokens in analyzer.tokenize_many(texts) for t in tokens]
-    assert chunk.terms == list(dict.fromkeys(flat))
+             "   ", "state-of-the-art models, models' states", "runner café x-1.5/y"]
+    vocab = {"models": 0}  # an existing index's vocabulary: its ids are kept
+    numbering = chunking.TermNumbering(vocab)
+    chunks = [chunking.tokenize_chunk(analyzer, texts[s:s + 3], numbering)
+              for s in range(0, len(texts), 3)]
+    terms = list(vocab)
+    decoded_all = []
+    for chunk in chunks:
+        assert chunk.lengths.dtype == np.int32 and chunk.vocab_ids.dtype == np.int32
+        ids, pos = chunk.vocab_ids.tolist(), 0
+        for n in chunk.lengths.tolist():
+            decoded_all.append([terms[i] for i in ids[pos:pos + n]])
+            pos += n
+    expected = analyzer.tokenize_many(texts)
+    assert decoded_all == expected
+    # new terms numbered in first-occurrence order after the existing ones
+    flat = [t for tokens in expected for t in tokens]
+    assert terms == list(dict.fromkeys(["models"] + flat))
+
+
+def test_worker_numbers_map_two_workers_to_the_build_order():
+    # Chunks alternate between two workers' own vocabularies; mapped back, they are
+    # numbered exactly as one in-process numbering would number them.
+    from hybrid_retrievers.bm25.numbering import TermNumbering, WorkerNumbers
+
+    analyzer = Analyzer()
+    texts = ["runners running", "the cat", "a dog runs", "cats and dogs", "the runner",
+             "zebra dog", "new words here", "cat zebra", "", "words of runners"]
+    spans = [texts[s:s + 2] for s in range(0, len(texts), 2)]
+    one = TermNumbering({"dog": 0})
+    expected = [chunking.tokenize_chunk(analyzer, part, one).vocab_ids.tolist()
+                for part in spans]
+    workers = [TermNumbering({}, track_added=True) for _ in range(2)]
+    numbers = WorkerNumbers({"dog": 0})
+    for i, part in enumerate(spans):
+        sent = chunking.worker_chunk(analyzer, workers[i % 2], part, worker=i % 2)
+        assert numbers.numbered(sent).tolist() == expected[i]
+    assert list(numbers.vocab.items()) == list(one.vocab.items())
+    stale = chunking.worker_chunk(analyzer, TermNumbering({}, track_added=True), spans[0], 1)
+    with pytest.raises(RuntimeError, match="out of order"):
+        numbers.numbered(stale)
 
 
 def test_build_leaves_a_bounded_cache(monkeypatch):
