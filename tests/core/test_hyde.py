@@ -10,7 +10,7 @@ import time
 import numpy as np
 import pytest
 
-from hybrid_retrievers import BM25Index, Doc, VectorIndex
+from hybrid_retrievers import BM25Index, VectorIndex
 from hybrid_retrievers.hyde import HYDE_PROMPTS, HyDE, HyDESearcher, render_prompt
 from hybrid_retrievers.models import HashingEmbedder
 
