@@ -1,4 +1,4 @@
-"""CPU encoder backends: PyTorch vs ONNX Runtime vs ONNX Runtime int8, speed and quality.
+"""CPU encoder backends: PyTorch (float32, bfloat16 autocast) vs ONNX Runtime (float32, int8).
 
 Usage::
 
@@ -13,17 +13,20 @@ folder under ``benchmarks/results/``), once; export time is reported separately.
 fusions (Attention, SkipLayerNormalization, BiasGelu, EmbedLayerNormalization), ORT with
 torch's thread count; int8 = dynamic QInt8 per-channel weights on the MatMul/Attention
 ops, the feed-forward output projections and the embedding tables kept float32.
+torch-bf16 = the same torch model under ``torch.autocast(dtype=bfloat16)``
+(`hybrid_retrievers.models.backends`); it is only fast on a CPU with native bfloat16
+(AVX512-BF16 / AMX), which the environment lines report.
 
 * **Speed** (documents/s): the same ``--speed-docs`` Cranfield documents encoded by each
-  backend, interleaved round by round (torch, onnx, int8, torch, ...), median of
+  backend, interleaved round by round (torch, bf16, onnx, int8, torch, ...), median of
   ``--rounds``. The cross-encoder line does the same for ``CrossEncoderScorer.score`` on
   ``--pairs`` (query, document) pairs with a tiny locally built BERT cross-encoder
   (no cross-encoder checkpoint is available offline), so it shows the runtime's
   overhead on small matrices, not MiniLM-size speed.
 * **Quality**: each corpus is encoded once per backend (the full corpus, timed: that is
   the docs/s of a real indexing run), searched exactly with all its queries through
-  `evaluate` (batch path), and scored with nDCG@10 / Recall@100. The target is int8
-  within 0.003 nDCG@10 of torch.
+  `evaluate` (batch path), and scored with nDCG@10 / Recall@100. The target is a
+  backend 2x torch's speed within 0.003 nDCG@10 of torch.
 
 The machine may be shared: interleaving spreads drift over all backends alike, and the
 spread of rounds is printed so a difference inside the noise is not read as a result.
@@ -54,7 +57,7 @@ from _common import (  # noqa: E402
     write_results,
 )
 
-BACKENDS = ("torch", "onnx", "onnx-int8")
+BACKENDS = ("torch", "torch-bf16", "onnx", "onnx-int8")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -77,6 +80,7 @@ def main(argv: list[str] | None = None) -> int:
         SentenceTransformerEmbedder,
         local_minilm_path,
     )
+    from hybrid_retrievers.models.backends import native_bf16
     from hybrid_retrievers.vector import VectorIndex
 
     path = local_minilm_path()
@@ -160,6 +164,7 @@ def main(argv: list[str] | None = None) -> int:
         "# CPU encoder backends (all-MiniLM-L6-v2, batch 32)",
         "",
         *environment_lines(),
+        f"- native bfloat16 on this CPU (AVX512-BF16 / AMX): {native_bf16()}",
         "",
         f"## Speed: {len(texts)} Cranfield documents, {args.rounds} interleaved rounds",
         "",

@@ -32,9 +32,8 @@ from numpy.typing import NDArray
 
 from ..optional import require
 from ..progress import progress
+from .lazy import LazyModel, check_loading_options, instance_name
 from .names import DEFAULT_CROSS_ENCODER
-from .lazy import LazyModel, instance_name
-from .onnx_backend import check_backend
 
 __all__ = ["ACTIVATIONS", "DEFAULT_CROSS_ENCODER", "CrossEncoderScorer"]
 
@@ -63,12 +62,13 @@ class CrossEncoderScorer(LazyModel):
             path given (for an instance: its recorded path, else a name valid only in this
             process).
         model_kwargs: Extra keyword arguments for ``CrossEncoder(...)`` when loading.
-        backend: ``"torch"`` (default), ``"onnx"`` (ONNX Runtime; the same scores to
-            ~1e-5) or ``"onnx-int8"`` (dynamically int8-quantized weights: faster,
-            scores differ slightly). Needs the ``onnx`` extra; the model is exported once
-            from its loaded weights into ``onnx_cache_dir`` (see
-            `hybrid_retrievers.models.onnx_backend`). Applies when this scorer loads the
-            model.
+        backend: ``"torch"`` (default); ``"torch-bf16"`` (bfloat16 autocast: the
+            fastest on CPUs with native bfloat16; scores differ slightly); ``"onnx"``
+            (ONNX Runtime; the same scores to ~1e-5); or ``"onnx-int8"`` (dynamically
+            int8-quantized weights; scores differ slightly). The ONNX backends need the
+            ``onnx`` extra; the model is exported once from its loaded weights into
+            ``onnx_cache_dir``. See `hybrid_retrievers.models.backends`. Applies when
+            this scorer loads the model.
         onnx_cache_dir: where exported models are kept (default
             ``$HYBRID_RETRIEVERS_ONNX_CACHE`` or ``~/.cache/hybrid_retrievers/onnx``).
 
@@ -99,7 +99,8 @@ class CrossEncoderScorer(LazyModel):
         backend: str = "torch",
         onnx_cache_dir: str | os.PathLike[str] | None = None,
     ) -> None:
-        backend = check_backend(backend)
+        backend, self._model_kwargs = check_loading_options(
+            backend=backend, device=device, model_id=model_id, model_kwargs=model_kwargs)
         self.batch_size = _positive_int(batch_size, "batch_size")
         if max_length is not None:
             max_length = _positive_int(max_length, "max_length")
@@ -108,13 +109,6 @@ class CrossEncoderScorer(LazyModel):
                 f"activation must be one of {ACTIVATIONS!r}, got {activation!r}; use 'sigmoid' "
                 "for probabilities or None for raw log-odds"
             )
-        for name, value in (("device", device), ("model_id", model_id)):
-            if value is not None and not isinstance(value, str):
-                raise TypeError(f"{name} must be a str or None, got {type(value).__name__}")
-        if model_id is not None and not model_id.strip():
-            raise ValueError("model_id must not be empty or blank; omit it to use the model name")
-        if model_kwargs is not None and not isinstance(model_kwargs, Mapping):
-            raise TypeError(f"model_kwargs must be a mapping, got {type(model_kwargs).__name__}")
 
         name: str | None
         if isinstance(model, str):
@@ -146,7 +140,6 @@ class CrossEncoderScorer(LazyModel):
         self.activation = activation
         self.show_progress = bool(show_progress)
         self.sort_by_length = bool(sort_by_length)
-        self._model_kwargs = dict(model_kwargs or {})
         self._explicit_id = model_id
         self._init_model(name, model, backend=backend, onnx_cache_dir=onnx_cache_dir)
         self._raw_kwargs: dict[str, Any] | None = None

@@ -1,8 +1,8 @@
 """`LazyModel`: the load-on-first-use, thread-safe, load-once model slot both model wrappers share.
 
 `SentenceTransformerEmbedder` and `CrossEncoderScorer` take either a model name (loaded by
-sentence-transformers the first time it is needed, optionally moved onto an ONNX backend)
-or an already loaded instance. The slot, the lock, the ONNX step and the name recorded on
+sentence-transformers the first time it is needed, optionally moved onto another backend: bfloat16 autocast or ONNX Runtime)
+or an already loaded instance. The slot, the lock, the backend step and the name recorded on
 a loaded instance are the same for both, so they live here once; each wrapper says only
 how to build its model (`LazyModel._build`).
 """
@@ -11,11 +11,33 @@ from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Mapping
 from typing import Any
 
-from .onnx_backend import install_onnx_backend
+from .backends import check_backend, install_backend
 
-__all__ = ["LazyModel", "instance_name"]
+__all__ = ["LazyModel", "check_loading_options", "instance_name"]
+
+
+def check_loading_options(
+    *, backend: Any, device: Any, model_id: Any, model_kwargs: Any,
+) -> tuple[str, dict[str, Any]]:
+    """The options both model wrappers take, checked: ``(backend, copy of model_kwargs)``.
+
+    Raises:
+        ValueError: an unknown backend, or a blank ``model_id``.
+        TypeError: a ``device`` or ``model_id`` that is not a str, or ``model_kwargs``
+            that is not a mapping.
+    """
+    backend = check_backend(backend)
+    for name, value in (("device", device), ("model_id", model_id)):
+        if value is not None and not isinstance(value, str):
+            raise TypeError(f"{name} must be a str or None, got {type(value).__name__}")
+    if model_id is not None and not model_id.strip():
+        raise ValueError("model_id must not be empty or blank; omit it to use the model name")
+    if model_kwargs is not None and not isinstance(model_kwargs, Mapping):
+        raise TypeError(f"model_kwargs must be a mapping, got {type(model_kwargs).__name__}")
+    return backend, dict(model_kwargs or {})
 
 
 class LazyModel:
@@ -55,9 +77,7 @@ class LazyModel:
             with self._lock:
                 if self._model is None:
                     loaded = self._build()
-                    if self.backend != "torch":
-                        install_onnx_backend(loaded, quantize=self.backend == "onnx-int8",
-                                             cache_dir=self._onnx_cache_dir)
+                    install_backend(loaded, self.backend, self._onnx_cache_dir)
                     self._model = loaded
                 model = self._model
         return model

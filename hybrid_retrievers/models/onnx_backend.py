@@ -38,11 +38,9 @@ from typing import Any
 import numpy as np
 
 from ..optional import require
+from .backends import BACKENDS, check_backend  # noqa: F401  (their old home)
 
 __all__ = ["BACKENDS", "default_cache_dir", "install_onnx_backend"]
-
-BACKENDS = ("torch", "onnx", "onnx-int8")
-"""Valid ``backend`` values: PyTorch, ONNX Runtime (float32), ONNX Runtime with int8 weights."""
 
 _EXPORT_VERSION = "4"  # bump when the export recipe changes: old cache entries are not reused
 _OPSET = 17  # the TorchScript exporter's newest well-supported opset
@@ -57,16 +55,6 @@ def default_cache_dir() -> Path:
         return Path(env).expanduser()
     base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
     return Path(base) / "hybrid_retrievers" / "onnx"
-
-
-def check_backend(backend: Any) -> str:
-    """``backend`` if it is one of `BACKENDS`, else a ValueError naming the choices."""
-    if backend not in BACKENDS:
-        raise ValueError(
-            f"backend must be one of {BACKENDS!r}, got {backend!r}; 'onnx' and 'onnx-int8' "
-            "need the onnx extra (pip install 'hybrid-retrievers[onnx]')"
-        )
-    return str(backend)
 
 
 def install_onnx_backend(

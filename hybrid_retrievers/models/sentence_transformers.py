@@ -17,8 +17,8 @@ from numpy.typing import NDArray
 
 from ..optional import require
 from ..validation import check_str_items
-from .lazy import LazyModel, instance_name
-from .onnx_backend import check_backend
+from .backends import EXACT_BACKENDS
+from .lazy import LazyModel, check_loading_options, instance_name
 
 __all__ = ["SentenceTransformerEmbedder"]
 
@@ -41,13 +41,14 @@ class SentenceTransformerEmbedder(LazyModel):
             name or path given (for an instance: its recorded name, else a name valid
             only in this process), plus every option that changes document vectors.
         model_kwargs: extra keyword arguments for ``SentenceTransformer(...)``.
-        backend: ``"torch"`` (default), ``"onnx"`` (ONNX Runtime, the same vectors to
-            ~1e-6) or ``"onnx-int8"`` (ONNX Runtime with dynamically int8-quantized
-            weights: faster, vectors differ slightly, so it is part of `model_id`). The
-            ONNX backends need the ``onnx`` extra; the model is exported once from the
-            loaded weights into ``onnx_cache_dir`` (see
-            `hybrid_retrievers.models.onnx_backend`). Applies when this embedder loads
-            the model.
+        backend: ``"torch"`` (default); ``"torch-bf16"`` (bfloat16 autocast: the
+            fastest on CPUs with native bfloat16, vectors within ~1e-5 of torch's);
+            ``"onnx"`` (ONNX Runtime, the same vectors to ~1e-6); or ``"onnx-int8"``
+            (ONNX Runtime with dynamically int8-quantized weights). Backends whose
+            vectors differ from torch's are part of `model_id`. The ONNX backends need
+            the ``onnx`` extra; the model is exported once from the loaded weights into
+            ``onnx_cache_dir``. See `hybrid_retrievers.models.backends`. Applies when
+            this embedder loads the model.
         onnx_cache_dir: where exported models are kept (default
             ``$HYBRID_RETRIEVERS_ONNX_CACHE`` or ``~/.cache/hybrid_retrievers/onnx``).
 
@@ -72,15 +73,13 @@ class SentenceTransformerEmbedder(LazyModel):
         backend: str = "torch",
         onnx_cache_dir: str | os.PathLike[str] | None = None,
     ) -> None:
-        backend = check_backend(backend)
+        backend, self._model_kwargs = check_loading_options(
+            backend=backend, device=device, model_id=model_id, model_kwargs=model_kwargs)
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
             raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
-        for name, value in (("query_prompt", query_prompt), ("document_prompt", document_prompt),
-                            ("device", device), ("model_id", model_id)):
+        for name, value in (("query_prompt", query_prompt), ("document_prompt", document_prompt)):
             if value is not None and not isinstance(value, str):
                 raise TypeError(f"{name} must be a str or None, got {type(value).__name__}")
-        if model_id is not None and not model_id.strip():
-            raise ValueError("model_id must not be empty")
         name: str | None
         if isinstance(model, str):
             if not model.strip():
@@ -106,7 +105,6 @@ class SentenceTransformerEmbedder(LazyModel):
         self.query_prompt = query_prompt
         self.document_prompt = document_prompt
         self.show_progress = bool(show_progress)
-        self._model_kwargs = dict(model_kwargs or {})
         self._explicit_id = model_id
         self._init_model(name, model, backend=backend, onnx_cache_dir=onnx_cache_dir)
 
@@ -138,7 +136,7 @@ class SentenceTransformerEmbedder(LazyModel):
             options["normalize"] = False
         if self.document_prompt:
             options["document_prompt"] = self.document_prompt
-        if self.backend == "onnx-int8":  # quantized weights: other (close) vectors
+        if self.backend not in EXACT_BACKENDS:  # other (close) vectors: never mixed
             options["backend"] = self.backend
         if not options:
             return base
