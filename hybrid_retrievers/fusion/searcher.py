@@ -19,6 +19,7 @@ from .concurrency import CallRunner
 from .modes import FusionMode, _fuse
 from .plan import DEFAULT_MIN_FETCH_K, FusionPlan, Weights, default_fetch_k
 from .rank import DEFAULT_K_RRF
+from .settings import PlanSettings
 
 __all__ = ["FusionSearcher", "FilteredSource", "combine_filters", "default_fetch_k",
            "DEFAULT_MIN_FETCH_K"]
@@ -89,7 +90,7 @@ class FilteredSource:
 # ---------------------------------------------------------------------- the searcher
 
 
-class FusionSearcher:
+class FusionSearcher(PlanSettings):
     """Fuse several searchers (BM25, dense, filtered sources...) into one `Searcher`.
 
     Each search asks every child with a positive weight for ``fetch_k`` candidates, runs
@@ -264,25 +265,9 @@ class FusionSearcher:
         return self._plan.names
 
     @property
-    def mode(self) -> FusionMode:
-        return self._plan.mode
-
-    @property
-    def weights(self) -> Weights | None:
-        """The weights as given (a tuple, a callable, or ``None`` for all 1)."""
-        return self._plan.weights
-
-    @property
-    def k_rrf(self) -> float:
-        return self._plan.k_rrf
-
-    @property
     def fetch_k(self) -> int | None:
+        """Candidates asked of each child (``None``: the default for each ``k``)."""
         return self._plan.fetch_k
-
-    @property
-    def dedup(self) -> Dedup:
-        return self._plan.dedup
 
     def __repr__(self) -> str:
         kids = ", ".join(type(c).__name__ for c in self._children)
