@@ -22,24 +22,12 @@ from .hybrid import HybridRetriever
 from .hyde import HyDERetriever
 from .parent import ParentDocumentRetriever
 from .parent_store import LangChainParentStore
-from .vectorstores import ScoredVectorStoreRetriever
 from .searcher import SearcherRetriever
+from .vectorstores import ScoredVectorStoreRetriever
 
-__all__ = [
-    "BM25Retriever",
-    "CrossEncoderReranker",
-    "DenseRetriever",
-    "FusionRetriever",
-    "HybridRetriever",
-    "HyDERetriever",
-    "LLMReranker",
-    "LangChainEmbedder",
-    "LangChainParentStore",
-    "ParentDocumentRetriever",
-    "RerankingRetriever",
-    "ScoredVectorStoreRetriever",
-    "SearcherRetriever",
-    "__version__",
-]
+__all__ = ["BM25Retriever", "CrossEncoderReranker", "DenseRetriever", "FusionRetriever",
+           "HyDERetriever", "HybridRetriever", "LLMReranker", "LangChainEmbedder",
+           "LangChainParentStore", "ParentDocumentRetriever", "RerankingRetriever",
+           "ScoredVectorStoreRetriever", "SearcherRetriever", "__version__"]
 
 from hybrid_retrievers import __version__

@@ -1,17 +1,23 @@
-"""Constructor keyword checks for the LangChain retrievers.
+"""Constructor argument checks shared by the LangChain classes, written once.
 
-LangChain's ``BaseRetriever`` silently drops unknown constructor arguments; the
-retrievers here refuse them (`check_arguments`, run by `StrictRetriever` before
-validation), and name the equivalent here when the argument comes from a LangChain
-community class (`ARGUMENT_HINTS`).
+LangChain's ``BaseRetriever`` silently drops unknown constructor arguments; ours refuse
+them (`check_arguments`, naming the equivalent of a LangChain community argument from
+`ARGUMENT_HINTS`). `refuse_unknown` and `count_validator` make the pydantic validators
+every class uses; `pop_options` routes a recipe's keyword arguments to its parts.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import inspect
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-__all__ = ["ARGUMENT_HINTS", "check_arguments"]
+from pydantic import ValidationInfo, field_validator, model_validator
+
+from hybrid_retrievers.validation import check_k
+
+__all__ = ["ARGUMENT_HINTS", "check_arguments", "count_validator", "keyword_options",
+           "pop_options", "refuse_unknown"]
 
 ARGUMENT_HINTS: Mapping[str, str] = {
     "preprocess_func": (
@@ -43,12 +49,8 @@ ARGUMENT_HINTS: Mapping[str, str] = {
 
 
 def check_arguments(cls: type, values: Any, hints: Mapping[str, str] = ARGUMENT_HINTS) -> Any:
-    """Refuse constructor keywords that are not fields of ``cls`` (pydantic "before" step).
-
-    Raises:
-        TypeError: naming every unknown argument, the community equivalent when there is
-            one, and the accepted names.
-    """
+    """Refuse constructor keywords that are not fields of ``cls``: `TypeError` naming each
+    one (with its community equivalent from ``hints``) and the accepted names."""
     if not isinstance(values, Mapping):
         return values
     fields = getattr(cls, "model_fields", {})
@@ -64,3 +66,29 @@ def check_arguments(cls: type, values: Any, hints: Mapping[str, str] = ARGUMENT_
         f"{cls.__name__} got unexpected argument(s) {', '.join(parts)}; accepted: "
         f"{', '.join(sorted(k for k in fields if not k.startswith('_')))}"
     )
+
+
+def refuse_unknown() -> Any:
+    """A pydantic "before" model validator running `check_arguments` for its class."""
+    def check(cls: type, values: Any) -> Any:
+        return check_arguments(cls, values)
+    return model_validator(mode="before")(classmethod(check))  # type: ignore[arg-type]
+
+
+def count_validator(*fields: str, optional: bool = False) -> Any:
+    """A pydantic "before" validator: each field is a count >= 1 (`check_k`, named by the
+    field); ``None`` passes when ``optional`` (``fetch_k=None`` means "the default")."""
+    def check(cls: type, value: Any, info: ValidationInfo) -> int | None:
+        return None if optional and value is None else check_k(value, name=info.field_name)
+    return field_validator(*fields, mode="before")(classmethod(check))  # type: ignore[arg-type]
+
+
+def keyword_options(method: Callable[..., Any]) -> tuple[str, ...]:
+    """The keyword-only parameter names of ``method`` (a recipe's options)."""
+    return tuple(p.name for p in inspect.signature(method).parameters.values()
+                 if p.kind is inspect.Parameter.KEYWORD_ONLY)
+
+
+def pop_options(kwargs: dict[str, Any], names: Iterable[str]) -> dict[str, Any]:
+    """Remove the keys ``names`` from ``kwargs`` and return them (a part's options)."""
+    return {name: kwargs.pop(name) for name in names if name in kwargs}

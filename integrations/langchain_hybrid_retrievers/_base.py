@@ -1,25 +1,8 @@
 """What every LangChain retriever of this package shares: the core-adapter contract.
 
-The adapters import only public core names (``hybrid_retrievers``, its public modules
-and ``hybrid_retrievers.validation`` for the argument checks; tests/test_architecture.py
-keeps it so). A retriever converts types, maps parameter names, wires run config and
-async, and delegates; ranking, filtering and validation of values live in the core.
-What a retriever over a core searcher does is written once, here:
-
-* `CoreRetriever`: the ``k`` / ``filter`` / ``score_key`` fields and their checks, the
-  per-call ``k=`` / ``filter=`` overrides (``None`` means "the field"), one path from
-  core hits to new `Document` objects, and async (the searcher's ``asearch`` when it
-  has one, else a worker thread, so the event loop never runs the search).
-* `IndexRetriever`: a `CoreRetriever` over one editable core index (``index``):
-  ``add_documents`` / ``add_texts`` / ``delete``, ``from_documents`` and ``save_local``.
-* `accepts_k` is the one rule for "does ``invoke(q, k=n)`` set how many documents this
-  retriever returns".
-
-Re-exported from their own modules (import them from here): `StrictRetriever`, which
-refuses unknown constructor arguments (`_arguments`: `check_arguments`,
-`ARGUMENT_HINTS`) and remembers the caller's `RunnableConfig` for child calls
-(`_runconfig`: `child_config`, `current_config`, `core_calls_as_children`,
-`core_call_config`).
+Adapters convert types, map parameter names, wire run config and async, and delegate
+to the core. Written once here: `CoreRetriever`, `IndexRetriever` and `accepts_k`; the
+run-config helpers and argument checks are re-exported from ``_runconfig`` / ``_arguments``.
 """
 
 from __future__ import annotations
@@ -42,8 +25,15 @@ from pydantic import field_validator
 from hybrid_retrievers.types import Hit, MetadataFilter
 from hybrid_retrievers.validation import check_k
 
-from ._arguments import ARGUMENT_HINTS, check_arguments
-from ._convert import check_score_key, copy_metadatas, documents_to_columns, hit_to_document
+from ._arguments import ARGUMENT_HINTS, check_arguments, count_validator
+from ._convert import (
+    Ids,
+    Metadatas,
+    check_score_key,
+    copy_metadatas,
+    documents_to_columns,
+    hit_to_document,
+)
 from ._runconfig import (
     StrictRetriever,
     child_config,
@@ -52,19 +42,9 @@ from ._runconfig import (
     current_config,
 )
 
-__all__ = [
-    "ARGUMENT_HINTS",
-    "CoreRetriever",
-    "Filter",
-    "IndexRetriever",
-    "StrictRetriever",
-    "accepts_k",
-    "check_arguments",
-    "child_config",
-    "core_call_config",
-    "core_calls_as_children",
-    "current_config",
-]
+__all__ = ["ARGUMENT_HINTS", "CoreRetriever", "Filter", "IndexRetriever", "StrictRetriever",
+           "accepts_k", "check_arguments", "child_config", "core_call_config",
+           "core_calls_as_children", "current_config"]
 
 
 Filter = MetadataFilter
@@ -72,7 +52,10 @@ Filter = MetadataFilter
 
 
 class CoreRetriever(StrictRetriever):
-    """A retriever over one core searcher (see the module docstring).
+    """A retriever over one core searcher: ``k`` / ``filter`` / ``score_key`` fields and
+    their checks, per-call ``k=`` / ``filter=`` overrides (``None`` means "the field"), one
+    path from core hits to new `Document` objects, and async (the searcher's ``asearch``
+    when it has one, else a worker thread, so the event loop never runs the search).
 
     Subclasses declare the searcher field (``searcher`` by default; `IndexRetriever`
     uses ``index``) and add their constructors.
@@ -93,16 +76,15 @@ class CoreRetriever(StrictRetriever):
     child_runs: ClassVar[bool] = False
     """Whether the core's own LangChain calls (an LLM's, a child retriever's) are child
     runs of this retriever's run (`core_calls_as_children`)."""
+    reserved_key: ClassVar[str | None] = None
+    """Another metadata key the retriever writes (`_extra`), which ``score_key`` must not be."""
 
-    @field_validator("k", mode="before")
-    @classmethod
-    def _check_k(cls, value: Any) -> int:
-        return check_k(value, name="k")
+    _check_k = count_validator("k")
 
     @field_validator("score_key")
     @classmethod
     def _check_score_key(cls, value: str) -> str:
-        return check_score_key(value)
+        return check_score_key(value, cls.reserved_key)
 
     def _core(self) -> Any:
         return getattr(self, self.core_field)
@@ -112,8 +94,12 @@ class CoreRetriever(StrictRetriever):
         return (check_k(self.k if k is None else k, name="k"),
                 self.filter if filter is None else filter)
 
+    def _extra(self, hit: Hit) -> Mapping[str, Any] | None:
+        """Metadata added to the returned document of ``hit``, after its score and rank."""
+        return None
+
     def _documents(self, hits: Iterable[Hit]) -> list[Document]:
-        return [hit_to_document(hit, self.score_key) for hit in hits]
+        return [hit_to_document(hit, self.score_key, self._extra(hit)) for hit in hits]
 
     def _search(self, query: str, k: int | None, filter: Filter | None) -> list[Document]:
         top, where = self._resolve(k, filter)
@@ -138,8 +124,7 @@ class CoreRetriever(StrictRetriever):
         self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun,
         k: int | None = None, filter: Filter | None = None,
     ) -> list[Document]:
-        """Async `_get_relevant_documents`: ``asearch`` when the searcher has it, else a
-        worker thread."""
+        """Async `_get_relevant_documents` (see `_asearch`)."""
         with self._runs(run_manager):
             return await self._asearch(query, k, filter)
 
@@ -148,22 +133,16 @@ class CoreRetriever(StrictRetriever):
 
 
 class IndexRetriever(CoreRetriever):
-    """A `CoreRetriever` over one editable core index (`BM25Index`, `VectorIndex`).
-
-    Editing goes to the index (a dense index embeds new texts, BM25 updates N, avgdl and
-    idf), so every retriever edits exactly like its index.
-    """
+    """A `CoreRetriever` over one editable core index (`BM25Index`, `VectorIndex`):
+    editing and saving go to the index, so every retriever edits exactly like it."""
 
     index: Any
     core_field: ClassVar[str] = "index"
 
     @classmethod
     def from_documents(cls, documents: Iterable[Document], *args: Any, **kwargs: Any) -> Any:
-        """`from_texts` over LangChain documents, keeping ``Document.id`` and metadata.
-
-        Documents whose ``id`` is ``None`` get deterministic content ids (see
-        `hybrid_retrievers.content_id`). Other arguments are as for `from_texts`.
-        """
+        """`from_texts` over LangChain documents, keeping ``Document.id`` (content ids
+        when ``None``, see `hybrid_retrievers.content_id`) and metadata."""
         texts, ids, metadatas = documents_to_columns(documents)
         return cls.from_texts(texts, *args, metadatas=metadatas, ids=ids,  # type: ignore[attr-defined]
                               **kwargs)
@@ -177,12 +156,8 @@ class IndexRetriever(CoreRetriever):
         texts, ids, metadatas = documents_to_columns(documents)
         return self.index.add(texts, ids=ids, metadatas=metadatas)  # type: ignore[no-any-return]
 
-    def add_texts(
-        self,
-        texts: Iterable[str],
-        metadatas: Iterable[Mapping[str, Any]] | None = None,
-        ids: Iterable[str | None] | None = None,
-    ) -> list[str]:
+    def add_texts(self, texts: Iterable[str], metadatas: Metadatas = None,
+                  ids: Ids = None) -> list[str]:
         """Add raw texts; returns the ids added (metadata is copied, nested values too)."""
         return self.index.add(  # type: ignore[no-any-return]
             texts, ids=ids, metadatas=copy_metadatas(metadatas))
@@ -196,13 +171,9 @@ class IndexRetriever(CoreRetriever):
         self.index.delete(ids)
 
     def save_local(self, folder_path: str | os.PathLike[str]) -> None:
-        """Save the index to a folder in the core's format (JSON + ``.npy``, no pickle).
-
-        Saved: texts, ids, metadata and the index's settings (analyzer and BM25
-        parameters; a dense index's vectors, metric and model identity, not the model).
-        Query-time settings (``k``, ``filter``, ``score_key``) are not saved: pass them
-        to ``load_local``.
-        """
+        """Save the index to a folder in the core's format (`BM25Index.save` /
+        `VectorIndex.save`: JSON + ``.npy``, no pickle, no model). Query-time settings
+        (``k``, ``filter``, ``score_key``) are not saved: pass them to ``load_local``."""
         self.index.save(folder_path)
 
 
@@ -219,14 +190,11 @@ def _unwrap(runnable: Any) -> Any:
 
 
 def accepts_k(retriever: Any, *, asynchronous: bool) -> bool:
-    """Whether ``retriever.invoke(q, k=n)`` (``ainvoke`` when async) returns up to ``n``.
-
-    True for a ``VectorStoreRetriever`` (its keyword arguments become search
-    arguments) and for a `BaseRetriever` whose ``_get_relevant_documents`` (or, when
-    async and overridden, ``_aget_relevant_documents``) declares ``k`` or ``**kwargs``;
-    the same through ``with_config`` / ``bind`` / ``configurable_fields`` wrappers, which
-    forward keyword arguments.
-    """
+    """Whether ``retriever.invoke(q, k=n)`` (``ainvoke`` when async) returns up to ``n``:
+    true for a ``VectorStoreRetriever`` and for a `BaseRetriever` whose
+    ``_get_relevant_documents`` (when async and overridden, ``_aget_relevant_documents``)
+    declares ``k`` or ``**kwargs``, also behind ``with_config`` / ``bind`` /
+    ``configurable_fields`` wrappers (which forward keyword arguments)."""
     from langchain_core.vectorstores import VectorStoreRetriever
 
     retriever = _unwrap(retriever)

@@ -1,16 +1,16 @@
 """A LangChain retriever as a core searcher, for one `FusionRetriever` call.
 
 The core plans and fuses (`hybrid_retrievers.fusion.FusionPlan`); what is LangChain's is
-how a child is asked: ``invoke`` / ``ainvoke`` with the caller's config and callbacks
-that make it a child run of the fusion (tagged ``retriever_<n>``), ``k=fetch_k`` when the
-child takes it (`accepts_k`), and its documents read back as core hits
-(`document_to_hit`: ``Document.id`` is the identity, the score is the first number
-under the score keys).
+how a child is asked (``invoke`` / ``ainvoke`` with the caller's config, as a child run of
+the fusion tagged ``retriever_<n>``, ``k=fetch_k`` when it takes it) and read back
+(`document_to_hit`: ``Document.id`` is the identity, the score the first number under
+the score keys).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import KW_ONLY, dataclass
 from typing import Any
 
 from langchain_core.documents import Document
@@ -27,26 +27,16 @@ from .vectorstores import with_store_scores
 __all__ = ["ChildSearcher", "child_label", "children_for", "fused_documents"]
 
 
+@dataclass(slots=True)
 class ChildSearcher:
     """``search(query, k)`` / ``asearch`` over one LangChain child, for one fusion call."""
 
-    __slots__ = ("child", "config", "pass_k", "keys", "label")
-
-    def __init__(self, child: Any, config: RunnableConfig, *, pass_k: bool,
-                 keys: Sequence[str], label: str) -> None:
-        self.child = child
-        self.config = config  # the caller's, with callbacks under the fusion run
-        self.pass_k = pass_k
-        self.keys = keys  # metadata keys read as the score, in order
-        self.label = label
-
-    @classmethod
-    def for_run(cls, child: Any, i: int, config: RunnableConfig, run_manager: Any, *,
-                pass_k: bool, keys: Sequence[str], label: str) -> ChildSearcher:
-        """Child ``i`` of a fusion run: a child run tagged ``retriever_<i + 1>``."""
-        callbacks = run_manager.get_child(tag=f"retriever_{i + 1}")
-        return cls(child, patch_config(config, callbacks=callbacks), pass_k=pass_k, keys=keys,
-                   label=label)
+    child: Any
+    config: RunnableConfig  # the caller's, with callbacks under the fusion run
+    _: KW_ONLY
+    pass_k: bool
+    keys: Sequence[str]  # metadata keys read as the score, in order
+    label: str
 
     def search(self, query: str, k: int) -> list[Hit]:
         kwargs = {"k": k} if self.pass_k else {}
@@ -73,13 +63,9 @@ def children_for(fusion: Any, call: FusionCall, run_manager: Any, config: Runnab
                  asynchronous: bool) -> list[ChildSearcher]:
     """The active children of one call of ``fusion`` (a `FusionRetriever`) as searchers.
 
-    ``fetch_k`` reaches a child as ``invoke(query, k=fetch_k)`` when it can take it: with
-    ``pass_fetch_k=None`` (auto) when `accepts_k` says so (this package's retrievers and
-    vector-store retrievers, also behind ``with_config`` / ``bind`` /
-    ``configurable_fields``); ``True`` always, ``False`` never. For the score modes, a
-    vector store's plain ``as_retriever()`` child is searched with the store's
-    ``similarity_search_with_relevance_scores`` (`ScoredVectorStoreRetriever`), since
-    its documents carry no scores.
+    Child ``i`` runs as a child run tagged ``retriever_<i + 1>``, asked with
+    ``k=fetch_k`` as ``pass_fetch_k`` says (``None``: when `accepts_k`). For the score
+    modes, a plain ``as_retriever()`` child is searched as a `ScoredVectorStoreRetriever`.
     """
     keys = (fusion.score_key, *(key for key in SCORE_KEYS if key != fusion.score_key))
     out = []
@@ -90,8 +76,9 @@ def children_for(fusion: Any, call: FusionCall, run_manager: Any, config: Runnab
             passes = _accepts_k(fusion._accepts, child, asynchronous)
         if call.mode is not FusionMode.RRF:
             child = with_store_scores(child)
-        out.append(ChildSearcher.for_run(child, i, config, run_manager, pass_k=passes,
-                                         keys=keys, label=child_label(fusion, i)))
+        child_run = patch_config(config, callbacks=run_manager.get_child(tag=f"retriever_{i + 1}"))
+        out.append(ChildSearcher(child, child_run, pass_k=passes, keys=keys,
+                                 label=child_label(fusion, i)))
     return out
 
 
@@ -106,9 +93,4 @@ def _accepts_k(cache: dict[Any, Any], child: Any, asynchronous: bool) -> bool:
 
 def fused_documents(hits: Sequence[Hit], score_key: str) -> list[Document]:
     """New documents for fused hits: score under ``score_key``, provenance under ``"fusion"``."""
-    out = []
-    for hit in hits:
-        document = hit_to_document(hit, score_key)
-        document.metadata[FUSION_KEY] = hit.explanation[FUSION_KEY]
-        out.append(document)
-    return out
+    return [hit_to_document(h, score_key, {FUSION_KEY: h.explanation[FUSION_KEY]}) for h in hits]

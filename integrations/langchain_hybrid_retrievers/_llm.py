@@ -1,18 +1,11 @@
 """The one LLM wrapper of the LangChain adapters: any LangChain model as a core generator.
 
-Every adapter that takes an ``llm`` (`HyDERetriever`, `LLMReranker`) turns it into the
-core's `hybrid_retrievers.TextGenerator` here, so the rules are written once:
-
-* a LangChain LLM, chat model or any `Runnable` (e.g. ``prompt | model | parser``) is
-  wrapped in `LangChainGenerator`: ``__call__`` runs ``invoke``, ``agenerate`` awaits
-  ``ainvoke``, and a chat message becomes its text;
-* a plain callable ``prompt -> str`` is used as it is;
-* `llm_name` is the model's name recorded in provenance.
-
-Tracing: a wrapper bound to callbacks (`LangChainGenerator.with_callbacks`, as a
-compressor gets them) passes them on; otherwise, inside a retriever call of this
-package, the model runs as a child run of that call (see
-`langchain_hybrid_retrievers._base.core_calls_as_children`).
+Every adapter that takes an ``llm`` (`HyDERetriever`, `LLMReranker`) turns it into a core
+`hybrid_retrievers.TextGenerator` with `as_text_generator`: a LangChain LLM, chat model or
+any `Runnable` is wrapped in `LangChainGenerator`, a plain callable ``prompt -> str`` is
+used as it is; `llm_name` is the model's name in provenance. A wrapper bound to callbacks
+(`LangChainGenerator.with_callbacks`) reports to them; otherwise, inside one of this
+package's retriever calls, the model runs as a child run of it (`core_calls_as_children`).
 """
 
 from __future__ import annotations
@@ -29,11 +22,8 @@ __all__ = ["LangChainGenerator", "as_text_generator", "llm_name", "message_text"
 
 
 def message_text(output: Any) -> str:
-    """The text of a model's output: a str as it is, a message's text content.
-
-    Raises:
-        TypeError: for anything else (a custom `Runnable` should end with a parser).
-    """
+    """The text of a model's output: a str as it is, a message's text content
+    (`TypeError` for anything else: a custom `Runnable` should end with a parser)."""
     if isinstance(output, str):
         return output
     if isinstance(output, BaseMessage):
@@ -58,10 +48,9 @@ def llm_name(llm: Any) -> str:
 
 
 class LangChainGenerator:
-    """A LangChain LLM, chat model or `Runnable` as the core's text generator.
-
-    ``__call__`` runs ``invoke(prompt)``, ``agenerate`` awaits ``ainvoke(prompt)``;
-    messages become their text content.
+    """A LangChain LLM, chat model or `Runnable` as the core's text generator:
+    ``__call__`` runs ``invoke(prompt)``, ``agenerate`` awaits ``ainvoke(prompt)``, and a
+    message becomes its text.
 
     Example:
         >>> from langchain_core.language_models import FakeListLLM
@@ -71,10 +60,7 @@ class LangChainGenerator:
 
     def __init__(self, runnable: Runnable, *, callbacks: Callbacks = None) -> None:
         if not isinstance(runnable, Runnable):
-            raise TypeError(
-                "llm must be a LangChain LLM, chat model or Runnable (or a callable "
-                f"prompt -> str), got {type(runnable).__name__}"
-            )
+            raise _not_an_llm(runnable)
         self.runnable = runnable
         self.callbacks = callbacks
 
@@ -103,16 +89,15 @@ class LangChainGenerator:
 
 
 def as_text_generator(llm: Any) -> Any:
-    """``llm`` as a core generator: Runnables are wrapped, plain callables pass through.
-
-    Raises:
-        TypeError: for anything else.
-    """
+    """``llm`` as a core generator: Runnables are wrapped, plain callables pass through
+    (`TypeError` for anything else)."""
     if isinstance(llm, Runnable):
         return LangChainGenerator(llm)
     if callable(llm):
         return llm
-    raise TypeError(
-        "llm must be a LangChain LLM, chat model or Runnable, or a callable prompt -> str, "
-        f"got {type(llm).__name__}: {llm!r:.80}"
-    )
+    raise _not_an_llm(llm)
+
+
+def _not_an_llm(value: Any) -> TypeError:
+    return TypeError("llm must be a LangChain LLM, chat model or Runnable, or a callable "
+                     f"prompt -> str, got {type(value).__name__}: {value!r:.80}")

@@ -1,26 +1,25 @@
 """Shared plumbing of the LangChain rerankers (see `langchain_hybrid_retrievers.compressors`).
 
-`RerankCompressor` validates ``top_n`` / ``score_key`` and maps ``compress_documents``
-onto a per-call ``top_n``; `to_core` / `to_documents` convert documents to core docs
-(by position, so every result maps back to its own input) and back, adding the
-provenance keys documented in `langchain_hybrid_retrievers.compressors`.
+`RerankCompressor` checks the fields and runs a subclass's core call (`_core_call`) with a
+per-call ``top_n``; `to_core` / `to_documents` convert documents to positional core docs
+and back, adding provenance.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from langchain_core.callbacks import Callbacks
 from langchain_core.documents import BaseDocumentCompressor, Document
-from pydantic import ConfigDict, field_validator, model_validator
+from pydantic import ConfigDict, PrivateAttr, field_validator
 
 from hybrid_retrievers import Doc, Hit
-from hybrid_retrievers.rerank import RERANK_KEY
-from hybrid_retrievers.validation import check_k
+from hybrid_retrievers.rerank import RERANK_KEY, LLMReranker, Reranker
+from hybrid_retrievers.rerank.adapters import input_position, positional_docs
 
-from ._base import check_arguments
-from ._convert import RANK_KEY, copy_metadata
+from ._arguments import count_validator, refuse_unknown
+from ._convert import RANK_KEY, with_metadata
 
 __all__ = ["DETAIL_KEY", "PREVIOUS_RANK_KEY", "STATUS_KEY", "RerankCompressor",
            "check_documents", "to_core", "to_documents"]
@@ -46,44 +45,24 @@ def check_documents(documents: Any) -> list[Document]:
 
 
 def to_core(documents: list[Document]) -> list[Doc]:
-    # Positions as ids: LangChain documents may lack ids, and every input must map back to
-    # exactly its own Document. A repeated Document.id gets its first occurrence's
-    # position, so the core keeps only that one, as it does for repeated Doc ids.
-    first: dict[str, int] = {}
-    out = []
-    for i, d in enumerate(documents):
-        position = i if d.id is None else first.setdefault(d.id, i)
-        out.append(Doc(str(position), d.page_content))
-    return out
+    """The documents as positional core docs (`positional_docs`)."""
+    return positional_docs((d.id, d.page_content) for d in documents)
 
 
 def to_documents(hits: list[Hit], documents: list[Document], score_key: str) -> list[Document]:
     out = []
     for hit in hits:
-        original = documents[int(hit.doc.id)]
+        original = documents[input_position(hit)]
         info = hit.explanation[RERANK_KEY]
-        metadata = copy_metadata(original.metadata)
-        if score_key in metadata:
-            metadata[f"previous_{score_key}"] = metadata[score_key]
-        metadata[score_key] = float(hit.score)
-        metadata[RANK_KEY] = hit.rank
-        metadata[PREVIOUS_RANK_KEY] = info["previous_rank"]
+        updates: dict[str, Any] = {}
+        if score_key in original.metadata:
+            updates[f"previous_{score_key}"] = original.metadata[score_key]
+        updates.update({score_key: float(hit.score), RANK_KEY: hit.rank,
+                        PREVIOUS_RANK_KEY: info["previous_rank"]})
         if "status" in info:
-            metadata[STATUS_KEY] = info["status"]
-            metadata[DETAIL_KEY] = info["detail"]
-        out.append(Document(id=original.id, page_content=original.page_content,
-                            metadata=metadata))
+            updates.update({STATUS_KEY: info["status"], DETAIL_KEY: info["detail"]})
+        out.append(with_metadata(original, updates))
     return out
-
-
-def _check_score_key(value: str) -> str:
-    if not isinstance(value, str) or not value:
-        raise ValueError(f"score_key must be a non-empty string, got {value!r}; "
-                         "e.g. 'relevance_score'")
-    if value in _RESERVED:
-        raise ValueError(f"score_key must not be one of {_RESERVED!r} (used for provenance), "
-                         f"got {value!r}; use e.g. 'relevance_score'")
-    return value
 
 
 class RerankCompressor(BaseDocumentCompressor):
@@ -98,43 +77,61 @@ class RerankCompressor(BaseDocumentCompressor):
     score_key: str = "relevance_score"
     """Metadata key of the rerank score on returned documents."""
 
-    @model_validator(mode="before")
-    @classmethod
-    def _refuse_unknown(cls, values: Any) -> Any:
-        return check_arguments(cls, values)
+    _reranker: Any = PrivateAttr()
+    _refuse_unknown = refuse_unknown()
+    _check_top_n = count_validator("top_n")
 
-    @field_validator("top_n", mode="before")
-    @classmethod
-    def _check_top_n(cls, value: Any) -> int:
-        return check_k(value, name="top_n")
+    @property
+    def reranker(self) -> Reranker | LLMReranker:
+        """The core reranker doing the work (`hybrid_retrievers.rerank`)."""
+        return self._reranker  # type: ignore[no-any-return]
 
     @field_validator("score_key")
     @classmethod
     def _check_key(cls, value: str) -> str:
-        return _check_score_key(value)
+        if not isinstance(value, str) or not value:
+            raise ValueError(f"score_key must be a non-empty string, got {value!r}; "
+                             "e.g. 'relevance_score'")
+        if value in _RESERVED:
+            raise ValueError(f"score_key must not be one of {_RESERVED!r} (used for "
+                             f"provenance), got {value!r}; use e.g. 'relevance_score'")
+        return value
+
+    def _core_call(self, callbacks: Callbacks, *,
+                   asynchronous: bool) -> tuple[Callable[..., Any], dict[str, Any]]:
+        """The core reranker's ``rerank`` (``arerank`` when async) and its keyword
+        arguments besides ``top_n``, reporting model calls to ``callbacks``."""
+        raise NotImplementedError
 
     def _rerank_documents(self, documents: Sequence[Document], query: str, *,
                           top_n: int | None, callbacks: Callbacks) -> list[Document]:
-        raise NotImplementedError
+        docs = check_documents(documents)
+        if not docs:
+            return []
+        rerank, kwargs = self._core_call(callbacks, asynchronous=False)
+        hits = rerank(query, to_core(docs), top_n=self._top_n(top_n), **kwargs)
+        return to_documents(hits, docs, self.score_key)
 
     async def _arerank_documents(self, documents: Sequence[Document], query: str, *,
                                  top_n: int | None, callbacks: Callbacks) -> list[Document]:
-        raise NotImplementedError
+        docs = check_documents(documents)
+        if not docs:
+            return []
+        arerank, kwargs = self._core_call(callbacks, asynchronous=True)
+        hits = await arerank(query, to_core(docs), top_n=self._top_n(top_n), **kwargs)
+        return to_documents(hits, docs, self.score_key)
+
+    def _top_n(self, top_n: int | None) -> int:
+        return self.top_n if top_n is None else top_n
 
     def compress_documents(
-        self,
-        documents: Sequence[Document],
-        query: str,
-        callbacks: Callbacks | None = None,
+        self, documents: Sequence[Document], query: str, callbacks: Callbacks | None = None,
     ) -> Sequence[Document]:
         """Rerank ``documents`` for ``query``; return the best ``top_n`` as new documents."""
         return self._rerank_documents(documents, query, top_n=None, callbacks=callbacks)
 
     async def acompress_documents(
-        self,
-        documents: Sequence[Document],
-        query: str,
-        callbacks: Callbacks | None = None,
+        self, documents: Sequence[Document], query: str, callbacks: Callbacks | None = None,
     ) -> Sequence[Document]:
         """Async `compress_documents` (the model never runs on the event loop)."""
         return await self._arerank_documents(documents, query, top_n=None, callbacks=callbacks)

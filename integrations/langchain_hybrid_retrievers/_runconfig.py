@@ -1,37 +1,44 @@
 """The caller's `RunnableConfig`, remembered for every child call.
 
-BaseRetriever hands ``_get_relevant_documents`` only a run manager; children (child
-retrievers, LLMs, compressors, models called from the core) need the whole config.
-`StrictRetriever.invoke` / ``ainvoke`` remember it in a context variable, and
-`child_config` / `core_calls_as_children` derive the children's config from it: the
-caller's ``configurable``, ``max_concurrency``, tags and metadata, and callbacks that
-make the call a child run of the retriever. `StrictRetriever` also refuses unknown
-constructor arguments (`check_arguments`).
+``BaseRetriever`` hands ``_get_relevant_documents`` only a run manager, but children need
+the whole config: `StrictRetriever.invoke` / ``ainvoke`` remember it in a context
+variable, and `child_config` / `core_calls_as_children` derive the children's config
+(the caller's ``configurable``, tags and metadata, callbacks under the retriever's run).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from contextvars import ContextVar
-from typing import Any
+from typing import Any, TypeVar
 
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import RunnableConfig
 from langchain_core.runnables.config import ensure_config, patch_config
-from pydantic import ConfigDict, model_validator
+from pydantic import ConfigDict
 
-from ._arguments import check_arguments
+from ._arguments import refuse_unknown
 
 __all__ = ["StrictRetriever", "child_config", "core_call_config", "core_calls_as_children",
            "current_config"]
 
-# The RunnableConfig of the current invoke/ainvoke (BaseRetriever hands
-# _get_relevant_documents only a run manager; children need the whole config).
+# The RunnableConfig of the current invoke/ainvoke.
 _CONFIG: ContextVar[RunnableConfig | None] = ContextVar("hybrid_retrievers_config", default=None)
 # The config for model calls made inside the core (HyDE's generator, a child index).
 _CHILD: ContextVar[RunnableConfig | None] = ContextVar("hybrid_retrievers_child", default=None)
+
+_T = TypeVar("_T")
+
+
+@contextmanager
+def _set(var: ContextVar[_T], value: _T) -> Iterator[None]:
+    token = var.set(value)
+    try:
+        yield
+    finally:
+        var.reset(token)
 
 
 def current_config() -> RunnableConfig:
@@ -44,18 +51,10 @@ def child_config(run_manager: Any, tag: str | None = None) -> RunnableConfig:
     return patch_config(current_config(), callbacks=run_manager.get_child(tag=tag))
 
 
-@contextmanager
-def core_calls_as_children(run_manager: Any) -> Iterator[None]:
-    """Within the block, LangChain models called from the core run as children.
-
-    The core calls models (HyDE's generator, a LangChain child index) without any
-    config; the wrappers read `core_call_config`, which this block sets.
-    """
-    token = _CHILD.set(child_config(run_manager))
-    try:
-        yield
-    finally:
-        _CHILD.reset(token)
+def core_calls_as_children(run_manager: Any) -> AbstractContextManager[None]:
+    """A context in which LangChain models called from the core (which passes them no
+    config) run as children of ``run_manager``: the wrappers read `core_call_config`."""
+    return _set(_CHILD, child_config(run_manager))
 
 
 def core_call_config() -> RunnableConfig | None:
@@ -69,27 +68,18 @@ class StrictRetriever(BaseRetriever):
     model_config = ConfigDict(arbitrary_types_allowed=True, use_attribute_docstrings=True,
                               extra="forbid")
 
-    @model_validator(mode="before")
-    @classmethod
-    def _refuse_unknown(cls, values: Any) -> Any:
-        return check_arguments(cls, values)
+    _refuse_unknown = refuse_unknown()
 
     def invoke(
         self, input: str, config: RunnableConfig | None = None, **kwargs: Any
     ) -> list[Document]:
         """`BaseRetriever.invoke`, remembering ``config`` for the child calls."""
-        token = _CONFIG.set(ensure_config(config))
-        try:
+        with _set(_CONFIG, ensure_config(config)):
             return super().invoke(input, config, **kwargs)
-        finally:
-            _CONFIG.reset(token)
 
     async def ainvoke(
         self, input: str, config: RunnableConfig | None = None, **kwargs: Any
     ) -> list[Document]:
         """`BaseRetriever.ainvoke`, remembering ``config`` for the child calls."""
-        token = _CONFIG.set(ensure_config(config))
-        try:
+        with _set(_CONFIG, ensure_config(config)):
             return await super().ainvoke(input, config, **kwargs)
-        finally:
-            _CONFIG.reset(token)

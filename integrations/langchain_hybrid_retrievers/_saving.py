@@ -1,8 +1,7 @@
-"""`FusionRetriever.save_local` / `load_local`: the core's fusion format (`hybrid_retrievers.fusion.saved`).
+"""`FusionRetriever.save_local` / `load_local` in the core's format (`fusion.saved`).
 
-Only fusions of this package's retrievers can be saved (`BM25Retriever`,
-`DenseRetriever`, and `FusionRetriever` / `HybridRetriever` over those): a vector store
-or a remote retriever has no index here to write.
+Only fusions of this package's BM25, dense and fusion retrievers can be saved: a vector
+store or a remote retriever has no index here to write.
 """
 
 from __future__ import annotations
@@ -19,10 +18,10 @@ from hybrid_retrievers.persistence.composite import (
     load_children,
 )
 
-from .dense import DenseRetriever
 from .bm25 import BM25Retriever
+from .dense import DenseRetriever
 
-__all__ = ["save_fusion_retriever", "load_fusion_retriever"]
+__all__ = ["load_fusion_retriever", "save_fusion_retriever"]
 
 
 def save_fusion_retriever(retriever: Any, folder_path: str | os.PathLike[str]) -> None:

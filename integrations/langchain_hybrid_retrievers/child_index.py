@@ -11,16 +11,15 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.vectorstores import VectorStore, VectorStoreRetriever
 
 from hybrid_retrievers import Doc
-from hybrid_retrievers.ids import content_id
 from hybrid_retrievers.types import Hit
 
 from ._base import accepts_k, core_call_config
-from ._convert import SCORE_KEYS, copy_metadata, document_score
+from ._convert import SCORE_KEYS, doc_to_document, document_score, document_to_doc
+from .vectorstores import SCORED_SEARCH_TYPES
 
 __all__ = ["LangChainChildIndex", "as_child_searcher"]
 
@@ -28,21 +27,10 @@ __all__ = ["LangChainChildIndex", "as_child_searcher"]
 class LangChainChildIndex:
     """A LangChain vector store (or an editable retriever) as the core's child index.
 
-    The core's `ParentChildSearcher` needs a child index it can search, add children
-    to and delete them from; this adapts LangChain's spelling of those:
-
-    * search: a vector store's ``similarity_search_with_relevance_scores`` (its raw
-      ``similarity_search_with_score`` when the store defines no relevance function),
-      or a retriever's ``invoke(query, k=...)`` (scores read from its documents'
-      metadata, ``1 / rank`` when there are none), run as a child run of the
-      `ParentDocumentRetriever` call;
-    * add: ``add_documents(children, ids=...)`` (children keep their ids and carry
-      ``parent_id`` in their metadata, as LangChain's own ``ParentDocumentRetriever``
-      stores its ``doc_id``); delete: ``delete(ids)``.
-
-    A mapping filter is passed to the store as its ``filter=`` argument (in the store's
-    own filter syntax; most accept ``{key: value}`` equality); a callable filter
-    (receiving a `hybrid_retrievers.Doc`) is applied to the children it returns.
+    Search: a store's relevance-scored search (raw scores when it defines no relevance
+    function), or a retriever's ``invoke(query, k=...)`` as a child run (scores from the
+    metadata, else ``1 / rank``). A mapping filter goes to the store as ``filter=``, a
+    callable one is applied to the children returned. Edits: ``add_documents`` / ``delete``.
     """
 
     def __init__(self, target: Any, *, search_kwargs: Mapping[str, Any] | None = None) -> None:
@@ -78,8 +66,7 @@ class LangChainChildIndex:
             pairs = [(d, document_score(d.metadata, SCORE_KEYS)) for d in docs]
         hits: list[Hit] = []
         for document, score in pairs:
-            doc = Doc(document.id if document.id is not None else content_id(
-                document.page_content), document.page_content, document.metadata)
+            doc = document_to_doc(document)
             if predicate is not None and not predicate(doc):
                 continue
             rank = len(hits) + 1
@@ -89,9 +76,7 @@ class LangChainChildIndex:
     def add_docs(self, docs: Sequence[Doc]) -> list[str]:
         """Add children with ``add_documents`` (ids kept); returns their ids."""
         ids = [d.id for d in docs]
-        self._target.add_documents(
-            [Document(id=d.id, page_content=d.text, metadata=copy_metadata(d.metadata))
-             for d in docs], ids=ids)
+        self._target.add_documents([doc_to_document(d) for d in docs], ids=ids)
         self._ids.update(ids)
         return ids
 
@@ -112,7 +97,7 @@ def as_child_searcher(child: Any) -> Any:
     if isinstance(child, VectorStore):
         return LangChainChildIndex(child)
     if isinstance(child, VectorStoreRetriever):
-        if child.search_type not in ("similarity", "similarity_score_threshold"):
+        if child.search_type not in SCORED_SEARCH_TYPES:
             raise ValueError(
                 f"child_retriever has search_type={child.search_type!r}; parent/child search "
                 "needs ranked children: use 'similarity' (or pass the vector store itself)"

@@ -1,24 +1,18 @@
 """`CrossEncoderReranker`: a cross-encoder (or any `PairScorer`) as a document compressor.
 
-The model is resolved by the core's `hybrid_retrievers.rerank.as_pair_scorer` and the
-work done by its `Reranker`; see `langchain_hybrid_retrievers.compressors` for the
-metadata of returned documents.
+The model is resolved and the work done by the core (`pair_reranker`, `Reranker`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable
 from typing import Any
 
 from langchain_core.callbacks import Callbacks
-from langchain_core.documents import Document
-from pydantic import PrivateAttr
-
 from hybrid_retrievers.models import DEFAULT_CROSS_ENCODER
-from hybrid_retrievers.rerank import Reranker as CoreReranker
-from hybrid_retrievers.rerank import as_pair_scorer
+from hybrid_retrievers.rerank.adapters import pair_reranker
 
-from ._rerank import RerankCompressor, check_documents, to_core, to_documents
+from ._rerank import RerankCompressor
 
 __all__ = ["CrossEncoderReranker"]
 
@@ -27,11 +21,8 @@ class CrossEncoderReranker(RerankCompressor):
     """Rerank documents with a cross-encoder, keeping scores (a document compressor).
 
     Unlike ``langchain_classic``'s ``CrossEncoderReranker`` it keeps the score on every
-    document, has a threshold and a batch size, sorts pairs by length before batching,
-    handles two-logit models, and runs the model in a worker thread under
-    ``acompress_documents``. The model is loaded on first use.
-
-    See the module docstring for the metadata of returned documents.
+    document, has a threshold, and runs the model (loaded on first use) in a worker
+    thread under ``acompress_documents``.
 
     Example:
         >>> from langchain_core.documents import Document
@@ -45,13 +36,8 @@ class CrossEncoderReranker(RerankCompressor):
         >>> best.page_content, best.metadata["relevance_score"], best.metadata["previous_rank"]
         ('wing lift and drag', 2.0, 2)
 
-        With a real model, inside LangChain's ``ContextualCompressionRetriever``::
-
-            from langchain_classic.retrievers import ContextualCompressionRetriever
-            compressor = CrossEncoderReranker(model="cross-encoder/ms-marco-MiniLM-L-6-v2",
-                                              top_n=5)
-            retriever = ContextualCompressionRetriever(base_compressor=compressor,
-                                                       base_retriever=bm25_retriever)
+        With a real model: ``ContextualCompressionRetriever(base_compressor=
+        CrossEncoderReranker(model="cross-encoder/ms-marco-MiniLM-L-6-v2"), ...)``.
     """
 
     model: Any = DEFAULT_CROSS_ENCODER
@@ -60,8 +46,7 @@ class CrossEncoderReranker(RerankCompressor):
     `hybrid_retrievers.PairScorer`, or LangChain's ``HuggingFaceCrossEncoder``)."""
 
     score_threshold: float | None = None
-    """Drop documents scoring below this (in the model's units: a probability for the
-    default sigmoid), before ``top_n``; ``None`` keeps every score."""
+    """Drop documents scoring below this (in the model's units), before ``top_n``."""
 
     batch_size: int = 32
     """Pairs per forward pass (for a name, path or ``CrossEncoder`` model)."""
@@ -72,40 +57,13 @@ class CrossEncoderReranker(RerankCompressor):
     device: str | None = None
     """Device for a model loaded by name or path (``None``: sentence-transformers chooses)."""
 
-    _reranker: CoreReranker = PrivateAttr()
-
     def model_post_init(self, context: Any, /) -> None:
-        scorer = as_pair_scorer(self.model, batch_size=self.batch_size,
-                                max_length=self.max_length, device=self.device)
-        # Validates score_threshold; top_n and the threshold are read per call from the
-        # fields, so assigning them later takes effect.
-        self._reranker = CoreReranker(scorer, top_n=self.top_n,
-                                      score_threshold=self.score_threshold)
+        # Validates score_threshold; top_n and the threshold are read per call (`_core_call`).
+        self._reranker = pair_reranker(
+            self.model, top_n=self.top_n, score_threshold=self.score_threshold,
+            batch_size=self.batch_size, max_length=self.max_length, device=self.device)
 
-    @property
-    def reranker(self) -> CoreReranker:
-        """The core `hybrid_retrievers.rerank.Reranker` doing the work."""
-        return self._reranker
-
-    def _args(self, documents: Sequence[Document], top_n: int | None) -> tuple[Any, ...]:
-        docs = check_documents(documents)
-        return docs, to_core(docs), {
-            "top_n": self.top_n if top_n is None else top_n,
-            "score_threshold": self.score_threshold,
-        }
-
-    def _rerank_documents(self, documents: Sequence[Document], query: str, *,
-                          top_n: int | None, callbacks: Callbacks) -> list[Document]:
-        docs, core, kwargs = self._args(documents, top_n)
-        if not docs:
-            return []
-        hits = self._reranker.rerank(query, core, **kwargs)
-        return to_documents(hits, docs, self.score_key)
-
-    async def _arerank_documents(self, documents: Sequence[Document], query: str, *,
-                                 top_n: int | None, callbacks: Callbacks) -> list[Document]:
-        docs, core, kwargs = self._args(documents, top_n)
-        if not docs:
-            return []
-        hits = await self._reranker.arerank(query, core, **kwargs)
-        return to_documents(hits, docs, self.score_key)
+    def _core_call(self, callbacks: Callbacks, *,
+                   asynchronous: bool) -> tuple[Callable[..., Any], dict[str, Any]]:
+        rerank = self._reranker.arerank if asynchronous else self._reranker.rerank
+        return rerank, {"score_threshold": self.score_threshold}

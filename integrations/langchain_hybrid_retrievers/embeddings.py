@@ -1,20 +1,11 @@
 """Any LangChain `Embeddings` as the core's `Embedder` protocol.
 
-`LangChainEmbedder` is a `hybrid_retrievers.models.EmbedderAdapter` (float32 arrays,
-one dimension, model identity, batch and async queries, the error messages): this
-module only says which LangChain methods to call. The model is called as LangChain
-documents it (``embed_documents`` for documents, ``embed_query`` for queries,
-``aembed_query`` for async queries), so models whose document and query encodings
-differ keep working; LangChain's default ``aembed_query`` runs ``embed_query`` in an
-executor thread, models with a native async client (HTTP APIs) await it without one.
-
-Model identity: ``model_id=`` when given; otherwise the class name plus the first
-non-empty string among the model's ``model``, ``model_name``, ``model_id``,
-``deployment`` and ``repo_id`` attributes, e.g. ``"OpenAIEmbeddings(text-embedding-3-small)"``.
-A model without any such attribute has no identity (``None``): the embedding cache then
-refuses it rather than risk mixing two models' vectors under one name. Pass
-``model_id=`` when an option such as an output dimension or an instruction changes the
-document vectors, since it is not part of the derived name.
+`LangChainEmbedder` is a `hybrid_retrievers.models.EmbedderAdapter`: this module only
+names the LangChain methods to call and how a model's identity is derived when
+``model_id=`` is not given: the class name plus the first non-empty string among its
+``model``, ``model_name``, ``model_id``, ``deployment`` and ``repo_id`` attributes
+(``"OpenAIEmbeddings(text-embedding-3-small)"``), else ``None`` (the embedding cache
+refuses it). Pass ``model_id=`` when an option such as an output dimension matters.
 """
 
 from __future__ import annotations
@@ -33,12 +24,8 @@ _NAME_FIELDS = ("model", "model_name", "model_id", "deployment", "repo_id")
 class LangChainEmbedder(EmbedderAdapter):
     """Wrap a LangChain `Embeddings` so a `hybrid_retrievers.VectorIndex` can use it.
 
-    Args:
-        embeddings: Any ``langchain_core.embeddings.Embeddings`` instance.
-        model_id: Identity for caches and saved indexes; derived from the model when
-            omitted (see the module docstring).
-        dimension: The vector length, when known up front; otherwise it is learned
-            from the first vectors the model returns.
+    ``model_id`` and ``dimension`` are as for `EmbedderAdapter` (the identity is derived
+    as the module docstring says).
 
     Example:
         >>> from langchain_core.embeddings import DeterministicFakeEmbedding
@@ -74,15 +61,7 @@ class LangChainEmbedder(EmbedderAdapter):
 
 
 def as_embedder(embedding: Any) -> Any:
-    """Return ``embedding`` as a core `Embedder`.
-
-    A LangChain `Embeddings` is wrapped in `LangChainEmbedder`; anything already
-    following the core protocol (``embed_documents`` and ``embed_query`` returning
-    arrays: `SentenceTransformerEmbedder`, `HashingEmbedder`, a `LangChainEmbedder`)
-    is returned unchanged.
-
-    Raises:
-        TypeError: for anything else (including ``None``).
-    """
+    """``embedding`` as a core `Embedder`: a LangChain `Embeddings` wrapped, a core
+    embedder as it is (`adapt_embedder`; TypeError for anything else, even ``None``)."""
     return adapt_embedder(embedding, Embeddings, LangChainEmbedder, argument="embedding",
                           native_name="a LangChain Embeddings")

@@ -1,11 +1,10 @@
 """LangChain `FusionRetriever`: fuse any LangChain retrievers with the core's fusion.
 
-Planning (per-call weights, fetch depth, which children to ask), running and fusing are
-the core's (`hybrid_retrievers.fusion.FusionPlan`, `CallRunner`); this module wraps each
-child as a core searcher (``_fusion_child.py``) and converts the fused hits. Unlike
-LangChain's ``EnsembleRetriever``, documents are identified by ``Document.id``, children
-run concurrently in the sync path too, the result is cut to ``k``, and every result keeps
-its fused score and provenance. `HybridRetriever` (BM25 + dense) is in ``hybrid.py``.
+Planning, running and fusing are the core's (`hybrid_retrievers.fusion.FusionPlan`,
+`CallRunner`); this module wraps each child as a core searcher (``_fusion_child.py``)
+and converts the fused hits. Unlike ``EnsembleRetriever``, documents are identified by
+``Document.id``, sync children run concurrently too, the result is cut to ``k``, and
+every result keeps its fused score and provenance.
 """
 
 from __future__ import annotations
@@ -22,15 +21,22 @@ from langchain_core.callbacks import (
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 from langchain_core.retrievers import RetrieverLike
-from pydantic import ConfigDict, PrivateAttr, field_validator, model_validator
+from pydantic import PrivateAttr, field_validator, model_validator
 
 from hybrid_retrievers.fusion import (
-    DEFAULT_K_RRF, CallRunner, Dedup, FusionCall, FusionMode, FusionPlan, gather_calls,
+    DEFAULT_K_RRF,
+    CallRunner,
+    Dedup,
+    FusionCall,
+    FusionMode,
+    FusionPlan,
+    gather_calls,
 )
 from hybrid_retrievers.fusion.plan import Weights
 from hybrid_retrievers.types import Hit
-from hybrid_retrievers.validation import check_k, check_k_rrf, parse_enum
+from hybrid_retrievers.validation import check_k_rrf, parse_enum
 
+from ._arguments import count_validator
 from ._base import StrictRetriever, current_config
 from ._convert import FUSION_KEY, check_score_key
 from ._fusion_child import child_label, children_for, fused_documents
@@ -41,27 +47,13 @@ __all__ = ["FusionRetriever", "HybridRetriever"]
 class FusionRetriever(StrictRetriever):
     """Fuse the rankings of several LangChain retrievers into one (RRF by default).
 
-    Each call asks every child whose weight is positive for ``fetch_k`` candidates, runs
-    the children at the same time (sync: the first in the calling thread, the others in
-    pool threads that carry the LangChain context; async: ``asyncio.gather`` of their
-    ``ainvoke``), fuses the lists with the core and returns the top ``k``. Each child run
-    is a child of the fusion run in callbacks and traces, tagged ``retriever_1``,
-    ``retriever_2``... as in LangChain's ``EnsembleRetriever``, and receives the
-    caller's config (``configurable``; ``max_concurrency`` caps the threads).
-
-    How a child is asked (``k=fetch_k`` when it takes it; see ``pass_fetch_k``) and how
-    its documents are read (``Document.id`` is the identity; the score, needed by the
-    score modes only, is read from the metadata; a plain vector-store child is asked for
-    its relevance scores then) is described in ``_fusion_child.py``.
-
-    Returned documents are new: the best-ranked copy's ``id``, text and metadata, plus the
-    fused score under ``score_key``, the rank under ``"rank"`` and the provenance under
-    ``"fusion"`` (documented in `hybrid_retrievers.fusion`; a nested `FusionRetriever`'s
-    own is kept as that source's ``explanation``).
-
-    ``k``, ``weights``, ``mode`` and ``fetch_k`` can be overridden per call
-    (``retriever.invoke(q, k=3, weights=[2, 1], mode="relative_score")``, and for
-    ``ainvoke``); ``None`` means "use the retriever's field".
+    Each call asks every child whose weight is positive for ``fetch_k`` candidates, at the
+    same time (threads carrying the LangChain context, at most ``max_concurrency``; async:
+    ``asyncio.gather``), each as a child run tagged ``retriever_<n>`` as in
+    ``EnsembleRetriever`` (see ``_fusion_child.py``), fuses the lists and returns the top
+    ``k``: new documents (the best-ranked copy) with the fused score under ``score_key``,
+    ``"rank"`` and the provenance under ``"fusion"`` (`hybrid_retrievers.fusion`).
+    ``k``, ``weights``, ``mode`` and ``fetch_k`` can be overridden per call.
 
     Example:
         >>> from langchain_core.documents import Document
@@ -80,22 +72,19 @@ class FusionRetriever(StrictRetriever):
         ['all', 'some']
     """
 
-    model_config = ConfigDict(arbitrary_types_allowed=True, use_attribute_docstrings=True)
-
     retrievers: list[RetrieverLike]
     """The children: LangChain retrievers (or runnables from a query to documents)."""
     k: int = 4
     """Default number of fused documents to return (>= 1); override per call with ``k=``."""
 
     weights: Weights | None = None
-    """One weight (>= 0, at least one > 0) per child, or a callable ``weights(query)``
-    such as `hybrid_retrievers.lexical_boost_rule`; a 0 child is not invoked."""
+    """One weight per child, or a callable ``weights(query)`` (see `FusionSearcher`)."""
 
     mode: FusionMode | str = FusionMode.RRF
     """The `hybrid_retrievers.FusionMode` (``"rrf"``, ``"relative_score"``, ...)."""
 
     k_rrf: float = DEFAULT_K_RRF
-    """The RRF constant (> 0) in ``Σ w_i / (k_rrf + rank_i)``; used by ``mode="rrf"``."""
+    """The RRF constant (> 0), used by ``mode="rrf"``."""
 
     fetch_k: int | None = None
     """Candidates asked of each child; ``None``: ``max(k, 20)`` (`default_fetch_k`)."""
@@ -107,8 +96,7 @@ class FusionRetriever(StrictRetriever):
     """One unique name per child, the provenance's ``"source"`` (default: its index)."""
 
     dedup: Dedup | str = Dedup.ID
-    """``"id"``: same ``Document.id`` = same document; ``"content"``: also the same
-    normalised text under different ids (the better-ranked copy is kept)."""
+    """``"id"`` (same ``Document.id``) or ``"content"`` (also the same text), `Dedup`."""
 
     score_key: str = "score"
     """Metadata key of the fused score (also the first key read as a child's score)."""
@@ -127,11 +115,8 @@ class FusionRetriever(StrictRetriever):
             raise ValueError("retrievers must hold at least one retriever, got an empty list")
         return list(value)
 
-    @field_validator("k", "fetch_k", mode="before")
-    @classmethod
-    def _check_counts_field(cls, value: Any, info: Any) -> int | None:
-        return None if value is None and info.field_name == "fetch_k" \
-            else check_k(value, name=info.field_name)
+    _check_k = count_validator("k")
+    _check_fetch_k = count_validator("fetch_k", optional=True)
 
     @field_validator("mode", "dedup", mode="before")
     @classmethod
@@ -186,10 +171,9 @@ class FusionRetriever(StrictRetriever):
         return self._documents(plan.fuse(call, results))
 
     def save_local(self, folder_path: str | os.PathLike[str]) -> None:
-        """Save every child index and the settings to one folder (no pickle); children
-        must be this package's BM25, dense or fusion retrievers (else `TypeError`).
-        Models and a callable ``weights`` rule are not saved (pass them to `load_local`).
-        """
+        """Save every child index (this package's BM25, dense or fusion retrievers, else
+        `TypeError`) and the settings to one folder; models and a callable ``weights``
+        rule are not saved (pass them to `load_local`)."""
         from ._saving import save_fusion_retriever
 
         save_fusion_retriever(self, folder_path)
@@ -197,13 +181,8 @@ class FusionRetriever(StrictRetriever):
     @classmethod
     def load_local(cls, folder_path: str | os.PathLike[str], embedding: Embeddings | Any = None,
                    **kwargs: Any) -> FusionRetriever:
-        """Load a retriever saved with `save_local`; ``embedding`` is the model the dense
-        children were built with, ``**kwargs`` replace saved fields (``k``, ``weights``...).
-
-        Raises:
-            hybrid_retrievers.persistence.IndexFormatError: a missing, corrupt or
-                foreign folder.
-        """
+        """Load a retriever saved with `save_local`; ``embedding`` is the dense children's
+        model, ``**kwargs`` replace saved fields. `IndexFormatError` for a bad folder."""
         from ._saving import load_fusion_retriever
 
         return load_fusion_retriever(cls, folder_path, embedding, kwargs)

@@ -1,26 +1,24 @@
 """LangChain HyDE retriever over the core `HyDESearcher`.
 
-Any LangChain LLM, chat model or `Runnable` writes the hypothetical passages (a plain
-callable ``prompt -> str`` works too); the core averages their embeddings with the
-query's, searches, fuses with a query-expanded lexical search when asked, and falls
-back to the raw query when the model fails. This module adapts the model, converts
-documents and wires async.
+A LangChain LLM, chat model or `Runnable` (or a callable ``prompt -> str``) writes the
+hypothetical passages; embedding, search, fusion and the fallback to the raw query are
+the core's. This module adapts the model, converts documents and wires async.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any, ClassVar
 
 from langchain_core.documents import Document
-from pydantic import ConfigDict, field_validator
 
 from hybrid_retrievers.hyde import HYDE_OPTIONS, HyDESearcher
 from hybrid_retrievers.types import Hit
 from hybrid_retrievers.vector import VectorIndex
 
+from ._arguments import pop_options
 from ._base import CoreRetriever
-from ._convert import RANK_KEY, check_score_key, copy_metadata, documents_to_columns
+from ._convert import documents_to_docs
 from ._llm import LangChainGenerator, as_text_generator
 from .embeddings import as_embedder
 
@@ -36,18 +34,9 @@ HYDE_KEY = "hyde"
 class HyDERetriever(CoreRetriever):
     """HyDE retrieval (Gao et al. 2022) backed by `hybrid_retrievers.hyde.HyDESearcher`.
 
-    Each returned `Document` carries the score under ``score_key`` (cosine similarity
-    of the HyDE vector; the fused RRF score with ``expand_with_bm25=True``), the
-    1-based ``"rank"`` and ``"hyde"``: ``{"passages", "fallback", "error", "mode"}``:
-    what the model wrote for this query, and whether the raw query was used because
-    it failed (a query never fails because the LLM did).
-
-    Async: the ``n`` generations run concurrently (``ainvoke`` of the model), the
-    embedding and search in worker threads.
-
-    Tracing: each model call is a child run of the retriever's run, with the caller's
-    tags, metadata and callbacks (``astream_events`` shows ``on_llm_*`` /
-    ``on_chat_model_*`` inside ``on_retriever_*``).
+    Each returned `Document` carries the score under ``score_key``, the ``"rank"`` and
+    ``"hyde"``: what the model wrote and whether the raw query was used because it
+    failed. Each model call is a child run of the retriever's run.
 
     Example:
         >>> from langchain_core.language_models import FakeListLLM
@@ -66,50 +55,26 @@ class HyDERetriever(CoreRetriever):
         ('w', ['A wing generates lift.'])
     """
 
-    model_config = ConfigDict(arbitrary_types_allowed=True, use_attribute_docstrings=True)
-
     searcher: HyDESearcher
     """The core HyDE searcher that does all the work; shared, not copied."""
 
     child_runs: ClassVar[bool] = True  # each LLM call is a child run of the retrieval
-
-    @field_validator("score_key")
-    @classmethod
-    def _check_score_key(cls, value: str) -> str:
-        return check_score_key(value, reserved=HYDE_KEY)
-
-    # ------------------------------------------------------------------ build
+    reserved_key: ClassVar[str | None] = HYDE_KEY
 
     @classmethod
-    def from_documents(
-        cls,
-        documents: Iterable[Document],
-        *,
-        embedding: Any,
-        llm: Any,
-        k: int = 4,
-        **kwargs: Any,
-    ) -> HyDERetriever:
+    def from_documents(cls, documents: Iterable[Document], *, embedding: Any, llm: Any,
+                       k: int = 4, **kwargs: Any) -> HyDERetriever:
         """Embed and index ``documents`` and return a HyDE retriever over them.
 
-        Args:
-            documents: The documents (``Document.id`` kept, content ids otherwise).
-            embedding: LangChain `Embeddings` or core `Embedder` (documents, query and
-                hypothetical passages are all embedded by it).
-            llm: LangChain LLM, chat model or `Runnable`, or a callable ``prompt -> str``.
-            k: Default number of documents per query.
-            **kwargs: The recipe's options (`hybrid_retrievers.hyde.HYDE_OPTIONS`, see
-                `HyDESearcher.from_index`: ``n`` passages per query (1..8),
-                ``include_query``, ``prompt`` (a name from ``HYDE_PROMPTS``, a template
-                or a callable), ``timeout`` (default 30 s), ``cache`` and
-                ``expand_with_bm25`` (also query a BM25 index of the documents with the
-                expanded query, fused with RRF)); the rest are retriever fields
-                (``filter``, ``score_key``, ``tags``...).
+        ``llm`` is a LangChain LLM, chat model or `Runnable`, or a callable ``prompt ->
+        str``; ``**kwargs`` are the recipe's options (`HYDE_OPTIONS`, see
+        `HyDESearcher.from_index`) and retriever fields (``filter``, ``score_key``...).
         """
-        texts, ids, metadatas = documents_to_columns(documents)
-        embedder = as_embedder(embedding)
-        index = VectorIndex.from_texts(texts, ids=ids, metadatas=metadatas, embedder=embedder)
-        return cls._over(index, llm, embedder, dict(kwargs, k=k))
+        docs = documents_to_docs(documents)
+        options = pop_options(kwargs, HYDE_OPTIONS)
+        searcher = HyDESearcher.from_docs(docs, embedder=as_embedder(embedding),
+                                          generate=as_text_generator(llm), **options)
+        return cls(searcher=searcher, k=k, **kwargs)
 
     @classmethod
     def from_retriever(cls, retriever: Any, *, llm: Any, **kwargs: Any) -> HyDERetriever:
@@ -126,26 +91,10 @@ class HyDERetriever(CoreRetriever):
             )
         if "k" not in kwargs and isinstance(getattr(retriever, "k", None), int):
             kwargs["k"] = retriever.k
-        return cls._over(index, llm, None, kwargs)
-
-    @classmethod
-    def _over(cls, index: VectorIndex, llm: Any, embedder: Any,
-              kwargs: dict[str, Any]) -> HyDERetriever:
-        """The core recipe over ``index``; ``kwargs`` split into its options and fields."""
-        options = {key: kwargs.pop(key) for key in HYDE_OPTIONS if key in kwargs}
-        searcher = HyDESearcher.from_index(index, generate=as_text_generator(llm),
-                                           embedder=embedder, **options)
+        options = pop_options(kwargs, HYDE_OPTIONS)
+        searcher = HyDESearcher.from_index(index, generate=as_text_generator(llm), **options)
         return cls(searcher=searcher, **kwargs)
 
-    # ----------------------------------------------------------------- search
-
-    def _to_document(self, hit: Hit) -> Document:
+    def _extra(self, hit: Hit) -> Mapping[str, Any]:
         info = hit.explanation["hyde"]
-        metadata = copy_metadata(hit.doc.metadata)
-        metadata[self.score_key] = float(hit.score)
-        metadata[RANK_KEY] = int(hit.rank)
-        metadata[HYDE_KEY] = {key: info[key] for key in ("passages", "fallback", "error", "mode")}
-        return Document(id=hit.doc.id, page_content=hit.doc.text, metadata=metadata)
-
-    def _documents(self, hits: Iterable[Hit]) -> list[Document]:
-        return [self._to_document(h) for h in hits]
+        return {HYDE_KEY: {key: info[key] for key in ("passages", "fallback", "error", "mode")}}

@@ -1,25 +1,20 @@
 """`LLMReranker`: listwise reranking with any LangChain LLM, as a document compressor.
 
-The model is wrapped by `langchain_hybrid_retrievers._llm` (one wrapper for every
-adapter) and the work done by the core's `hybrid_retrievers.rerank.LLMReranker`; see
-`langchain_hybrid_retrievers.compressors` for the metadata of returned documents.
+The model is wrapped by ``_llm`` and the work done by the core's `LLMReranker`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable
 from typing import Any
 
 from langchain_core.callbacks import Callbacks
-from langchain_core.documents import Document
-from pydantic import PrivateAttr
-
 from hybrid_retrievers.rerank import DEFAULT_LLM_RERANK_PROMPT
 from hybrid_retrievers.rerank import LLMReranker as CoreLLMReranker
 from hybrid_retrievers.timeout import DEFAULT_LLM_TIMEOUT
 
 from ._llm import LangChainGenerator, as_text_generator, llm_name
-from ._rerank import RerankCompressor, check_documents, to_core, to_documents
+from ._rerank import RerankCompressor
 
 __all__ = ["LLMReranker"]
 
@@ -27,13 +22,9 @@ __all__ = ["LLMReranker"]
 class LLMReranker(RerankCompressor):
     """Listwise reranking by an LLM, failing safe (a document compressor).
 
-    The LLM sees the query and the numbered documents and is asked for their order; its
-    answer is parsed leniently (``"[2] > [1] > [3]"``, ``"2, 1, 3"``, extra prose,
-    repeats, out-of-range numbers). When the answer is unusable or the LLM raises, the
-    input order is kept and ``rerank_status="fallback"`` / ``rerank_detail`` say why
-    (and a warning is logged): the query never fails because of the reranker.
-    The LLM call goes through LangChain's callbacks (``invoke`` / ``ainvoke`` with the
-    compressor's callbacks), so it shows up in traces.
+    The LLM is asked for the order of the numbered documents; when its answer is unusable
+    or it raises, the input order is kept and ``rerank_status`` / ``rerank_detail`` say
+    why. The LLM call goes through the compressor's callbacks, so it shows up in traces.
 
     Example:
         >>> from langchain_core.documents import Document
@@ -63,9 +54,7 @@ class LLMReranker(RerankCompressor):
 
     timeout: float | None = DEFAULT_LLM_TIMEOUT
     """Seconds to wait for each LLM answer before keeping the input order (``None``: no
-    limit); a hung LLM never blocks the query nor keeps the process alive at exit."""
-
-    _reranker: CoreLLMReranker = PrivateAttr()
+    limit)."""
 
     def model_post_init(self, context: Any, /) -> None:
         generate, agenerate = self._generators(None)  # checks the llm
@@ -74,11 +63,6 @@ class LLMReranker(RerankCompressor):
             step=self.step, prompt=self.prompt, max_passage_chars=self.max_passage_chars,
             name=llm_name(self.llm), timeout=self.timeout,
         )
-
-    @property
-    def reranker(self) -> CoreLLMReranker:
-        """The core `hybrid_retrievers.rerank.LLMReranker` doing the work."""
-        return self._reranker
 
     def _generators(self, callbacks: Callbacks) -> tuple[Any, Any]:
         """``(generate, agenerate)`` reporting to ``callbacks``; a plain callable has no
@@ -90,24 +74,9 @@ class LLMReranker(RerankCompressor):
             return bound, bound.agenerate
         return generator, None
 
-    def _rerank_documents(self, documents: Sequence[Document], query: str, *,
-                          top_n: int | None, callbacks: Callbacks) -> list[Document]:
-        docs = check_documents(documents)
-        if not docs:
-            return []
-        generate, _ = self._generators(callbacks)
-        hits = self._reranker.rerank(query, to_core(docs),
-                                     top_n=self.top_n if top_n is None else top_n,
-                                     generate=generate)
-        return to_documents(hits, docs, self.score_key)
-
-    async def _arerank_documents(self, documents: Sequence[Document], query: str, *,
-                                 top_n: int | None, callbacks: Callbacks) -> list[Document]:
-        docs = check_documents(documents)
-        if not docs:
-            return []
+    def _core_call(self, callbacks: Callbacks, *,
+                   asynchronous: bool) -> tuple[Callable[..., Any], dict[str, Any]]:
         generate, agenerate = self._generators(callbacks)
-        hits = await self._reranker.arerank(
-            query, to_core(docs), top_n=self.top_n if top_n is None else top_n,
-            generate=generate, agenerate=agenerate)
-        return to_documents(hits, docs, self.score_key)
+        if asynchronous:
+            return self._reranker.arerank, {"generate": generate, "agenerate": agenerate}
+        return self._reranker.rerank, {"generate": generate}

@@ -16,24 +16,18 @@ from langchain_core.stores import BaseStore
 from hybrid_retrievers import Doc
 from hybrid_retrievers.parent import ParentStore
 
-from ._convert import copy_metadata
+from ._convert import copy_metadata, doc_to_document
 
 __all__ = ["DocumentStoreParents", "LangChainParentStore", "as_parent_store"]
 
 
 class LangChainParentStore:
-    """A LangChain ``BaseStore[str, Document]`` as the core's parent store.
-
-    Parents are stored as `Document` objects with ``id`` set, so any LangChain store
-    (``InMemoryStore``, a Redis or SQL store...) can hold them.
-    """
+    """A LangChain ``BaseStore[str, Document]`` (``InMemoryStore``, a Redis or SQL
+    store...) as the core's parent store; parents are stored as `Document`s, ``id`` set."""
 
     def __init__(self, store: BaseStore[str, Document]) -> None:
         if not isinstance(store, BaseStore):
-            raise TypeError(
-                "docstore must be a langchain_core.stores.BaseStore[str, Document] (e.g. "
-                f"InMemoryStore()) or a hybrid_retrievers ParentStore, got {type(store).__name__}"
-            )
+            raise _not_a_docstore(store)
         self.store = store
 
     def get_many(self, ids: Sequence[str]) -> list[Doc | None]:
@@ -53,10 +47,7 @@ class LangChainParentStore:
 
     def put_many(self, docs: Sequence[Doc]) -> None:
         """Insert or replace parents (by id) as `Document` objects."""
-        self.store.mset(
-            [(d.id, Document(id=d.id, page_content=d.text, metadata=copy_metadata(d.metadata)))
-             for d in docs]
-        )
+        self.store.mset([(d.id, doc_to_document(d)) for d in docs])
 
     def delete(self, ids: Iterable[str]) -> None:
         """Remove parents by id."""
@@ -79,7 +70,10 @@ def as_parent_store(docstore: Any) -> Any:
         return LangChainParentStore(docstore)
     if all(callable(getattr(docstore, m, None)) for m in ("get_many", "put_many", "delete")):
         return docstore
-    raise TypeError(
-        "docstore must be a langchain BaseStore[str, Document] (e.g. InMemoryStore()) or a "
-        f"hybrid_retrievers ParentStore, got {type(docstore).__name__}"
-    )
+    raise _not_a_docstore(docstore)
+
+
+def _not_a_docstore(value: Any) -> TypeError:
+    return TypeError("docstore must be a langchain_core.stores.BaseStore[str, Document] (e.g. "
+                     f"InMemoryStore()) or a hybrid_retrievers ParentStore, got "
+                     f"{type(value).__name__}")

@@ -1,12 +1,4 @@
-"""LangChain retriever over any core `Searcher` (a sharded index, a custom searcher...).
-
-`BM25Retriever` and `DenseRetriever` hold a concrete core index (and add editing and
-persistence); `SearcherRetriever` holds anything with ``search(query, k, filter=...)``,
-such as `hybrid_retrievers.distributed.ShardedSearcher`, `FusionSearcher` or
-`RerankingSearcher`, so those drop into `FusionRetriever` / `HybridRetriever`
-unchanged. Async calls await the searcher's ``asearch`` when it has one (a sharded
-searcher awaits its shards concurrently), else run ``search`` in a worker thread.
-"""
+"""LangChain retriever over any core `Searcher` (a sharded index, a custom searcher...)."""
 
 from __future__ import annotations
 
@@ -20,11 +12,9 @@ __all__ = ["SearcherRetriever"]
 
 
 class SearcherRetriever(CoreRetriever):
-    """LangChain retriever over any core searcher (``search(query, k, filter=...)``).
-
-    Returned documents are new objects: ``id`` is the hit's document id, metadata the
-    stored metadata plus the score under ``score_key`` and the 1-based ``"rank"``.
-    ``k`` and ``filter`` can be overridden per call (``invoke(q, k=3)``).
+    """LangChain retriever over any core searcher (``search(query, k, filter=...)``), such
+    as a `ShardedSearcher`, `FusionSearcher` or `RerankingSearcher`. Returned documents
+    and per-call ``k`` / ``filter`` are as for `BM25Retriever`.
 
     Example:
         >>> from hybrid_retrievers import BM25Index

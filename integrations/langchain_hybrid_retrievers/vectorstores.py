@@ -1,15 +1,15 @@
-"""LangChain vector stores with their scores: for score fusion and parent/child search.
+"""LangChain vector stores with their scores, for score fusion.
 
-A vector store's ``as_retriever()`` returns documents without scores, so score fusion
-cannot use it. `ScoredVectorStoreRetriever` asks the store for
-``similarity_search_with_relevance_scores`` instead (relevance in [0, 1], higher is
-better, as the store defines it) and puts the score in each returned document's
-metadata under ``score_key``. `FusionRetriever` swaps a plain ``VectorStoreRetriever``
-child for one of these by itself when its mode fuses scores.
+A vector store's ``as_retriever()`` returns documents without scores; a
+`ScoredVectorStoreRetriever` asks the store for its relevance scores instead and puts
+them in the metadata under ``score_key``. `FusionRetriever` swaps a plain
+``VectorStoreRetriever`` child for one by itself when its mode fuses scores.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any, Literal
 
 from langchain_core.callbacks import (
@@ -18,12 +18,11 @@ from langchain_core.callbacks import (
 )
 from langchain_core.documents import Document
 from langchain_core.vectorstores import VectorStore, VectorStoreRetriever
-from pydantic import Field, field_validator
+from pydantic import Field
 
-from hybrid_retrievers.validation import check_k
-
+from ._arguments import count_validator
 from ._base import StrictRetriever
-from ._convert import copy_metadata
+from ._convert import with_metadata
 
 __all__ = ["SCORED_SEARCH_TYPES", "ScoredVectorStoreRetriever", "with_store_scores"]
 
@@ -32,13 +31,7 @@ SCORED_SEARCH_TYPES = ("similarity", "similarity_score_threshold")
 
 
 def _scored(pairs: Any, score_key: str) -> list[Document]:
-    out = []
-    for document, score in pairs:
-        metadata = copy_metadata(document.metadata)
-        metadata[score_key] = float(score)
-        out.append(Document(id=document.id, page_content=document.page_content,
-                            metadata=metadata))
-    return out
+    return [with_metadata(document, {score_key: float(score)}) for document, score in pairs]
 
 
 class ScoredVectorStoreRetriever(StrictRetriever):
@@ -62,10 +55,7 @@ class ScoredVectorStoreRetriever(StrictRetriever):
     k: int = 4
     """Documents to return unless ``search_kwargs`` or the call (``invoke(q, k=3)``) say."""
 
-    @field_validator("k", mode="before")
-    @classmethod
-    def _check_k(cls, value: Any) -> int:
-        return check_k(value, name="k")
+    _check_k = count_validator("k")
 
     search_kwargs: dict[str, Any] = Field(default_factory=dict)
     """Keyword arguments of every search (``k``, ``filter``, ``score_threshold``...);
@@ -75,11 +65,9 @@ class ScoredVectorStoreRetriever(StrictRetriever):
     """Metadata key of the relevance score in returned documents."""
 
     score_method: Literal["relevance", "raw"] = "relevance"
-    """``"relevance"``: ``similarity_search_with_relevance_scores`` (the store's
-    normalised relevance, higher is better); ``"raw"``: ``similarity_search_with_score``,
-    the store's own number, for stores that define no relevance function (such as
-    ``InMemoryVectorStore``, whose raw score is a cosine similarity). Use ``"raw"`` only
-    when higher means more relevant: many stores return a distance."""
+    """``"relevance"``: ``similarity_search_with_relevance_scores`` (normalised, higher is
+    better); ``"raw"``: ``similarity_search_with_score``, for stores without a relevance
+    function (``InMemoryVectorStore``: a cosine), only when higher means more relevant."""
 
     @classmethod
     def from_retriever(cls, retriever: VectorStoreRetriever) -> ScoredVectorStoreRetriever:
@@ -97,45 +85,45 @@ class ScoredVectorStoreRetriever(StrictRetriever):
                    tags=retriever.tags, metadata=retriever.metadata,
                    name=retriever.name or type(retriever).__name__)
 
-    def _no_relevance(self) -> ValueError:
-        return ValueError(
-            f"{type(self.vectorstore).__name__} defines no relevance scores "
-            "(similarity_search_with_relevance_scores is not implemented), so score fusion "
-            "cannot use it; use mode='rrf' (ranks only), or, if its raw scores are "
-            "similarities (higher = better), ScoredVectorStoreRetriever(vectorstore=..., "
-            "score_method='raw')"
-        )
+    def _search(self, kwargs: dict[str, Any], prefix: str = "") -> tuple[Any, dict[str, Any]]:
+        """The store's search method (``prefix="a"``: its async one) and its arguments."""
+        arguments = {"k": self.k, **self.search_kwargs, **kwargs}
+        if self.score_method == "raw":
+            arguments.pop("score_threshold", None)
+            return getattr(self.vectorstore, f"{prefix}similarity_search_with_score"), arguments
+        return getattr(self.vectorstore,
+                       f"{prefix}similarity_search_with_relevance_scores"), arguments
+
+    @contextmanager
+    def _relevance_defined(self) -> Iterator[None]:
+        try:
+            yield
+        except NotImplementedError:
+            if self.score_method == "raw":
+                raise
+            raise ValueError(
+                f"{type(self.vectorstore).__name__} defines no relevance scores "
+                "(similarity_search_with_relevance_scores is not implemented), so score "
+                "fusion cannot use it; use mode='rrf' (ranks only), or, if its raw scores "
+                "are similarities (higher = better), ScoredVectorStoreRetriever("
+                "vectorstore=..., score_method='raw')"
+            ) from None
 
     def _get_relevant_documents(
         self, query: str, *, run_manager: CallbackManagerForRetrieverRun, **kwargs: Any
     ) -> list[Document]:
         """The store's most relevant documents, each with its score."""
-        arguments = {"k": self.k, **self.search_kwargs, **kwargs}
-        if self.score_method == "raw":
-            arguments.pop("score_threshold", None)
-            return _scored(self.vectorstore.similarity_search_with_score(query, **arguments),
-                           self.score_key)
-        try:
-            pairs = self.vectorstore.similarity_search_with_relevance_scores(query, **arguments)
-        except NotImplementedError:
-            raise self._no_relevance() from None
-        return _scored(pairs, self.score_key)
+        search, arguments = self._search(kwargs)
+        with self._relevance_defined():
+            return _scored(search(query, **arguments), self.score_key)
 
     async def _aget_relevant_documents(
         self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun, **kwargs: Any
     ) -> list[Document]:
         """Async `_get_relevant_documents` (the store's own async search)."""
-        arguments = {"k": self.k, **self.search_kwargs, **kwargs}
-        if self.score_method == "raw":
-            arguments.pop("score_threshold", None)
-            pairs = await self.vectorstore.asimilarity_search_with_score(query, **arguments)
-            return _scored(pairs, self.score_key)
-        try:
-            pairs = await self.vectorstore.asimilarity_search_with_relevance_scores(
-                query, **arguments)
-        except NotImplementedError:
-            raise self._no_relevance() from None
-        return _scored(pairs, self.score_key)
+        search, arguments = self._search(kwargs, "a")
+        with self._relevance_defined():
+            return _scored(await search(query, **arguments), self.score_key)
 
 
 def with_store_scores(retriever: Any) -> Any:
