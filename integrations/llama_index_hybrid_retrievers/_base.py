@@ -1,24 +1,11 @@
 """What every LlamaIndex retriever of this package shares: the core-adapter contract.
 
-The adapters import only public core names (``hybrid_retrievers``, its public modules
-and ``hybrid_retrievers.validation`` for the argument checks; tests/test_architecture.py
-keeps it so). A retriever converts nodes and `QueryBundle`s, maps parameter names
-(``similarity_top_k`` is the core's ``k``), wires callbacks and async, and delegates;
-ranking, filtering and validation of values live in the core. Written once, here:
-
-* `SimilarityTopK`: the validated ``similarity_top_k`` property;
-* `SearcherState`: the filter (as given and in its core form), the caller's nodes
-  (`NodeCache`), one path from core hits to new `NodeWithScore` objects and the
-  persisted settings;
-* `CoreSearcherRetriever`: a `SearcherState` with search, async (the searcher's
-  ``asearch`` when it has one, else a worker thread) and editing (`NodeEditing`, in
-  `_editing`);
-* `CoreIndexRetriever`: a `CoreSearcherRetriever` over one core index, with its
-  constructor (`IndexOptions`: the keyword arguments every subclass takes),
-  ``persist`` and the ``index=`` -> ``bm25_index=`` / ``vector_index=`` deprecation;
-* re-exported from `_sources`: `one_source` / `source_nodes`, the "exactly one of
-  nodes= / docstore= / ..." rule of ``from_defaults``; `one_filter`: ``filter=`` or
-  LlamaIndex's spelling ``filters=``.
+A retriever converts nodes and `QueryBundle`s, maps ``similarity_top_k`` onto the core's
+``k``, wires callbacks and async, and delegates to the core. Here: the keyword arguments
+every retriever takes
+(`BuildOptions`, `SearcherOptions`, `IndexOptions`, `LoadOptions`), the state, search and
+persistence over one core searcher (`SearcherState`), editing (`CoreSearcherRetriever`)
+and the index retrievers' constructor and ``persist`` (`CoreIndexRetriever`).
 """
 
 from __future__ import annotations
@@ -27,26 +14,68 @@ import asyncio
 import os
 import warnings
 from collections.abc import Callable, Iterable
-from pathlib import Path
-from typing import Any, ClassVar, TypedDict
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypedDict, TypeVar
 
 from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.callbacks import CallbackManager
 from llama_index.core.schema import BaseNode, NodeWithScore, QueryBundle
 from llama_index.core.vector_stores.types import MetadataFilters
 
-from hybrid_retrievers.types import Hit, MetadataFilter
+from hybrid_retrievers.types import Doc, Hit, MetadataFilter
 from hybrid_retrievers.validation import check_k
 
-from ._convert import hit_to_node_with_score, to_core_filter
+from ._convert import (
+    QueryChecked,
+    hit_to_node_with_score,
+    one_filter,
+    one_source,
+    source_nodes,
+    to_core_filter,
+)
 from ._editing import NodeEditing
 from ._nodes import NodeCache
 from ._persist import filter_from_json, filter_to_json, read_retriever, write_retriever
-from ._query import QueryChecked
-from ._sources import one_filter, one_source, source_nodes
 
-__all__ = ["CoreIndexRetriever", "CoreSearcherRetriever", "IndexOptions", "SearcherState",
-           "SimilarityTopK", "one_filter", "one_source", "source_nodes"]
+if TYPE_CHECKING:  # typing.Unpack is Python 3.11+
+    from typing_extensions import Unpack
+
+__all__ = ["BuildOptions", "CoreIndexRetriever", "CoreSearcherRetriever", "IndexOptions",
+           "LoadOptions", "SearcherOptions", "SearcherState", "SimilarityTopK", "one_filter",
+           "one_source", "source_nodes"]
+
+Filter = MetadataFilter | MetadataFilters | None
+S = TypeVar("S")  # the type of the core searcher
+
+
+class _Options(TypedDict, total=False):
+    filter: Filter  # a mapping, a callable over a core Doc, or MetadataFilters
+    filters: Filter  # LlamaIndex's spelling of filter
+    callback_manager: CallbackManager | None
+    verbose: bool
+
+
+class BuildOptions(_Options, total=False):
+    """Keyword arguments of every ``from_defaults`` (``**options``), for the constructor."""
+
+    similarity_top_k: int
+
+
+class SearcherOptions(BuildOptions, total=False):
+    """Keyword arguments of every retriever's constructor after its core searcher."""
+
+    nodes: Iterable[BaseNode] | NodeCache | None  # the caller's nodes, handed back for hits
+
+
+class IndexOptions(SearcherOptions, total=False):
+    """`SearcherOptions` plus ``index=``, the deprecated name of the core index argument."""
+
+    index: Any
+
+
+class LoadOptions(_Options, total=False):
+    """Keyword arguments of every ``from_persist_dir``; ``None`` keeps the saved value."""
+
+    similarity_top_k: int | None
 
 
 class SimilarityTopK:
@@ -64,37 +93,52 @@ class SimilarityTopK:
         self._similarity_top_k = check_k(value, name="similarity_top_k")
 
 
-class SearcherState(SimilarityTopK):
-    """Mixin: the state every retriever over a core searcher (``self._searcher``) holds.
+class SearcherState(SimilarityTopK, Generic[S]):
+    """Mixin: a retriever over one core searcher (``self._searcher``).
 
-    ``similarity_top_k`` (validated on every assignment), the filter as given and its
-    core form, and the caller's nodes (`NodeCache`), so results can hand back the
-    caller's node objects while they agree with the index; one path from core hits to
-    new `NodeWithScore` objects (`_wrap`) and the persisted settings (`_settings`,
-    `_write`, `_read`). Used directly by `ParentDocumentRetriever`.
+    Subclasses name the searcher's type, their argument for it and how to build one
+    (``searcher_type``, ``searcher_argument``, ``build_hint``) for the constructor's
+    TypeError. Results hand back the caller's node objects while they agree with the
+    index (`NodeCache`), else `TextNode`s rebuilt from the stored documents; async uses
+    the searcher's ``asearch`` when it has one, else a worker thread.
     """
 
-    def _setup(
+    searcher_type: ClassVar[type]
+    searcher_argument: ClassVar[str] = "searcher"
+    build_hint: ClassVar[str]
+    _searcher: Any
+
+    def __init__(
         self,
+        searcher: S,
         *,
-        similarity_top_k: int,
-        filter: MetadataFilter | MetadataFilters | None,
-        nodes: Iterable[BaseNode] | NodeCache | None,
-        callback_manager: CallbackManager | None,
-        verbose: bool,
+        similarity_top_k: int = 4,
+        filter: Filter = None,
+        nodes: Iterable[BaseNode] | NodeCache | None = None,
+        callback_manager: CallbackManager | None = None,
+        verbose: bool = False,
+        filters: Filter = None,
     ) -> None:
+        self._check_searcher(searcher)
+        self._searcher = searcher
+        self._filter = one_filter(filter, filters)
         self.similarity_top_k = similarity_top_k
-        self._filter = filter
-        self._core_filter: Any = to_core_filter(filter)
+        self._core_filter: Any = to_core_filter(self._filter)
         self._nodes = nodes if isinstance(nodes, NodeCache) else NodeCache(nodes or ())
         BaseRetriever.__init__(self, callback_manager=callback_manager, verbose=verbose)
 
-    def _hold(self, searcher: Any, kind: type, hint: str = "") -> None:
-        """Keep ``searcher`` as ``self._searcher``; a TypeError naming ``kind`` unless it is one."""
-        if not isinstance(searcher, kind):
-            raise TypeError(f"searcher must be a hybrid_retrievers {kind.__name__}, got "
-                            f"{type(searcher).__name__}{hint}")
-        self._searcher = searcher
+    def _check_searcher(self, searcher: Any) -> None:
+        if not isinstance(searcher, self.searcher_type):
+            raise TypeError(
+                f"{self.searcher_argument} must be a hybrid_retrievers."
+                f"{self.searcher_type.__name__}, got {type(searcher).__name__}; build one "
+                f"with {self.build_hint}"
+            )
+
+    @property
+    def searcher(self) -> S:
+        """The core searcher (shared, not copied)."""
+        return self._searcher
 
     @property
     def filter(self) -> MetadataFilter | MetadataFilters | None:
@@ -105,145 +149,97 @@ class SearcherState(SimilarityTopK):
 
     # ------------------------------------------------------------------- search
 
-    _searcher: Any
+    def _search_options(self) -> dict[str, Any]:
+        """Keyword arguments of the core searcher's ``search`` besides query and k."""
+        return {"filter": self._core_filter}
 
     def _wrap(self, hits: Iterable[Hit]) -> list[NodeWithScore]:
         return [hit_to_node_with_score(hit, self._nodes) for hit in hits]
 
-    # -------------------------------------------------------------- persistence
-
-    def _settings(self) -> dict[str, Any]:
-        return {"similarity_top_k": self._similarity_top_k,
-                "filter": filter_to_json(self._filter)}
-
-    def _write(self, persist_dir: str | os.PathLike[str], docs: Iterable[Any],
-               indexes: dict[str, Callable[[Path], None]]) -> None:
-        write_retriever(persist_dir, type(self).__name__, self._settings(),
-                        self._nodes.to_json(docs), indexes)
-
-    @classmethod
-    def _read(
-        cls,
-        persist_dir: str | os.PathLike[str],
-        legacy_kinds: tuple[str, ...],
-        similarity_top_k: int | None,
-        filter: Any,
-    ) -> tuple[Path, dict[str, Any], dict[str, Any], dict[str, Any]]:
-        """``(index folder, node fields, retriever kwargs, all saved settings)``.
-
-        Per-call arguments that are not ``None`` win over the saved settings.
-        """
-        settings, nodes, folder = read_retriever(persist_dir, cls.__name__, legacy_kinds)
-        saved_filter = filter_from_json(settings.get("filter"), str(persist_dir))
-        kwargs = {
-            "similarity_top_k": settings.get("similarity_top_k", 4)
-            if similarity_top_k is None else similarity_top_k,
-            "filter": saved_filter if filter is None else filter,
-        }
-        return folder, nodes, kwargs, settings
-
-
-class CoreSearcherRetriever(SearcherState, NodeEditing, QueryChecked, BaseRetriever):
-    """Base of the retrievers over one core searcher (``self._searcher``).
-
-    `SearcherState` plus search and editing: `_retrieve` is the searcher's ``search``
-    with ``similarity_top_k`` and the core filter, async uses the searcher's
-    ``asearch`` when it has one, else a worker thread; editing (`insert_nodes` /
-    `delete_nodes` / `delete_ref_doc`, the names of LlamaIndex's indexes) goes to every
-    core index the retriever searches (`_editable_indexes`).
-    """
-
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         return self._wrap(self._searcher.search(
-            query_bundle.query_str, self._similarity_top_k, filter=self._core_filter))
+            query_bundle.query_str, self._similarity_top_k, **self._search_options()))
 
     async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         asearch = getattr(self._searcher, "asearch", None)
         if not callable(asearch):  # CPU work: keep it off the event loop
             return await asyncio.to_thread(self._retrieve, query_bundle)
         return self._wrap(await asearch(
-            query_bundle.query_str, self._similarity_top_k, filter=self._core_filter))
+            query_bundle.query_str, self._similarity_top_k, **self._search_options()))
+
+    # -------------------------------------------------------------- persistence
+
+    @staticmethod
+    def _stored_docs(searcher: Any) -> Iterable[Doc]:
+        """The documents whose node fields are persisted."""
+        return searcher.docs  # type: ignore[no-any-return]
+
+    def _settings(self) -> dict[str, Any]:
+        return {"similarity_top_k": self._similarity_top_k,
+                "filter": filter_to_json(self._filter)}
+
+    @classmethod
+    def _saved_options(cls, settings: dict[str, Any]) -> dict[str, Any]:
+        """Constructor arguments read back from the saved settings (besides the options)."""
+        return {}
+
+    def _write(self, persist_dir: str | os.PathLike[str]) -> None:
+        """``persist``: the searcher under ``index/``, the settings and the node fields."""
+        write_retriever(persist_dir, type(self).__name__, self._settings(),
+                        self._nodes.to_json(self._stored_docs(self._searcher)),
+                        {"index": self._searcher.save})
+
+    @classmethod
+    def _load(cls, persist_dir: str | os.PathLike[str], load: Callable[[Any], Any],
+              legacy_kinds: tuple[str, ...] = (), **options: Unpack[LoadOptions]) -> Any:
+        """``from_persist_dir``: ``load(folder)`` reads the core searcher; options that
+        are not ``None`` win over the saved settings."""
+        filter = one_filter(options.pop("filter", None), options.pop("filters", None))
+        top_k = options.pop("similarity_top_k", None)
+        settings, fields, folder = read_retriever(persist_dir, cls.__name__, legacy_kinds)
+        saved_filter = filter_from_json(settings.get("filter"), str(persist_dir))
+        searcher = load(folder)
+        return cls(  # type: ignore[call-arg]
+            searcher, nodes=NodeCache.from_json(fields, cls._stored_docs(searcher)),
+            similarity_top_k=settings.get("similarity_top_k", 4) if top_k is None else top_k,
+            filter=saved_filter if filter is None else filter,
+            **options, **cls._saved_options(settings),
+        )
 
 
-class IndexOptions(TypedDict, total=False):
-    """The keyword arguments of every `CoreIndexRetriever` constructor (subclasses take
-    them as ``**options: Unpack[IndexOptions]`` after their own index argument)."""
-
-    similarity_top_k: int
-    filter: MetadataFilter | MetadataFilters | None
-    nodes: Iterable[BaseNode] | NodeCache | None
-    callback_manager: CallbackManager | None
-    verbose: bool
-    filters: MetadataFilter | MetadataFilters | None
-    index: Any
+class CoreSearcherRetriever(SearcherState[S], NodeEditing, QueryChecked, BaseRetriever):
+    """Base of the retrievers over one core searcher: `SearcherState` plus editing
+    (`insert_nodes` / `delete_nodes` / `delete_ref_doc`, the names of LlamaIndex's
+    indexes) of every core index the retriever searches (`_editable_indexes`)."""
 
 
-class CoreIndexRetriever(CoreSearcherRetriever):
+class CoreIndexRetriever(CoreSearcherRetriever[S]):
     """A `CoreSearcherRetriever` over one core index (BM25, dense).
 
-    Subclasses name the index type and the constructor argument (``index_type``,
-    ``index_argument``) and pass it on with the `IndexOptions`; ``index=`` still works
-    for that argument, with a `DeprecationWarning` (in LlamaIndex ``index=`` means a
-    ``VectorStoreIndex``).
+    ``index=`` still works for the index argument, with a `DeprecationWarning` (in
+    LlamaIndex ``index=`` means a ``VectorStoreIndex``).
     """
 
-    index_type: ClassVar[type]
-    index_argument: ClassVar[str]
-    build_hint: ClassVar[str]
-    legacy_kind: ClassVar[str]
-
-    def __init__(
-        self,
-        core_index: Any = None,
-        *,
-        similarity_top_k: int = 4,
-        filter: MetadataFilter | MetadataFilters | None = None,
-        nodes: Iterable[BaseNode] | NodeCache | None = None,
-        callback_manager: CallbackManager | None = None,
-        verbose: bool = False,
-        filters: MetadataFilter | MetadataFilters | None = None,
-        index: Any = None,
-    ) -> None:
+    def __init__(self, core_index: S | None = None, *, index: Any = None,
+                 **options: Unpack[SearcherOptions]) -> None:
         if index is not None:
             if core_index is not None:
-                raise TypeError(f"pass {self.index_argument}= (index= is its old name), not both")
+                raise TypeError(f"pass {self.searcher_argument}= (index= is its old name), "
+                                "not both")
             warnings.warn(f"{type(self).__name__}(index=...) is deprecated; pass "
-                          f"{self.index_argument}=...", DeprecationWarning, stacklevel=3)
+                          f"{self.searcher_argument}=...", DeprecationWarning, stacklevel=3)
             core_index = index
-        if not isinstance(core_index, self.index_type):
-            raise TypeError(
-                f"{self.index_argument} must be a hybrid_retrievers.{self.index_type.__name__}, "
-                f"got {type(core_index).__name__}; build one with {self.build_hint}"
-            )
-        self._searcher = core_index
-        self._setup(similarity_top_k=similarity_top_k, filter=one_filter(filter, filters),
-                    nodes=nodes, callback_manager=callback_manager, verbose=verbose)
+        super().__init__(core_index, **options)  # type: ignore[arg-type]
 
     @property
-    def index(self) -> Any:
+    def index(self) -> S:
         """The core index (the same object as ``bm25_index`` / ``vector_index``)."""
         return self._searcher
 
     def persist(self, persist_dir: str | os.PathLike[str]) -> None:
         """Save the retriever: index, node fields, ``similarity_top_k`` and filter.
 
-        Written atomically as data (JSON + ``.npy``, never pickle): the core index under
-        ``index/`` in the core's format (its ``load`` reads it), and each node's
-        LlamaIndex fields (type, relationships / ``ref_doc_id``, excluded metadata keys,
-        templates) as JSON. A filter that is code (a callable) is not saved (a warning
-        says so). A dense index saves its model's identity and dimension, not the model.
+        Written atomically as data, never pickle (the layout is in ``_persist``); a
+        filter that is code is not saved (a warning says so), nor is a model.
         """
-        self._write(persist_dir, self._searcher.docs, {"index": self._searcher.save})
-
-    @classmethod
-    def _load(
-        cls, persist_dir: str | os.PathLike[str], load: Callable[[Path], Any], *,
-        similarity_top_k: int | None, filter: Any, filters: Any,
-        callback_manager: CallbackManager | None, verbose: bool,
-    ) -> Any:
-        """A retriever from `persist`'s directory; ``load(folder)`` reads the core index."""
-        folder, fields, kwargs, _ = cls._read(persist_dir, (cls.legacy_kind,), similarity_top_k,
-                                              one_filter(filter, filters))
-        index = load(folder)
-        return cls(index, nodes=NodeCache.from_json(fields, index.docs),
-                   callback_manager=callback_manager, verbose=verbose, **kwargs)
+        self._write(persist_dir)

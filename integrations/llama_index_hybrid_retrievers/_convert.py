@@ -1,9 +1,12 @@
-"""Conversions between core `Doc` / `Hit` and LlamaIndex nodes.
+"""Conversions between core `Doc` / `Hit` and LlamaIndex nodes, filters and node sources.
 
-The text that is indexed is ``node.get_content(metadata_mode=MetadataMode.NONE)``:
-the node's own text, without metadata mixed in, so a keyword in a metadata value does
-not change BM25 scores and the stored text is exactly what a rebuilt node shows.
-The metadata is kept separately (copied) for filters and for the returned nodes.
+The text that is indexed is the node's own text (``MetadataMode.NONE``), so a metadata
+value never changes scores; the metadata is kept separately (copied) for filters.
+``from_defaults`` takes its nodes from exactly one source (`one_source`, `source_nodes`)
+and its filter as ``filter=`` or LlamaIndex's spelling ``filters=`` (`one_filter`).
+`QueryChecked` refuses a query of the wrong type before LlamaIndex's instrumentation
+sees it (``BaseRetriever.retrieve(None)`` fails there with "2 validation errors for
+RetrievalStartEvent", which names neither the argument nor the fix).
 """
 
 from __future__ import annotations
@@ -11,7 +14,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from llama_index.core.schema import BaseNode, MetadataMode, NodeWithScore
+from llama_index.core.schema import BaseNode, MetadataMode, NodeWithScore, QueryBundle
+from llama_index.core.storage.docstore.types import BaseDocumentStore
 from llama_index.core.vector_stores.types import MetadataFilters
 from llama_index.core.vector_stores.utils import build_metadata_filter_fn
 
@@ -21,82 +25,66 @@ from ._nodes import NodeCache, doc_to_text_node
 
 __all__ = [
     "FUSION_KEY",
+    "QueryChecked",
     "as_node_list",
+    "check_query_type",
     "doc_to_text_node",
     "hit_to_node_with_score",
     "node_with_added_metadata",
     "node_with_score_to_hit",
     "node_to_doc",
     "nodes_to_docs",
+    "one_filter",
+    "one_source",
+    "source_nodes",
     "to_core_filter",
+    "type_error",
 ]
-
-def node_to_doc(node: BaseNode) -> Doc:
-    """Convert a LlamaIndex node into a core `Doc` (id = ``node.node_id``).
-
-    Raises:
-        TypeError: if ``node`` is not a `BaseNode`.
-    """
-    if not isinstance(node, BaseNode):
-        raise TypeError(
-            "nodes must contain llama_index BaseNode objects (e.g. TextNode, Document), "
-            f"got {type(node).__name__}: {node!r:.80}"
-        )
-    return Doc(
-        id=node.node_id,
-        text=node.get_content(metadata_mode=MetadataMode.NONE),
-        metadata=dict(node.metadata),
-    )
-
-def as_node_list(nodes: Iterable[BaseNode]) -> list[BaseNode]:
-    """``nodes`` as a new list.
-
-    Raises:
-        TypeError: for a single node (wrap it in a list).
-    """
-    if isinstance(nodes, BaseNode):
-        raise TypeError("nodes must be a list of nodes, got a single node; wrap it in a list")
-    return list(nodes)
-
-def nodes_to_docs(nodes: Iterable[BaseNode]) -> list[Doc]:
-    """Convert many nodes (see `node_to_doc`)."""
-    return [node_to_doc(n) for n in as_node_list(nodes)]
-
-def hit_to_node_with_score(hit: Hit, nodes: NodeCache) -> NodeWithScore:
-    """Wrap a hit in a new `NodeWithScore`.
-
-    The node is the caller's node object while it agrees with the stored document
-    (see `NodeCache.node_for`; it is not modified), otherwise a `TextNode` rebuilt from
-    the stored document.
-    """
-    return NodeWithScore(node=nodes.node_for(hit.doc), score=float(hit.score))
 
 FUSION_KEY = "fusion"
 """Metadata key of the provenance on the copied node of each fused result (see
 `hybrid_retrievers.fusion` for the keys of the mapping)."""
 
 
+def type_error(expected: str, value: Any) -> TypeError:
+    """The package's one wording of a wrong kind: what was expected, then what came."""
+    return TypeError(f"{expected}, got {type(value).__name__}: {value!r:.80}")
+
+
+def node_to_doc(node: BaseNode) -> Doc:
+    """A LlamaIndex node as a core `Doc` (id ``node.node_id``); TypeError for a non-node."""
+    if not isinstance(node, BaseNode):
+        raise type_error("nodes must contain llama_index BaseNode objects (e.g. TextNode, "
+                         "Document)", node)
+    return Doc(id=node.node_id, text=node.get_content(metadata_mode=MetadataMode.NONE),
+               metadata=dict(node.metadata))
+
+
+def as_node_list(nodes: Iterable[BaseNode]) -> list[BaseNode]:
+    """``nodes`` as a new list; TypeError for a single node (wrap it in a list)."""
+    if isinstance(nodes, BaseNode):
+        raise TypeError("nodes must be a list of nodes, got a single node; wrap it in a list")
+    return list(nodes)
+
+
+def nodes_to_docs(nodes: Iterable[BaseNode]) -> list[Doc]:
+    """Convert many nodes (see `node_to_doc`)."""
+    return [node_to_doc(n) for n in as_node_list(nodes)]
+
+
+def hit_to_node_with_score(hit: Hit, nodes: NodeCache) -> NodeWithScore:
+    """A new `NodeWithScore` for a hit: the caller's node while it agrees with the stored
+    document (`NodeCache.node_for`; not modified), else a `TextNode` rebuilt from it."""
+    return NodeWithScore(node=nodes.node_for(hit.doc), score=float(hit.score))
+
+
 def node_with_score_to_hit(node_with_score: NodeWithScore, position: int) -> Hit:
-    """Convert any LlamaIndex retriever's output `NodeWithScore` into a core `Hit`.
-
-    Used to fuse the output of retrievers this package does not own, so the rules are
-    written down once: id ``node.node_id``; text the node's own text
-    (``MetadataMode.NONE``, for content dedup); metadata left empty (the caller keeps
-    the original node); score ``NodeWithScore.score``, ``None`` when the retriever gave
-    none (rank-based fusion does not need it); rank ``position`` (1-based); explanation
-    ``{"fusion": ...}`` when the node carries a nested fusion's provenance under
-    `FUSION_KEY`, so it is kept in the outer provenance.
-
-    Raises:
-        TypeError: if ``node_with_score`` is not a `NodeWithScore`.
-    """
+    """Any LlamaIndex retriever's output `NodeWithScore` as a core `Hit`, for fusion: id
+    ``node.node_id``, the node's own text, no metadata, its score (or ``None``), rank
+    ``position`` (1-based), and a nested fusion's provenance kept as the explanation."""
     if not isinstance(node_with_score, NodeWithScore):
-        raise TypeError(
-            "retrievers must return NodeWithScore objects, got "
-            f"{type(node_with_score).__name__}: {node_with_score!r:.80}"
-        )
-    node = node_with_score.node
-    score = node_with_score.score
+        raise type_error("retrievers must return NodeWithScore objects", node_with_score)
+    node, score = node_with_score.node, node_with_score.score
     nested = node.metadata.get(FUSION_KEY)
     return Hit(
         Doc(id=node.node_id, text=node.get_content(metadata_mode=MetadataMode.NONE)),
@@ -130,15 +118,9 @@ def _merge_keys(existing: Sequence[str] | None, new: Sequence[str]) -> list[str]
 def to_core_filter(
     filter: MetadataFilter | MetadataFilters | None,
 ) -> MetadataFilter | None:
-    """Map a LlamaIndex `MetadataFilters` onto the core's predicate form.
-
-    Mappings and callables (receiving a `hybrid_retrievers.Doc`) pass through
-    unchanged; `MetadataFilters` are evaluated by LlamaIndex's own
-    ``build_metadata_filter_fn`` so every operator means what LlamaIndex says.
-
-    Raises:
-        TypeError: for any other kind of filter.
-    """
+    """A filter in the core's form: mappings and callables (over a `Doc`) pass through;
+    `MetadataFilters` are evaluated by LlamaIndex's own ``build_metadata_filter_fn`` (so
+    every operator means what LlamaIndex says); TypeError for any other kind."""
     if filter is None or isinstance(filter, Mapping) or (
         callable(filter) and not isinstance(filter, MetadataFilters)
     ):
@@ -150,8 +132,66 @@ def to_core_filter(
             return build_metadata_filter_fn(lambda _id: doc.metadata, filters)(doc.id)
 
         return predicate
-    raise TypeError(
-        "filter must be a mapping, a callable(Doc) -> bool or a llama_index "
-        f"MetadataFilters, got {type(filter).__name__}: {filter!r:.80}"
-    )
+    raise type_error("filter must be a mapping, a callable(Doc) -> bool or a llama_index "
+                     "MetadataFilters", filter)
 
+
+def one_filter(filter: Any, filters: Any) -> Any:
+    """``filter`` or LlamaIndex's spelling ``filters`` (``VectorIndexRetriever``'s), not both."""
+    if filter is not None and filters is not None:
+        raise ValueError("pass filter= or filters= (the same), not both")
+    return filters if filter is None else filter
+
+
+def one_source(note: str = "", **sources: Any) -> str:
+    """The name of the one source given (not ``None``); ValueError naming the choices
+    (and ``note``) unless exactly one is given."""
+    given = [name for name, value in sources.items() if value is not None]
+    if len(given) != 1:
+        names = [f"{name}=" for name in sources]
+        if len(sources) == 2:
+            got = "both" if given else "neither"
+        else:
+            got = str(len(given)) if given else "none"
+        raise ValueError(
+            f"pass exactly one of {', '.join(names[:-1])} or {names[-1]}, got {got}{note}")
+    return given[0]
+
+
+def source_nodes(nodes: Iterable[BaseNode] | None,
+                 docstore: BaseDocumentStore | None = None) -> list[BaseNode]:
+    """The nodes given, or every node of ``docstore`` when it is given instead."""
+    if docstore is not None:
+        if not isinstance(docstore, BaseDocumentStore):
+            raise TypeError(
+                f"docstore must be a llama_index BaseDocumentStore, got {type(docstore).__name__}"
+            )
+        return list(docstore.docs.values())
+    return as_node_list(nodes or ())
+
+
+def check_query_type(query: Any) -> None:
+    """Raise a TypeError naming the argument unless ``query`` is a str or a QueryBundle."""
+    if isinstance(query, str):
+        return
+    if isinstance(query, QueryBundle):
+        if not isinstance(query.query_str, str):
+            raise TypeError(
+                f"QueryBundle.query_str must be a str, got {type(query.query_str).__name__}"
+            )
+        return
+    raise type_error("str_or_query_bundle must be a str or a llama_index QueryBundle", query)
+
+
+class QueryChecked:
+    """Mixin placed before ``BaseRetriever`` in a retriever's bases: ``retrieve`` /
+    ``aretrieve`` check the query, then call the real ones (whose spans and events are
+    unchanged; these are not span-decorated, as the mixin is not a ``BaseRetriever``)."""
+
+    def retrieve(self, str_or_query_bundle: Any) -> list[NodeWithScore]:
+        check_query_type(str_or_query_bundle)
+        return super().retrieve(str_or_query_bundle)  # type: ignore[misc]
+
+    async def aretrieve(self, str_or_query_bundle: Any) -> list[NodeWithScore]:
+        check_query_type(str_or_query_bundle)
+        return await super().aretrieve(str_or_query_bundle)  # type: ignore[misc]

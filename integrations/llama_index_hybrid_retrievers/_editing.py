@@ -1,8 +1,9 @@
-"""Editing a LlamaIndex retriever: ``insert_nodes`` / ``delete_nodes`` / ``delete_ref_doc``.
+"""Editing retrievers with the names of LlamaIndex's indexes: ``insert_nodes`` / ``delete_nodes``.
 
-The names are those of LlamaIndex's indexes. Each edit goes to every core index the
-retriever searches (`NodeEditing._editable_indexes`), all or nothing, and keeps the
-retriever's `NodeCache` (``self._nodes``) in step.
+`NodeEditing` sends each edit to every core index the retriever searches
+(`NodeEditing._editable_indexes`) and keeps its `NodeCache` (``self._nodes``) in step;
+`FusionEditing` sends it to every child of a fusion. Both are all or nothing
+(`hybrid_retrievers.multi_index`).
 """
 
 from __future__ import annotations
@@ -12,10 +13,22 @@ from typing import Any
 
 from llama_index.core.schema import BaseNode
 
+from hybrid_retrievers.multi_index import apply_to_all, check_known_ids
+
 from ._convert import as_node_list, nodes_to_docs
 from ._nodes import NodeCache
 
-__all__ = ["NodeEditing"]
+__all__ = ["FusionEditing", "NodeEditing", "id_list"]
+
+
+def id_list(node_ids: str | Sequence[str]) -> list[str]:
+    """``node_ids`` as a new list (a single id is a list of one)."""
+    return [node_ids] if isinstance(node_ids, str) else list(node_ids)
+
+
+def _no_options(method: str, options: dict[str, Any]) -> None:
+    if options:  # accepted for LlamaIndex compatibility, with nothing to mean here
+        raise TypeError(f"{method} got unexpected argument(s) {sorted(options)}")
 
 
 class NodeEditing:
@@ -23,8 +36,6 @@ class NodeEditing:
 
     _searcher: Any
     _nodes: NodeCache
-
-    # ------------------------------------------------------------------ editing
 
     def _editable_indexes(self) -> list[Any]:
         """The core indexes searched by this retriever (each gets every edit)."""
@@ -34,42 +45,25 @@ class NodeEditing:
         """Index more nodes (``VectorStoreIndex.insert_nodes``'s name); returns their ids.
 
         The core updates its statistics (N, avgdl, idf for BM25; a dense index embeds
-        the new texts). ``insert_kwargs`` are accepted for LlamaIndex compatibility and
-        must be empty.
-
-        Raises:
-            ValueError: an id already indexed (nothing is inserted then).
+        the new texts). ``insert_kwargs`` must be empty. ValueError for an id already
+        indexed (nothing is inserted then).
         """
-        if insert_kwargs:
-            raise TypeError(f"insert_nodes got unexpected argument(s) {sorted(insert_kwargs)}")
+        _no_options("insert_nodes", insert_kwargs)
         new_nodes = as_node_list(nodes)
         docs = nodes_to_docs(new_nodes)
-        done: list[Any] = []
-        try:
-            for index in self._editable_indexes():
-                index.add_docs(docs)
-                done.append(index)
-        except BaseException:
-            for index in done:  # keep the indexes consistent with each other
-                index.delete([d.id for d in docs])
-            raise
+        ids = [d.id for d in docs]
+        apply_to_all(self._editable_indexes(), lambda index: index.add_docs(docs),
+                      lambda index: index.delete(ids))
         self._nodes.update(new_nodes)
-        return [d.id for d in docs]
+        return ids
 
     def delete_nodes(self, node_ids: Sequence[str], **delete_kwargs: Any) -> None:
-        """Remove nodes by id (``VectorStoreIndex.delete_nodes``'s name).
-
-        Raises:
-            KeyError: naming unknown ids (nothing is deleted then).
-        """
-        if delete_kwargs:
-            raise TypeError(f"delete_nodes got unexpected argument(s) {sorted(delete_kwargs)}")
-        ids = [node_ids] if isinstance(node_ids, str) else list(node_ids)
+        """Remove nodes by id (``VectorStoreIndex.delete_nodes``'s name); KeyError naming
+        unknown ids (nothing is deleted then)."""
+        _no_options("delete_nodes", delete_kwargs)
+        ids = id_list(node_ids)
         indexes = self._editable_indexes()
-        for index in indexes:  # check everywhere first: all or nothing
-            unknown = [i for i in ids if i not in index]
-            if unknown:
-                raise KeyError(f"{len(unknown)} node id(s) not in the index: {unknown[:5]}")
+        check_known_ids(ids, indexes, "the index")
         for index in indexes:
             index.delete(ids)
         self._nodes.discard(ids)
@@ -85,3 +79,42 @@ class NodeEditing:
         present = [i for i in ids if all(i in index for index in self._editable_indexes())]
         if present:
             self.delete_nodes(present, **delete_kwargs)
+
+
+class FusionEditing:
+    """Mixin for a retriever with ``_retrievers`` (its children): edit them all."""
+
+    _retrievers: tuple[Any, ...]
+
+    def _editable_children(self) -> list[Any]:
+        children = list(dict.fromkeys(self._retrievers))  # a child listed twice: once
+        for child in children:
+            if not (callable(getattr(child, "insert_nodes", None))
+                    and callable(getattr(child, "delete_nodes", None))):
+                raise TypeError(
+                    f"cannot edit {type(self).__name__}: child {type(child).__name__} has no "
+                    "insert_nodes / delete_nodes; edit the children yourself"
+                )
+        return children
+
+    def insert_nodes(self, nodes: Sequence[BaseNode], **insert_kwargs: Any) -> list[str]:
+        """Insert nodes into every child (each indexes them its own way); returns the ids.
+
+        TypeError for a child that cannot be edited, ValueError for an id already
+        indexed (nothing is inserted then).
+        """
+        children = self._editable_children()
+        node_list = list(nodes)
+        return apply_to_all(  # type: ignore[no-any-return]
+            children, lambda child: child.insert_nodes(node_list, **insert_kwargs),
+            lambda child: child.delete_nodes([n.node_id for n in node_list]))
+
+    def delete_nodes(self, node_ids: Sequence[str], **delete_kwargs: Any) -> None:
+        """Delete nodes by id from every child; KeyError naming ids a child does not hold
+        (checked in every child first when the children are this package's)."""
+        children = self._editable_children()
+        ids = id_list(node_ids)
+        for child in children:
+            check_known_ids(ids, getattr(child, "_editable_indexes", list)(), type(child).__name__)
+        for child in children:
+            child.delete_nodes(ids, **delete_kwargs)

@@ -1,12 +1,10 @@
 """A LlamaIndex retriever as a core searcher, for one `FusionRetriever` call.
 
-The core plans and fuses (`hybrid_retrievers.fusion.FusionPlan`); what is LlamaIndex's
-is how a child is asked (``retrieve`` / ``aretrieve`` on its own copy of the
-`QueryBundle`, so instrumentation spans and callback events nest under the fusion's and
-a child writing ``bundle.embedding`` changes only its own copy) and how its nodes are
-read (`node_with_score_to_hit`: ``node_id`` is the identity). Each searcher keeps the
-nodes it returned by id, so a fused hit is turned back into the child's node by the
-provenance's ``(index, id)``, never by object identity.
+A child is asked with ``retrieve`` / ``aretrieve`` on its own copy of the `QueryBundle`
+(spans and callback events nest under the fusion's; a child writing
+``bundle.embedding`` changes only its copy) and its nodes are read by
+`node_with_score_to_hit`. Each searcher keeps the nodes it returned by id, so a fused
+hit goes back to the child's node by the provenance's ``(index, id)``.
 """
 
 from __future__ import annotations

@@ -1,19 +1,16 @@
 """The one LLM wrapper of the LlamaIndex adapters: a LlamaIndex LLM as a core generator.
 
 Every adapter that takes an ``llm`` (`HyDERetriever`, `LLMRerank`) turns it into the
-core's `hybrid_retrievers.TextGenerator` here, so the rules are written once:
-
-* a LlamaIndex `LLM` (or any object with ``complete(prompt)``) is wrapped in
-  `LlamaIndexGenerator`: ``__call__`` is ``complete(prompt).text`` and, when the model
-  has ``acomplete``, ``agenerate`` awaits it (otherwise ``agenerate`` is ``None`` and
-  the core runs ``complete`` in a worker thread);
-* a plain callable ``prompt -> str`` is used as it is;
-* `llm_name` is the model's name recorded in provenance.
+core's `hybrid_retrievers.TextGenerator` with `as_text_generator`: a LlamaIndex `LLM` (any
+object with ``complete(prompt)``) is wrapped in `LlamaIndexGenerator`, a plain callable
+``prompt -> str`` is used as it is. `llm_name` is the model's name for provenance.
 """
 
 from __future__ import annotations
 
 from typing import Any
+
+from ._convert import type_error
 
 __all__ = ["LlamaIndexGenerator", "as_text_generator", "llm_name"]
 
@@ -34,8 +31,15 @@ def _completes(llm: Any) -> bool:
     return callable(getattr(llm, "complete", None))
 
 
+def _not_an_llm(llm: Any) -> TypeError:
+    return type_error("llm must be a llama_index LLM (with complete()) or a callable "
+                      "prompt -> str", llm)
+
+
 class LlamaIndexGenerator:
-    """A LlamaIndex `LLM` as the core's text generator (``complete`` / ``acomplete``).
+    """A LlamaIndex `LLM` as the core's text generator: ``__call__`` is
+    ``complete(prompt).text``; ``agenerate`` awaits ``acomplete`` when the model has it
+    (else it is ``None`` and the core runs ``complete`` in a worker thread).
 
     Example:
         >>> from llama_index.core.llms import MockLLM
@@ -45,12 +49,8 @@ class LlamaIndexGenerator:
 
     def __init__(self, llm: Any) -> None:
         if not _completes(llm):
-            raise TypeError(
-                "llm must be a llama_index LLM (with complete()) or a callable "
-                f"prompt -> str, got {type(llm).__name__}: {llm!r:.80}"
-            )
+            raise _not_an_llm(llm)
         self.llm = llm
-        # None without acomplete: the core then runs complete() in a worker thread.
         self.agenerate = self._acomplete if callable(getattr(llm, "acomplete", None)) else None
 
     @property
@@ -69,16 +69,10 @@ class LlamaIndexGenerator:
 
 
 def as_text_generator(llm: Any) -> Any:
-    """``llm`` as a core generator: LLMs are wrapped, plain callables pass through.
-
-    Raises:
-        TypeError: for anything else.
-    """
+    """``llm`` as a core generator: LLMs are wrapped, plain callables pass through;
+    TypeError for anything else."""
     if _completes(llm):
         return LlamaIndexGenerator(llm)
     if callable(llm):
         return llm
-    raise TypeError(
-        "llm must be a llama_index LLM (with complete()) or a callable prompt -> str, "
-        f"got {type(llm).__name__}: {llm!r:.80}"
-    )
+    raise _not_an_llm(llm)

@@ -1,16 +1,10 @@
 """The caller's nodes, kept beside the core index: handed back only while they are current.
 
-The core indexes store what they score: id, text (``MetadataMode.NONE``) and metadata.
-A LlamaIndex node has more (node type, relationships / ``ref_doc_id``, the excluded
-LLM / embedding metadata keys, templates...), so the retrievers keep the node objects
-by id and return them for hits. `NodeCache.node_for` hands a node back only when its
-text and metadata still equal the stored document's: after an id is replaced through
-``retriever.index`` (delete + add, ``upsert``), the stored document wins and a `TextNode`
-is rebuilt from it, so a retriever never returns text it did not score.
-
-For persistence the node fields are written as JSON (LlamaIndex's own docstore format,
-``doc_to_json``, without the text, metadata and embedding the index already holds) and
-read back with ``json_to_doc``: data, never pickle.
+The core indexes store what they score (id, text, metadata); a LlamaIndex node has more
+(relationships, excluded metadata keys, templates...), so the retrievers keep the node
+objects by id. `NodeCache.node_for` hands a node back only while its text and metadata
+equal the stored document's (else a `TextNode` is rebuilt), so a retriever never returns
+text it did not score. Persisted node fields are LlamaIndex's docstore JSON, never pickle.
 """
 
 from __future__ import annotations

@@ -1,17 +1,16 @@
-"""Shared plumbing of the LlamaIndex rerankers (see `llama_index_hybrid_retrievers.postprocessors`).
+"""`RerankPostprocessor`, the shared plumbing of the rerankers in ``postprocessors``.
 
-`RerankPostprocessor` converts nodes to core docs (by position, so every result maps
-back to its own input node) and back (a copy of each node with the provenance keys
-added), validates ``top_n`` and emits LlamaIndex's rerank events around the core call.
+It converts nodes to positional core docs and back (a copy of each node with the
+provenance keys added) and emits LlamaIndex's rerank events around the core call.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Generator, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from llama_index.core.bridge.pydantic import Field, field_validator
+from llama_index.core.bridge.pydantic import Field, PrivateAttr, field_validator
 from llama_index.core.callbacks import CBEventType, EventPayload
 from llama_index.core.instrumentation import get_dispatcher
 from llama_index.core.instrumentation.events.rerank import ReRankEndEvent, ReRankStartEvent
@@ -19,7 +18,8 @@ from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.schema import MetadataMode, NodeWithScore, QueryBundle
 
 from hybrid_retrievers import Doc, Hit
-from hybrid_retrievers.rerank import RERANK_KEY
+from hybrid_retrievers.rerank import RERANK_KEY, LLMReranker, Reranker
+from hybrid_retrievers.rerank.adapters import input_position, positional_docs
 from hybrid_retrievers.validation import check_k
 
 from ._convert import node_with_added_metadata
@@ -57,7 +57,7 @@ def _check_nodes(nodes: Any) -> list[NodeWithScore]:
 
 
 class RerankPostprocessor(BaseNodePostprocessor):
-    """Shared plumbing: conversion to core docs and back, callback events, validation."""
+    """Base of the rerankers: subclasses build ``_reranker`` (a core reranker)."""
 
     top_n: int = Field(default=3, description="How many nodes to keep (>= 1).")
     metadata_mode: MetadataMode = Field(
@@ -67,28 +67,33 @@ class RerankPostprocessor(BaseNodePostprocessor):
         "or NONE (its own text, as indexed by this package's retrievers).",
     )
 
+    _reranker: Any = PrivateAttr()
+
     @field_validator("top_n", mode="before")
     @classmethod
     def _check_top_n(cls, value: Any) -> int:
         return check_k(value, name="top_n")
 
+    @property
+    def reranker(self) -> Reranker | LLMReranker:
+        """The core reranker doing the work (`hybrid_retrievers.rerank`)."""
+        return self._reranker  # type: ignore[no-any-return]
+
     def _to_core(self, nodes: list[NodeWithScore]) -> list[Doc]:
-        # Positions as ids, so every result maps back to exactly its own input node. A
-        # repeated node_id gets its first occurrence's position, so the core keeps only
-        # that one (as it does for repeated Doc ids, and as the LangChain adapters do).
-        first: dict[str, int] = {}
-        return [Doc(str(first.setdefault(n.node.node_id, i)),
-                    n.node.get_content(metadata_mode=self.metadata_mode))
-                for i, n in enumerate(nodes)]
+        """The nodes' ``metadata_mode`` texts as positional core docs (`positional_docs`)."""
+        mode = self.metadata_mode
+        return positional_docs((n.node.node_id, n.node.get_content(metadata_mode=mode))
+                               for n in nodes)
 
     @staticmethod
     def _to_nodes(hits: list[Hit], nodes: list[NodeWithScore]) -> list[NodeWithScore]:
         out = []
         for hit in hits:
-            original = nodes[int(hit.doc.id)]
+            position = input_position(hit)
+            original = nodes[position]
             info = hit.explanation[RERANK_KEY]
             added: dict[str, Any] = {RETRIEVAL_SCORE_KEY: original.score,
-                                     RETRIEVAL_RANK_KEY: int(hit.doc.id) + 1}
+                                     RETRIEVAL_RANK_KEY: position + 1}
             if "status" in info:
                 added[STATUS_KEY] = info["status"]
                 added[DETAIL_KEY] = info["detail"]
@@ -96,66 +101,71 @@ class RerankPostprocessor(BaseNodePostprocessor):
             out.append(NodeWithScore(node=copy, score=float(hit.score)))
         return out
 
-    def _event_payload(self, nodes: list[NodeWithScore], query: str, model: str
-                       ) -> dict[str, Any]:
-        return {EventPayload.NODES: nodes, EventPayload.MODEL_NAME: model,
-                EventPayload.QUERY_STR: query, EventPayload.TOP_K: self.top_n}
-
     def _rerank_options(self) -> dict[str, Any]:
         """Extra keyword arguments for the core reranker's ``rerank``."""
         return {}
 
+    @classmethod
+    def class_name(cls) -> str:
+        return f"HybridRetrievers{cls.__name__}"
+
     def _model_label(self) -> str:
-        raise NotImplementedError
-
-    def _prepare(
-        self, nodes: list[NodeWithScore], query_bundle: QueryBundle | None
-    ) -> tuple[str, list[NodeWithScore]]:
-        return _query(query_bundle, type(self).__name__), _check_nodes(nodes)
-
-    def _start_event(self, nodes: list[NodeWithScore], query_bundle: QueryBundle | None) -> None:
-        dispatcher.event(ReRankStartEvent(query=query_bundle, nodes=nodes, top_n=self.top_n,
-                                          model_name=self._model_label()))
+        return self._reranker.model_id  # type: ignore[no-any-return]
 
     @contextmanager
     def _events(self, nodes: list[NodeWithScore], query_bundle: QueryBundle | None,
                 query: str) -> Iterator[list[NodeWithScore]]:
         """Emit the rerank start events; the block fills the yielded list with the
         output, whose end events follow (none when the block raises)."""
-        payload = self._event_payload(nodes, query, self._model_label())
-        self._start_event(nodes, query_bundle)
+        model = self._model_label()
+        payload = {EventPayload.NODES: nodes, EventPayload.MODEL_NAME: model,
+                   EventPayload.QUERY_STR: query, EventPayload.TOP_K: self.top_n}
+        dispatcher.event(ReRankStartEvent(query=query_bundle, nodes=nodes, top_n=self.top_n,
+                                          model_name=model))
         out: list[NodeWithScore] = []
         with self.callback_manager.event(CBEventType.RERANKING, payload=payload) as event:
             yield out
             event.on_end(payload={EventPayload.NODES: out})
         dispatcher.event(ReRankEndEvent(nodes=out))
 
-    @dispatcher.span
-    def _postprocess_nodes(
-        self,
-        nodes: list[NodeWithScore],
-        query_bundle: QueryBundle | None = None,
-    ) -> list[NodeWithScore]:
-        query, nodes = self._prepare(nodes, query_bundle)
+    def _steps(self, nodes: Any, query_bundle: QueryBundle | None, rerank: Callable[..., Any]
+               ) -> Generator[Any, list[Hit], list[NodeWithScore]]:
+        """The one reranking path: checks, events, conversions. It yields what
+        ``rerank(query, docs, top_n=..., ...)`` returned inside the events (the hits, or
+        a coroutine for the async path) and is sent the hits back."""
+        query, nodes = _query(query_bundle, type(self).__name__), _check_nodes(nodes)
         if not nodes:
             return []
         with self._events(nodes, query_bundle, query) as out:
-            hits = self._reranker.rerank(query, self._to_core(nodes), top_n=self.top_n,
-                                         **self._rerank_options())
+            hits = yield rerank(query, self._to_core(nodes), top_n=self.top_n,
+                                **self._rerank_options())
             out.extend(self._to_nodes(hits, nodes))
         return out
 
     @dispatcher.span
-    async def _apostprocess_nodes(
-        self,
-        nodes: list[NodeWithScore],
-        query_bundle: QueryBundle | None = None,
+    def _postprocess_nodes(
+        self, nodes: list[NodeWithScore], query_bundle: QueryBundle | None = None,
     ) -> list[NodeWithScore]:
-        query, nodes = self._prepare(nodes, query_bundle)
-        if not nodes:
-            return []
-        with self._events(nodes, query_bundle, query) as out:
-            hits = await self._reranker.arerank(query, self._to_core(nodes), top_n=self.top_n,
-                                                **self._rerank_options())
-            out.extend(self._to_nodes(hits, nodes))
-        return out
+        steps = self._steps(nodes, query_bundle, self._reranker.rerank)
+        try:
+            steps.send(next(steps))
+        except StopIteration as done:
+            return done.value  # type: ignore[no-any-return]
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    @dispatcher.span
+    async def _apostprocess_nodes(
+        self, nodes: list[NodeWithScore], query_bundle: QueryBundle | None = None,
+    ) -> list[NodeWithScore]:
+        steps = self._steps(nodes, query_bundle, self._reranker.arerank)
+        try:
+            pending = next(steps)
+            try:
+                hits = await pending
+            except BaseException as exc:  # inside the events, as in the sync path
+                steps.throw(exc)
+                raise
+            steps.send(hits)
+        except StopIteration as done:
+            return done.value  # type: ignore[no-any-return]
+        raise AssertionError("unreachable")  # pragma: no cover

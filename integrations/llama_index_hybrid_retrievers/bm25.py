@@ -18,9 +18,17 @@ from llama_index.core.storage.docstore.types import BaseDocumentStore
 from llama_index.core.vector_stores.types import MetadataFilters
 
 from hybrid_retrievers import Analyzer, BM25Index
+from hybrid_retrievers.text.bm25s import analyzer_from_bm25s
 from hybrid_retrievers.types import MetadataFilter
 
-from ._base import CoreIndexRetriever, IndexOptions, one_filter, one_source, source_nodes
+from ._base import (
+    CoreIndexRetriever,
+    IndexOptions,
+    LoadOptions,
+    one_filter,
+    one_source,
+    source_nodes,
+)
 from ._convert import nodes_to_docs
 
 if TYPE_CHECKING:  # typing.Unpack is Python 3.11+
@@ -29,28 +37,18 @@ if TYPE_CHECKING:  # typing.Unpack is Python 3.11+
 __all__ = ["BM25Retriever"]
 
 
-class BM25Retriever(CoreIndexRetriever):
+class BM25Retriever(CoreIndexRetriever[BM25Index]):
     """BM25 keyword retriever for LlamaIndex backed by `hybrid_retrievers.BM25Index`.
 
-    Returned nodes: each result is a new `NodeWithScore` carrying the BM25 score.
-    Its node is the caller's node object (not modified) given to `from_defaults` /
-    `insert_nodes`, or after `from_persist_dir` the same node rebuilt from its saved
-    fields (type, relationships, excluded metadata keys, templates); a `TextNode`
-    rebuilt from the stored id, text and metadata for documents added to ``index``
-    directly, or replaced there (the index's text always wins). Indexed text is the
-    node's own text (``MetadataMode.NONE``). Only nodes matching at least one query
-    term are returned, best first. `insert_nodes` / `delete_nodes` edit the index.
+    Each result is a new `NodeWithScore` carrying the BM25 score; its node is the
+    caller's node object (not modified; after `from_persist_dir`, rebuilt from its saved
+    fields) while it agrees with the index, else a `TextNode` of the stored document.
+    Indexed text is the node's own text (``MetadataMode.NONE``). Only nodes matching at
+    least one query term are returned.
 
-    Args:
-        bm25_index: The core index that does all scoring (shared, not copied);
-            ``index=`` is its deprecated name.
-        similarity_top_k: Number of nodes to return (>= 1).
-        filter: Applied before top-k: a mapping (metadata equality on every key), a
-            callable receiving a `hybrid_retrievers.Doc`, or a LlamaIndex
-            `MetadataFilters` (``filters=`` is LlamaIndex's spelling).
-        nodes: Original node objects to hand back for matching ids.
-        callback_manager: LlamaIndex callback manager.
-        verbose: Passed to LlamaIndex's `BaseRetriever`.
+    The constructor takes the core index (``index=`` is its deprecated name) and the
+    `IndexOptions` (``filter`` is a mapping, a callable over a `Doc` or `MetadataFilters`,
+    applied before top-k; ``filters=`` is LlamaIndex's spelling).
 
     Example:
         >>> from llama_index.core.schema import TextNode
@@ -64,10 +62,9 @@ class BM25Retriever(CoreIndexRetriever):
         ['a']
     """
 
-    index_type = BM25Index
-    index_argument = "bm25_index"
+    searcher_type = BM25Index
+    searcher_argument = "bm25_index"
     build_hint = "BM25Retriever.from_defaults(nodes=...)"
-    legacy_kind = "bm25"
 
     def __init__(self, bm25_index: BM25Index | None = None,
                  **options: Unpack[IndexOptions]) -> None:
@@ -76,9 +73,7 @@ class BM25Retriever(CoreIndexRetriever):
     @property
     def bm25_index(self) -> BM25Index:
         """The core BM25 index."""
-        return self._searcher  # type: ignore[no-any-return]
-
-    # ----------------------------------------------------------------- build
+        return self._searcher
 
     @classmethod
     def from_defaults(
@@ -105,34 +100,15 @@ class BM25Retriever(CoreIndexRetriever):
     ) -> BM25Retriever:
         """Index nodes (or a docstore's, or a LlamaIndex index's) and return a retriever.
 
-        The arguments of ``llama_index.retrievers.bm25.BM25Retriever.from_defaults`` are
-        accepted where they mean something here (``index``, ``nodes``, ``docstore``,
-        ``similarity_top_k``, ``language``, ``stemmer``, ``skip_stemming``, ``filters``,
-        ``verbose``); the others raise a `TypeError` naming the alternative.
+        Takes the arguments of ``llama_index.retrievers.bm25.BM25Retriever.from_defaults``
+        that mean something here; the others (``tokenizer``, ``token_pattern``,
+        ``existing_bm25``...) raise a `TypeError` naming the alternative.
 
-        Args:
-            nodes: The nodes to index; ids are ``node.node_id``.
-            docstore: Alternatively, a docstore whose ``docs`` are all indexed.
-            index: Alternatively, a LlamaIndex index (``VectorStoreIndex``...) whose
-                docstore is indexed (a core `BM25Index` here is deprecated).
-            bm25_index: Alternatively, a core `BM25Index`, used as it is.
-            similarity_top_k: Number of nodes to return (>= 1).
-            analyzer: Tokenizer settings; ``None`` uses the core default (English).
-            language: Shorthand for ``analyzer=Analyzer(language=...)`` (``"en"``,
-                ``"english"``, ``"es"``...): stopwords and Snowball stemmer of that language.
-            stemmer: ``"default"`` (Snowball), ``None``... as for `Analyzer`; a PyStemmer
-                ``Stemmer.Stemmer(lang)`` object is accepted when it is ``language``'s.
-            skip_stemming: Do not stem (``stemmer=None``).
-            k1, b, method, delta: BM25 parameters, passed to `BM25Index.from_docs`.
-            filter: See the class docstring; ``filters`` is LlamaIndex's spelling.
-            callback_manager: LlamaIndex callback manager.
-            verbose: Also shows a progress bar while indexing.
-
-        Raises:
-            ValueError: unless exactly one of ``nodes``, ``docstore``, ``index`` and
-                ``bm25_index`` is given.
-            TypeError: for an argument of llama-index-retrievers-bm25 that has no meaning
-                here (``tokenizer``, ``token_pattern``, ``existing_bm25``...).
+        Exactly one source: ``nodes``, a ``docstore`` or a LlamaIndex ``index`` whose
+        nodes are all indexed, or a core ``bm25_index`` used as it is. ``language`` /
+        ``stemmer`` / ``skip_stemming`` are bm25s's spelling of an ``analyzer``
+        (`hybrid_retrievers.text.bm25s`); ``k1``, ``b``, ``method`` and ``delta`` are
+        `BM25Index.from_docs`'s; the rest are the constructor's.
         """
         _refuse(unsupported)
         where = one_filter(filter, filters)
@@ -144,12 +120,13 @@ class BM25Retriever(CoreIndexRetriever):
             warnings.warn("BM25Retriever.from_defaults(index=<BM25Index>) is deprecated; pass "
                           "bm25_index=", DeprecationWarning, stacklevel=2)
             index, bm25_index = None, index
-        analyzer = _analyzer(analyzer, language, stemmer, skip_stemming)
+        analyzer = analyzer_from_bm25s(analyzer, language, stemmer, skip_stemming)
+        options = {"similarity_top_k": similarity_top_k, "filter": where,
+                   "callback_manager": callback_manager, "verbose": verbose}
         if bm25_index is not None:
             if analyzer is not None:
                 raise ValueError("an existing BM25Index keeps its analyzer; do not pass one")
-            return cls(bm25_index, similarity_top_k=similarity_top_k, filter=where,
-                       callback_manager=callback_manager, verbose=verbose)
+            return cls(bm25_index, **options)
         if index is not None:
             docstore = getattr(index, "docstore", None)
             if docstore is None:
@@ -160,33 +137,18 @@ class BM25Retriever(CoreIndexRetriever):
         node_list = source_nodes(nodes, docstore)
         core = BM25Index.from_docs(nodes_to_docs(node_list), analyzer=analyzer, k1=k1, b=b,
                                    method=method, delta=delta, show_progress=verbose)
-        return cls(core, similarity_top_k=similarity_top_k, filter=where, nodes=node_list,
-                   callback_manager=callback_manager, verbose=verbose)
+        return cls(core, nodes=node_list, **options)
 
     @classmethod
-    def from_persist_dir(
-        cls,
-        persist_dir: str | os.PathLike[str],
-        *,
-        similarity_top_k: int | None = None,
-        filter: MetadataFilter | MetadataFilters | None = None,
-        filters: MetadataFilters | MetadataFilter | None = None,
-        callback_manager: CallbackManager | None = None,
-        verbose: bool = False,
-        mmap: bool = False,
-    ) -> BM25Retriever:
-        """Load a retriever saved with `persist`: same results, same node fields.
+    def from_persist_dir(cls, persist_dir: str | os.PathLike[str], *, mmap: bool = False,
+                         **options: Unpack[LoadOptions]) -> BM25Retriever:
+        """Load a retriever saved with `persist` (or a `BM25Index.save` folder).
 
-        ``similarity_top_k`` and ``filter`` default to the saved ones. A directory
-        holding a bare `BM25Index` (``BM25Index.save``) loads too, with `TextNode`s.
-
-        Raises:
-            hybrid_retrievers.persistence.IndexFormatError: for a missing, corrupt
-                or foreign directory.
+        ``options`` default to the saved ones; ``mmap`` memory-maps the index arrays.
+        `IndexFormatError` for a missing, corrupt or foreign directory.
         """
         return cls._load(persist_dir, lambda folder: BM25Index.load(folder, mmap=mmap),  # type: ignore[no-any-return]
-                         similarity_top_k=similarity_top_k, filter=filter, filters=filters,
-                         callback_manager=callback_manager, verbose=verbose)
+                         ("bm25",), **options)
 
 
 _UNSUPPORTED = {
@@ -205,29 +167,3 @@ def _refuse(unsupported: dict[str, Any]) -> None:
                  for k in unsupported]
         raise TypeError(f"BM25Retriever.from_defaults got unexpected argument(s) "
                         f"{', '.join(parts)}")
-
-
-def _analyzer(analyzer: Analyzer | None, language: str | None, stemmer: Any,
-              skip_stemming: bool) -> Analyzer | None:
-    """llama-index-retrievers-bm25's ``language`` / ``stemmer`` / ``skip_stemming`` as an Analyzer."""
-    if language is None and stemmer is None and not skip_stemming:
-        return analyzer
-    if analyzer is not None:
-        raise ValueError("pass analyzer= or language= / stemmer= / skip_stemming=, not both")
-    if skip_stemming and stemmer is not None:
-        raise ValueError("pass stemmer= or skip_stemming=True, not both")
-    lang = "english" if language is None else language
-    spec: Any = "default"
-    if skip_stemming:
-        spec = None
-    elif callable(getattr(stemmer, "stemWords", None)):  # a PyStemmer Stemmer object
-        probe = ["running", "connections", "generously", "nations", "happiness"]
-        reference = Analyzer(lang, stopwords=None)
-        if [reference.tokenize(w)[0] for w in probe] != list(stemmer.stemWords(probe)):
-            raise ValueError(
-                f"the PyStemmer stemmer given does not stem like Snowball {lang!r}; pass "
-                "language= matching it (it sets the Snowball stemmer and stopwords)"
-            )
-    elif stemmer is not None:
-        spec = stemmer
-    return Analyzer(lang, stemmer=spec)

@@ -1,18 +1,8 @@
 """Any LlamaIndex `BaseEmbedding` as the core's `Embedder` protocol.
 
-`LlamaIndexEmbedder` is a `hybrid_retrievers.models.EmbedderAdapter` (float32 arrays,
-one dimension, model identity, batch and async queries, the error messages): this
-module only says which LlamaIndex methods to call. The model is called through its
-public methods (``get_text_embedding_batch`` for documents, ``get_query_embedding`` for
-queries, ``aget_query_embedding`` for async queries), so LlamaIndex's batching
-(``embed_batch_size``), callbacks, instrumentation and its own embeddings cache all
-still apply.
-
-Model identity: ``model_id=`` when given; otherwise ``"<class name>(<model_name>)"``,
-e.g. ``"HuggingFaceEmbedding(BAAI/bge-small-en-v1.5)"``. A model whose ``model_name`` is
-LlamaIndex's placeholder ``"unknown"`` (or empty) has no identity (``None``): the
-embedding cache then refuses it rather than risk mixing two models' vectors under one
-name.
+`LlamaIndexEmbedder` is a `hybrid_retrievers.models.EmbedderAdapter`: this module only
+names the model's public LlamaIndex methods to call, so its batching, callbacks,
+instrumentation and embeddings cache still apply.
 """
 
 from __future__ import annotations
@@ -31,13 +21,10 @@ _PLACEHOLDER_NAMES = frozenset({"", "unknown"})
 class LlamaIndexEmbedder(EmbedderAdapter):
     """Wrap a LlamaIndex `BaseEmbedding` so a `hybrid_retrievers.VectorIndex` can use it.
 
-    Args:
-        embed_model: Any ``llama_index.core`` `BaseEmbedding` instance.
-        model_id: Identity for caches and saved indexes; derived from the model when
-            omitted (see the module docstring).
-        dimension: The vector length, when known up front; otherwise taken from the
-            model's ``embed_dim`` attribute if it has one, else learned from the first
-            vectors the model returns.
+    ``model_id`` and ``dimension`` are as for `EmbedderAdapter`. The derived identity is
+    ``"<class name>(<model_name>)"``, e.g. ``"HuggingFaceEmbedding(BAAI/bge-small-en-v1.5)"``;
+    a model named LlamaIndex's placeholder ``"unknown"`` (or nothing) has none (``None``),
+    so the embedding cache refuses it rather than risk mixing two models' vectors.
 
     Example:
         >>> from llama_index.core.embeddings import MockEmbedding
@@ -73,15 +60,7 @@ class LlamaIndexEmbedder(EmbedderAdapter):
 
 
 def as_embedder(embed_model: Any) -> Any:
-    """Return ``embed_model`` as a core `Embedder`.
-
-    A LlamaIndex `BaseEmbedding` is wrapped in `LlamaIndexEmbedder`; anything already
-    following the core protocol (``embed_documents`` and ``embed_query``:
-    `SentenceTransformerEmbedder`, `HashingEmbedder`, a `LlamaIndexEmbedder`) is
-    returned unchanged.
-
-    Raises:
-        TypeError: for anything else (including ``None``).
-    """
+    """``embed_model`` as a core `Embedder`: a `BaseEmbedding` wrapped, a core embedder as
+    it is (`adapt_embedder`; TypeError for anything else, even ``None``)."""
     return adapt_embedder(embed_model, BaseEmbedding, LlamaIndexEmbedder,
                           argument="embed_model", native_name="a llama_index BaseEmbedding")

@@ -21,66 +21,46 @@ from llama_index.core.callbacks.base import CallbackManager
 from llama_index.core.schema import NodeWithScore, QueryBundle
 
 from hybrid_retrievers.fusion import (
-    DEFAULT_K_RRF, CallRunner, Dedup, FusionMode, FusionPlan, gather_calls,
+    DEFAULT_K_RRF,
+    CallRunner,
+    Dedup,
+    FusionMode,
+    FusionPlan,
+    gather_calls,
 )
 from hybrid_retrievers.fusion.plan import Weights
+from hybrid_retrievers.fusion.settings import PlanSettings
 from hybrid_retrievers.validation import check_k, check_names
 
 from ._base import SimilarityTopK
-from ._convert import FUSION_KEY
+from ._convert import FUSION_KEY, QueryChecked, type_error
+from ._editing import FusionEditing
 from ._fusion_child import ChildSearcher, fused_nodes
-from ._fusion_editing import FusionEditing
-from ._query import QueryChecked
 
 __all__ = ["FUSION_KEY", "FusionRetriever", "HybridRetriever"]
 
 
-class FusionRetriever(SimilarityTopK, QueryChecked, FusionEditing, BaseRetriever):
+class FusionRetriever(PlanSettings, SimilarityTopK, QueryChecked, FusionEditing, BaseRetriever):
     """Fuse the rankings of several LlamaIndex retrievers into one (RRF by default).
 
-    Each query goes to every child whose weight is positive, at the same time: in
-    ``retrieve`` the first child runs in the calling thread and the others in worker
-    threads that carry the caller's context (so LlamaIndex instrumentation spans and
-    callback traces nest under the fusion's); in ``aretrieve`` the children's
-    ``aretrieve`` coroutines are gathered. Each child receives its own copy of the
-    `QueryBundle` (LlamaIndex's vector retriever writes the query embedding into the
-    bundle it gets, which must not leak into a sibling using another model, nor into
-    the caller's bundle). The core fuses the lists and cuts them to ``similarity_top_k``.
-
-    How many candidates each child returns is the child's own ``similarity_top_k``
-    (LlamaIndex retrievers have no per-call top-k); give each child the depth fusion
-    should see (`HybridRetriever` uses ``max(similarity_top_k, 20)``).
-
-    Reading the children's answers (`node_with_score_to_hit`): identity is
-    ``node.node_id``, the score is ``NodeWithScore.score`` and the rank its position.
-    Scores are not needed for ``mode="rrf"``; the score modes raise a clear error for a
-    child that returns a node without a score.
+    Each query goes to every child whose weight is positive, at the same time (threads
+    carrying the caller's context, or gathered coroutines), so spans and callback traces
+    nest under the fusion's. Each child gets its own copy of the `QueryBundle` and returns
+    its own ``similarity_top_k`` candidates (see ``_fusion_child.py``); the core fuses
+    the lists and cuts them to ``similarity_top_k``.
 
     Returned nodes: new `NodeWithScore` objects with the fused score and a **copy** of
-    the best-ranked child node (same ``node_id``, text and relationships) carrying the
-    provenance (documented in `hybrid_retrievers.fusion`) under ``metadata["fusion"]``,
-    a key excluded from the copy's LLM and embedding text. The children's nodes are not
-    modified; a nested `FusionRetriever`'s provenance is kept as that source's
-    ``explanation``.
+    the best-ranked child node with the provenance (`hybrid_retrievers.fusion`) under
+    ``metadata["fusion"]``, excluded from its LLM and embedding text.
 
     Args:
         retrievers: The children: any LlamaIndex `BaseRetriever` objects, in order.
         similarity_top_k: Number of fused nodes to return (>= 1).
-        weights: One weight (>= 0, at least one > 0) per child, or a callable
-            ``weights(query_str) -> sequence`` such as
-            `hybrid_retrievers.lexical_boost_rule`; a child whose weight is 0 for a
-            query is not called. ``None``: all 1.
-        mode: A `hybrid_retrievers.FusionMode` or its value (``"rrf"``,
-            ``"relative_score"``, ``"dist_based_score"``, ``"zscore"``, ``"raw"``,
-            ``"mean"``, ``"combsum"``, ``"combmnz"``).
-        k_rrf: The RRF constant (> 0), ``mode="rrf"`` only.
-        names: One unique name per child, reported as ``"source"`` in the provenance
-            (default: the child's 0-based index).
-        dedup: ``"id"`` or ``"content"`` (also merge equal normalised texts).
+        weights, mode, k_rrf, names, dedup: As for `hybrid_retrievers.FusionSearcher`
+            (a child whose weight is 0 for a query is not called).
         max_workers: Children run at the same time in ``retrieve``, at most (default:
             all; 1 runs them one after another in the calling thread).
-        callback_manager: LlamaIndex callback manager.
-        verbose: Passed to LlamaIndex's `BaseRetriever`.
+        callback_manager, verbose: As for LlamaIndex's `BaseRetriever`.
 
     Example:
         >>> from llama_index.core.schema import TextNode
@@ -126,10 +106,7 @@ class FusionRetriever(SimilarityTopK, QueryChecked, FusionEditing, BaseRetriever
             raise ValueError("retrievers must hold at least one retriever, got an empty list")
         for i, child in enumerate(children):
             if not isinstance(child, BaseRetriever):
-                raise TypeError(
-                    f"retrievers[{i}] must be a llama_index BaseRetriever, got "
-                    f"{type(child).__name__}: {child!r:.80}"
-                )
+                raise type_error(f"retrievers[{i}] must be a llama_index BaseRetriever", child)
         n = len(children)
         self._retrievers = children
         self.similarity_top_k = similarity_top_k
@@ -148,35 +125,17 @@ class FusionRetriever(SimilarityTopK, QueryChecked, FusionEditing, BaseRetriever
         return self._retrievers
 
     @property
-    def weights(self) -> Weights | None:
-        """The weights as given (a tuple, a callable, or ``None`` for all 1)."""
-        return self._plan.weights
-
-    @property
-    def mode(self) -> FusionMode:
-        return self._plan.mode
-
-    @property
-    def k_rrf(self) -> float:
-        return self._plan.k_rrf
-
-    @property
     def names(self) -> tuple[str, ...] | None:
+        """The children's names as given (``None``: their indexes)."""
         return self._names
-
-    @property
-    def dedup(self) -> Dedup:
-        return self._plan.dedup
 
     # ----------------------------------------------------------- persistence
 
     def persist(self, persist_dir: str | os.PathLike[str]) -> None:
         """Save every child index and the fusion settings to one directory (no pickle).
 
-        Works when every child is this package's `BM25Retriever`, `DenseRetriever` or
-        `FusionRetriever` (so every `HybridRetriever`); any other child raises
-        `TypeError`. Models are not saved: pass ``embed_model`` to `from_persist_dir`.
-        A callable ``weights`` rule is not saved either (pass it back on load).
+        Children must be this package's BM25, dense or fusion retrievers (else
+        `TypeError`); models and a callable ``weights`` rule are not saved.
         """
         from ._saving import persist_fusion_retriever
 
@@ -189,16 +148,8 @@ class FusionRetriever(SimilarityTopK, QueryChecked, FusionEditing, BaseRetriever
     ) -> FusionRetriever:
         """Load a retriever saved with `persist` (or the LangChain adapter's ``save_local``).
 
-        Args:
-            persist_dir: The directory written by `persist`.
-            embed_model: The model the dense children were built with (required when
-                there is one).
-            **kwargs: Constructor arguments that replace the saved ones
-                (``similarity_top_k``, ``weights``, ``callback_manager``...).
-
-        Raises:
-            hybrid_retrievers.persistence.IndexFormatError: a missing, corrupt or
-                foreign directory.
+        ``embed_model`` is the dense children's model; ``kwargs`` replace saved
+        constructor arguments. `IndexFormatError` for a missing, corrupt or foreign one.
         """
         from ._saving import load_fusion_retriever
 

@@ -18,8 +18,8 @@ from hybrid_retrievers.hyde import HyDEResult, HyDESearcher
 from hybrid_retrievers.types import MetadataFilter
 from hybrid_retrievers.vector import VectorIndex
 
-from ._base import CoreSearcherRetriever, one_filter
-from ._convert import as_node_list, nodes_to_docs
+from ._base import CoreSearcherRetriever
+from ._convert import as_node_list, nodes_to_docs, one_source
 from ._llm import LlamaIndexGenerator, as_text_generator
 from .embeddings import as_embedder
 
@@ -29,13 +29,12 @@ as_generator = as_text_generator
 """Kept for compatibility: `llama_index_hybrid_retrievers._llm.as_text_generator`."""
 
 
-class HyDERetriever(CoreSearcherRetriever):
+class HyDERetriever(CoreSearcherRetriever[HyDESearcher]):
     """HyDE retrieval (Gao et al. 2022) for LlamaIndex, backed by `HyDESearcher`.
 
-    Results are new `NodeWithScore` objects (the caller's original nodes, unmodified,
-    when built from nodes in this process). The generated passages of the last query
-    are not stored on the retriever (it may serve several threads); call
-    `generate` to see them, or use the core hits' ``explanation["hyde"]``.
+    Results are as for `BM25Retriever`. The passages of a query are not stored on the
+    retriever (it may serve several threads): call `generate`, or read the core hits'
+    ``explanation["hyde"]``. The constructor takes the searcher and `SearcherOptions`.
 
     Example:
         >>> from llama_index.core.schema import TextNode
@@ -44,34 +43,14 @@ class HyDERetriever(CoreSearcherRetriever):
         >>> retriever = HyDERetriever.from_defaults(
         ...     nodes=[TextNode(id_="w", text="an aircraft wing generates lift"),
         ...            TextNode(id_="b", text="bread rises with yeast")],
-        ...     embed_model=HashingEmbedder(64),
-        ...     llm=lambda prompt: "A wing generates lift.",
-        ...     similarity_top_k=1,
-        ... )
+        ...     embed_model=HashingEmbedder(64), llm=lambda prompt: "A wing generates lift.",
+        ...     similarity_top_k=1)
         >>> [n.node.node_id for n in retriever.retrieve("how do planes fly?")]
         ['w']
     """
 
-    def __init__(
-        self,
-        searcher: HyDESearcher,
-        *,
-        similarity_top_k: int = 4,
-        filter: MetadataFilter | MetadataFilters | None = None,
-        nodes: Iterable[BaseNode] | None = None,
-        callback_manager: CallbackManager | None = None,
-        verbose: bool = False,
-        filters: MetadataFilters | MetadataFilter | None = None,
-    ) -> None:
-        filter = one_filter(filter, filters)
-        self._hold(searcher, HyDESearcher)
-        self._setup(similarity_top_k=similarity_top_k, filter=filter, nodes=nodes,
-                    callback_manager=callback_manager, verbose=verbose)
-
-    @property
-    def searcher(self) -> HyDESearcher:
-        """The core HyDE searcher."""
-        return self._searcher
+    searcher_type = HyDESearcher
+    build_hint = "HyDERetriever.from_defaults(...)"
 
     @classmethod
     def from_defaults(
@@ -90,18 +69,12 @@ class HyDERetriever(CoreSearcherRetriever):
     ) -> HyDERetriever:
         """Index ``nodes`` (or use an existing ``index``, e.g. a `DenseRetriever`'s) with HyDE.
 
-        Args:
-            nodes: The nodes to embed and index (not with ``index``).
-            embed_model: LlamaIndex `BaseEmbedding` or core `Embedder`.
-            llm: LlamaIndex `LLM` or a callable ``prompt -> str``.
-            index: An existing `VectorIndex` instead of ``nodes``.
-            **options: The core recipe's (`HyDESearcher.from_index`): ``n`` passages per
-                query (1..8), ``include_query``, ``prompt``, ``timeout``, ``cache`` and
-                ``expand_with_bm25`` (also search a BM25 index of the same documents
-                with the query plus the passages, fused with RRF).
+        Exactly one of ``nodes`` and ``index``; ``embed_model`` is a `BaseEmbedding` or
+        core `Embedder`, ``llm`` a LlamaIndex `LLM` or a callable ``prompt -> str``;
+        ``options`` are the core recipe's (`HyDESearcher.from_index`: ``n``,
+        ``expand_with_bm25``...), the rest the constructor's.
         """
-        if (nodes is None) == (index is None):
-            raise ValueError("pass exactly one of nodes= or index=")
+        one_source(nodes=nodes, index=index)
         embedder = as_embedder(embed_model)
         generate = as_text_generator(llm)
         node_list: list[BaseNode] = []
@@ -114,9 +87,8 @@ class HyDERetriever(CoreSearcherRetriever):
         else:
             searcher = HyDESearcher.from_index(index, generate=generate, embedder=embedder,
                                                **options)
-        return cls(searcher, similarity_top_k=similarity_top_k,
-                   filter=one_filter(filter, filters), nodes=node_list,
-                   callback_manager=callback_manager, verbose=verbose)
+        return cls(searcher, similarity_top_k=similarity_top_k, filter=filter, filters=filters,
+                   nodes=node_list, callback_manager=callback_manager, verbose=verbose)
 
     def _editable_indexes(self) -> list[Any]:
         return [i for i in (self._searcher.index, self._searcher.expansion_searcher)

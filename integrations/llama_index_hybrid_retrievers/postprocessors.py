@@ -3,14 +3,11 @@
 * `CrossEncoderRerank` — a cross-encoder (or any `PairScorer`) as a ``BaseNodePostprocessor``.
 * `LLMRerank` — listwise reranking with any LlamaIndex LLM (or a callable), failing safe.
 
-Both work in ``RetrieverQueryEngine.from_args(retriever, node_postprocessors=[...])`` and
-in its async ``aquery``. Like their LlamaIndex namesakes, `CrossEncoderRerank` scores a
-node's ``MetadataMode.EMBED`` text (``SentenceTransformerRerank``) and `LLMRerank` shows
-the LLM its ``MetadataMode.LLM`` text (``LLMRerank``); ``metadata_mode=`` changes it.
-Each call emits LlamaIndex's ``ReRankStartEvent`` / ``ReRankEndEvent`` instrumentation
-events (in a span) and the callback manager's ``RERANKING`` event. The adapters are thin: scoring, sorting, thresholds, ties and
-the parsing of the LLM's answer all happen in `hybrid_retrievers.rerank`, so LangChain
-users get the same order.
+Both work in ``RetrieverQueryEngine`` (and its async ``aquery``). Like their LlamaIndex
+namesakes, `CrossEncoderRerank` scores a node's ``MetadataMode.EMBED`` text and
+`LLMRerank` shows the LLM its ``MetadataMode.LLM`` text (``metadata_mode=`` changes it).
+Each call emits LlamaIndex's rerank events and the ``RERANKING`` callback event. The
+reranking itself is `hybrid_retrievers.rerank`'s, so LangChain users get the same order.
 
 Returned nodes: new `NodeWithScore` objects whose ``score`` is the rerank score
 (cross-encoder: the model's score; LLM: ``1 / rank``) and whose node is a **copy** of the
@@ -27,24 +24,20 @@ key                    value
 =====================  =================================================================
 
 The added keys are excluded from the node's LLM and embedding text, so they never leak
-into prompts or into a later reranker's input.
-
-Layout: the conversions and events shared by both live in ``_rerank``, the LLM wrapper
-in ``_llm`` (shared with `HyDERetriever`); the model is resolved by the core's
-`hybrid_retrievers.rerank.as_pair_scorer`.
+into prompts or into a later reranker's input. The shared plumbing is in ``_rerank``.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from llama_index.core.bridge.pydantic import Field, PrivateAttr
+from llama_index.core.bridge.pydantic import Field
 from llama_index.core.schema import MetadataMode
 
 from hybrid_retrievers.models import DEFAULT_CROSS_ENCODER
-from hybrid_retrievers.rerank import DEFAULT_LLM_RERANK_PROMPT, as_pair_scorer
+from hybrid_retrievers.rerank import DEFAULT_LLM_RERANK_PROMPT
 from hybrid_retrievers.rerank import LLMReranker as CoreLLMReranker
-from hybrid_retrievers.rerank import Reranker as CoreReranker
+from hybrid_retrievers.rerank.adapters import pair_reranker
 from hybrid_retrievers.timeout import DEFAULT_LLM_TIMEOUT
 
 from ._llm import as_text_generator, llm_name
@@ -60,11 +53,8 @@ class CrossEncoderRerank(RerankPostprocessor):
     """Rerank nodes with a cross-encoder, as a LlamaIndex node postprocessor.
 
     Unlike LlamaIndex's ``SentenceTransformerRerank`` it defaults to a real reranking
-    model (``cross-encoder/ms-marco-MiniLM-L-6-v2``, loaded on first use), has a
-    ``score_threshold`` and a batch size, handles two-logit models, never mutates the
-    caller's nodes, and runs the model in a worker thread for ``apostprocess_nodes``.
-
-    See the module docstring for the returned nodes.
+    model (loaded on first use), has a ``score_threshold``, never mutates the caller's
+    nodes, and runs the model in a worker thread for ``apostprocess_nodes``.
 
     Example:
         >>> from llama_index.core.schema import NodeWithScore, TextNode
@@ -96,29 +86,14 @@ class CrossEncoderRerank(RerankPostprocessor):
     device: str | None = Field(
         default=None, description="Device for a model loaded by name or path.")
 
-    _reranker: CoreReranker = PrivateAttr()
-
     def model_post_init(self, context: Any, /) -> None:
         super().model_post_init(context)
-        scorer = as_pair_scorer(self.model, batch_size=self.batch_size,
-                                max_length=self.max_length, device=self.device)
-        self._reranker = CoreReranker(scorer, top_n=self.top_n,
-                                      score_threshold=self.score_threshold)
-
-    @classmethod
-    def class_name(cls) -> str:
-        return "HybridRetrieversCrossEncoderRerank"
-
-    @property
-    def reranker(self) -> CoreReranker:
-        """The core `hybrid_retrievers.rerank.Reranker` doing the work."""
-        return self._reranker
+        self._reranker = pair_reranker(
+            self.model, top_n=self.top_n, score_threshold=self.score_threshold,
+            batch_size=self.batch_size, max_length=self.max_length, device=self.device)
 
     def _rerank_options(self) -> dict[str, Any]:
         return {"score_threshold": self.score_threshold}
-
-    def _model_label(self) -> str:
-        return self._reranker.model_id
 
 
 # ------------------------------------------------------------------------- LLM
@@ -127,11 +102,9 @@ class CrossEncoderRerank(RerankPostprocessor):
 class LLMRerank(RerankPostprocessor):
     """Listwise reranking by a LlamaIndex LLM, failing safe, as a node postprocessor.
 
-    The LLM is prompted (``llm.complete``; ``acomplete`` for ``apostprocess_nodes``) with
-    the query and the numbered nodes and asked for their order. Its answer is parsed
-    leniently; when it is unusable or the LLM raises, the input order is kept and the
-    nodes' ``rerank_status`` / ``rerank_detail`` metadata say why (a warning is logged):
-    the query never fails because of the reranker.
+    The LLM (``complete`` / ``acomplete``) is asked for the order of the numbered nodes;
+    when its answer is unusable or it raises, the input order is kept and
+    ``rerank_status`` / ``rerank_detail`` say why: the query never fails for it.
 
     Example:
         >>> from llama_index.core.schema import NodeWithScore, TextNode
@@ -161,8 +134,6 @@ class LLMRerank(RerankPostprocessor):
         default=DEFAULT_LLM_TIMEOUT, description="Seconds to wait for each LLM answer "
         "before keeping the input order (None: no limit).")
 
-    _reranker: CoreLLMReranker = PrivateAttr()
-
     def model_post_init(self, context: Any, /) -> None:
         super().model_post_init(context)
         generate = as_text_generator(self.llm)
@@ -172,15 +143,3 @@ class LLMRerank(RerankPostprocessor):
             max_passage_chars=self.max_passage_chars, name=llm_name(self.llm),
             timeout=self.timeout,
         )
-
-    @classmethod
-    def class_name(cls) -> str:
-        return "HybridRetrieversLLMRerank"
-
-    @property
-    def reranker(self) -> CoreLLMReranker:
-        """The core `hybrid_retrievers.rerank.LLMReranker` doing the work."""
-        return self._reranker
-
-    def _model_label(self) -> str:
-        return self._reranker.name
