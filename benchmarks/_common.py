@@ -117,7 +117,7 @@ def fmt_bytes(n: float | None) -> str:
 def markdown_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
     """A GitHub-flavoured markdown table; the first column left-aligned, the rest right."""
     cells = [[str(c) for c in row] for row in rows]
-    widths = [max(len(h), *(len(r[i]) for r in cells)) for i, h in enumerate(headers)]
+    widths = [max([len(h), *(len(r[i]) for r in cells)]) for i, h in enumerate(headers)]
 
     def line(values: Sequence[str]) -> str:
         out = [values[0].ljust(widths[0])]
