@@ -91,6 +91,8 @@ class _Bf16Forward:
 
         with torch.autocast(self.device, dtype=torch.bfloat16):
             out = self.forward(*args, **kwargs)
+        if isinstance(out, torch.Tensor):
+            return _float32(torch, out)
         if isinstance(out, tuple):
             return tuple(_float32(torch, v) for v in out)
         for key, value in out.items():  # a ModelOutput: set items keep its attributes in step
