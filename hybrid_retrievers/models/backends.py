@@ -23,7 +23,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-__all__ = ["BACKENDS", "check_backend", "install_backend", "native_bf16"]
+__all__ = ["BACKENDS", "EXACT_BACKENDS", "check_backend", "install_backend", "native_bf16"]
 
 BACKENDS = ("torch", "torch-bf16", "onnx", "onnx-int8")
 """Valid ``backend`` values: the runtimes above."""
