@@ -34,7 +34,7 @@ from ..bm25.collection_stats import CollectionStats
 from ..vector import EmbeddingCache, embed_texts, embedder_identity, text_key
 from ..text import Analyzer
 from ..types import Doc
-from .corpus import META_JSON, is_ray_dataset, iter_doc_batches, row_to_doc
+from .corpus import META_JSON, in_corpus_order, is_ray_dataset, iter_doc_batches, row_to_doc
 from .layout import (
     ShardedManifest,
     check_n_shards,
@@ -299,21 +299,18 @@ def encode_corpus(
     cached = None
     if cache is not None and identity is not None:
         cached = _cache_snapshot(cache, identity)
-    ctx = ray.data.DataContext.get_current()
-    saved_order = ctx.execution_options.preserve_order
-    ctx.execution_options.preserve_order = True  # sequence numbers follow the corpus order
-    try:
-        encoded = ds.map_batches(
-            _EncodeBatch,
-            fn_constructor_kwargs={"factory": embedder_factory,
-                                   "cached": None if cached is None else ray.put(cached),
-                                   "batch_size": batch_size},
-            compute=ray.data.ActorPoolStrategy(size=concurrency),
-            batch_size=batch_size, batch_format="numpy", num_gpus=num_gpus, num_cpus=num_cpus,
-        )
-        docs: list[Doc] = []
-        blocks: list[NDArray[np.float32]] = []
-        n_encoded = 0
+    encoded = ds.map_batches(
+        _EncodeBatch,
+        fn_constructor_kwargs={"factory": embedder_factory,
+                               "cached": None if cached is None else ray.put(cached),
+                               "batch_size": batch_size},
+        compute=ray.data.ActorPoolStrategy(size=concurrency),
+        batch_size=batch_size, batch_format="numpy", num_gpus=num_gpus, num_cpus=num_cpus,
+    )
+    docs: list[Doc] = []
+    blocks: list[NDArray[np.float32]] = []
+    n_encoded = 0
+    with in_corpus_order(encoded):  # sequence numbers follow the corpus order
         for batch in encoded.iter_batches(batch_size=4096, batch_format="numpy"):
             rows = [{"id": i, "text": t, META_JSON: m} for i, t, m in
                     zip(batch["id"].tolist(), batch["text"].tolist(), batch[META_JSON].tolist())]
@@ -328,8 +325,6 @@ def encode_corpus(
             n_encoded += int(fresh.sum())
             docs.extend(new_docs)
             blocks.append(vectors)
-    finally:
-        ctx.execution_options.preserve_order = saved_order
     if not docs:
         raise ValueError("cannot encode an empty corpus")
     return EncodedCorpus(docs, np.concatenate(blocks), identity, n_encoded)

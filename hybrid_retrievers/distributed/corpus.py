@@ -12,13 +12,14 @@ import gzip
 import json
 import os
 from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from ..ids import content_id
 from ..types import Doc
 
-__all__ = ["iter_doc_batches", "row_to_doc", "is_ray_dataset", "META_JSON"]
+__all__ = ["iter_doc_batches", "row_to_doc", "is_ray_dataset", "in_corpus_order", "META_JSON"]
 
 META_JSON = "_hr_metadata_json"
 """Column carrying a row's metadata as JSON inside our Ray Data pipelines."""
@@ -27,6 +28,25 @@ META_JSON = "_hr_metadata_json"
 def is_ray_dataset(value: Any) -> bool:
     """True for a ``ray.data.Dataset`` (checked without importing Ray)."""
     return type(value).__module__.startswith("ray.data") and hasattr(value, "iter_batches")
+
+
+@contextmanager
+def in_corpus_order(dataset: Any) -> Iterator[Any]:
+    """Make iterating ``dataset`` (a ``ray.data.Dataset``) yield rows in corpus order.
+
+    Ray Data may emit an actor pool's batches in the order they finish. Its ordering
+    switch is read from the context the dataset captured when it was *created*, not
+    from ``DataContext.get_current()`` at run time, so it is set on
+    ``dataset.context`` for the duration of the block and then restored (a dataset
+    derived from a caller's shares the caller's context).
+    """
+    options = dataset.context.execution_options
+    saved = options.preserve_order
+    options.preserve_order = True
+    try:
+        yield dataset
+    finally:
+        options.preserve_order = saved
 
 
 def row_to_doc(row: Any, *, text_column: str = "text", id_column: str = "id") -> Doc:
@@ -77,8 +97,9 @@ def iter_doc_batches(
 
 def _iter_row_batches(corpus: Any, batch_size: int) -> Iterator[list[Any]]:
     if is_ray_dataset(corpus):
-        for table in corpus.iter_batches(batch_size=batch_size, batch_format="pyarrow"):
-            yield table.to_pylist()
+        with in_corpus_order(corpus):
+            for table in corpus.iter_batches(batch_size=batch_size, batch_format="pyarrow"):
+                yield table.to_pylist()
         return
     if isinstance(corpus, (str, os.PathLike)):
         path = Path(corpus)

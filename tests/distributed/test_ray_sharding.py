@@ -197,6 +197,26 @@ def test_encoding_rerun_is_served_by_the_cache(dense_dir: Path, docs: list[Doc],
     assert fresh.encoded == 1
 
 
+class _SlowFirstBatch(HashingEmbedder):
+    """Takes a second over the batch holding the corpus's first text, so that the other
+    encoder actor finishes the later batches first."""
+
+    def embed_documents(self, texts: Sequence[str]) -> Any:
+        if any(t.startswith("first ") for t in texts):
+            time.sleep(1.0)
+        return super().embed_documents(texts)
+
+
+def test_encoding_keeps_corpus_order_when_batches_finish_out_of_order(cluster: Any) -> None:
+    rows = [{"id": f"d{i}", "text": f"{'first' if i == 0 else 'later'} text number {i}"}
+            for i in range(40)]
+    enc = encode_corpus(rows, functools.partial(_SlowFirstBatch, DIM), concurrency=2,
+                        batch_size=5)
+    assert [d.id for d in enc.docs] == [r["id"] for r in rows]
+    np.testing.assert_array_equal(enc.vectors, HashingEmbedder(DIM).embed_documents(
+        [r["text"] for r in rows]))
+
+
 def test_asearch_awaits_shards_concurrently(sharded_bm25: ShardedSearcher,
                                             whole_bm25: BM25Index, queries: list[str]) -> None:
     async def run() -> list[Any]:
