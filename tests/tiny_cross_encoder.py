@@ -20,7 +20,19 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-__all__ = ["DEFAULT_WORDS", "build_tiny_cross_encoder"]
+__all__ = ["DEFAULT_WORDS", "SAMPLE_PAIRS", "SAMPLE_TEXTS", "build_tiny_cross_encoder"]
+
+SAMPLE_PAIRS = [
+    ("what causes lift on a wing", "the wing lift increase with angle of attack"),
+    ("why does bread rise", "sourdough bread rises because wild yeast ferment flour"),
+    ("boundary layer", "x"),
+    ("stall", "sudden loss of lift " * 20),
+]
+"""(query, passage) pairs of very different lengths, for comparing model backends."""
+
+SAMPLE_TEXTS = ["the boundary layer separates near the trailing edge", "sourdough bread rises",
+                "x", "a much longer text about supersonic shock waves near mach one " * 8]
+"""Texts of very different lengths (one a single token), for comparing model backends."""
 
 _SPECIAL = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 

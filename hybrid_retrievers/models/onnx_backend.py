@@ -26,11 +26,8 @@ downloaded: the export starts from the weights already in memory.
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import os
-import shutil
-import tempfile
 import warnings
 from pathlib import Path
 from typing import Any
@@ -39,6 +36,16 @@ import numpy as np
 
 from ..optional import require
 from .backends import BACKENDS, check_backend  # noqa: F401  (their old home)
+from .export import (
+    TextTransformer,
+    cache_root,
+    feed_arrays,
+    fingerprint,
+    probe_inputs,
+    staged_entry,
+    text_transformer,
+    torch_threads,
+)
 
 __all__ = ["BACKENDS", "default_cache_dir", "install_onnx_backend"]
 
@@ -50,11 +57,7 @@ _FUSABLE = ("bert", "roberta", "xlm-roberta", "camembert", "distilbert", "electr
 
 def default_cache_dir() -> Path:
     """Where exported models are kept: ``$HYBRID_RETRIEVERS_ONNX_CACHE`` or ``~/.cache/...``."""
-    env = os.environ.get("HYBRID_RETRIEVERS_ONNX_CACHE")
-    if env:
-        return Path(env).expanduser()
-    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return Path(base) / "hybrid_retrievers" / "onnx"
+    return cache_root(None, "HYBRID_RETRIEVERS_ONNX_CACHE", "onnx")
 
 
 def install_onnx_backend(
@@ -72,28 +75,17 @@ def install_onnx_backend(
         ValueError: for a model whose first module is not a text ``Transformer``.
     """
     ort = require("onnxruntime", extra="onnx", feature="the ONNX Runtime backend")
-    module = st_model[0]
-    hf = getattr(module, "model", None)
-    config = getattr(module, "modality_config", None)
-    if hf is None or not isinstance(config, dict) or "text" not in config:
-        raise ValueError(
-            f"the ONNX backend needs a sentence-transformers model whose first module is a "
-            f"text Transformer, got {type(module).__name__}"
-        )
-    output = config["text"].get("method_output_name")
-    if not isinstance(output, str):
-        raise ValueError(f"unsupported transformer output {output!r} for the ONNX backend")
-    inputs = _input_names(module, hf)
-    folder = Path(cache_dir).expanduser() if cache_dir is not None else default_cache_dir()
-    entry = folder / _fingerprint(hf, output, inputs)
+    model = text_transformer(st_model, "ONNX")
+    entry = cache_root(cache_dir, "HYBRID_RETRIEVERS_ONNX_CACHE", "onnx") / fingerprint(
+        model, _EXPORT_VERSION)
     path = entry / ("model_int8.onnx" if quantize else "model.onnx")
     if not path.is_file():
-        _export(hf, module, inputs, output, entry, quantize)
+        _export(model, entry, quantize)
     options = ort.SessionOptions()
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-    options.intra_op_num_threads = _torch_threads()  # the same threads as the torch backend
+    options.intra_op_num_threads = torch_threads()  # the same threads as the torch backend
     session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
-    hf.forward = _OrtForward(session, inputs, output)
+    model.hf.forward = _OrtForward(session, model.inputs, model.output)
     return path
 
 
@@ -108,67 +100,24 @@ class _OrtForward:
     def __call__(self, **kwargs: Any) -> dict[str, Any]:
         import torch
 
-        feed = {}
-        for name in self.inputs:
-            value = kwargs.get(name)
-            if value is None:
-                if name != "token_type_ids":
-                    raise ValueError(f"the ONNX backend needs {name!r} from the tokenizer")
-                value = torch.zeros_like(kwargs["input_ids"])
-            feed[name] = value.detach().cpu().numpy().astype(np.int64, copy=False)
-        (out,) = self.session.run([self.output], feed)
+        (out,) = self.session.run([self.output], feed_arrays(self.inputs, kwargs, "ONNX"))
         return {self.output: torch.from_numpy(out)}
 
 
-def _torch_threads() -> int:
-    torch = require("torch", extra="models", feature="the ONNX Runtime backend")
-    return max(1, int(torch.get_num_threads()))
-
-
-def _input_names(module: Any, hf: Any) -> list[str]:
-    tokenizer = getattr(module, "tokenizer", None) or getattr(module, "processor", None)
-    names = list(getattr(tokenizer, "model_input_names", None) or [])
-    order = ["input_ids", "attention_mask", "token_type_ids"]  # the wrappers' parameter order
-    wanted = [n for n in order if n in names or n in ("input_ids", "attention_mask")]
-    if "token_type_ids" not in wanted and getattr(hf.config, "type_vocab_size", 0) > 1:
-        wanted.append("token_type_ids")
-    return wanted
-
-
-def _fingerprint(hf: Any, output: str, inputs: list[str]) -> str:
-    """A hash of everything the exported graph depends on: weights, config, recipe."""
-    digest = hashlib.sha256()
-    digest.update(f"{_EXPORT_VERSION}|{type(hf).__name__}|{output}|{inputs}".encode())
-    digest.update(hf.config.to_json_string(use_diff=False).encode())
-    for name, tensor in sorted(hf.state_dict().items()):
-        digest.update(name.encode())
-        digest.update(tensor.detach().cpu().contiguous().numpy().tobytes())
-    return digest.hexdigest()[:24]
-
-
-def _export(hf: Any, module: Any, inputs: list[str], output: str, entry: Path,
-            quantize: bool) -> None:
+def _export(model: TextTransformer, entry: Path, quantize: bool) -> None:
     """Export (and quantize) into ``entry`` atomically: a half-written graph is never used."""
     torch = require("torch", extra="models", feature="the ONNX Runtime backend")
     require("onnx", extra="onnx", feature="exporting a model to ONNX")
-    entry.parent.mkdir(parents=True, exist_ok=True)
     fp32 = entry / "model.onnx"
-    tmp = Path(tempfile.mkdtemp(prefix=".export-", dir=entry.parent))
-    try:
+    # External-data files first, the graph last: a graph present means it is complete.
+    with staged_entry(entry, ".onnx") as tmp:
         source = fp32
         if not fp32.is_file():
             source = tmp / "model.onnx"
-            _torch_export(torch, hf, module, inputs, output, source)
-            _fuse(source, hf.config, inputs, output, _probe(torch, module, inputs))
+            _torch_export(torch, model, source)
+            _fuse(source, model.hf.config, model.inputs, model.output, probe_inputs(model))
         if quantize:
-            _quantize(source, tmp / "model_int8.onnx", hf.config)
-        entry.mkdir(exist_ok=True)
-        # External-data files first, the graph last: a graph present means it is complete.
-        for file in sorted(tmp.iterdir(), key=lambda f: f.suffix == ".onnx"):
-            if not (entry / file.name).exists():
-                os.replace(file, entry / file.name)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+            _quantize(source, tmp / "model_int8.onnx", model.hf.config)
 
 
 def _quantize(source: Path, target: Path, config: Any) -> None:
@@ -237,15 +186,6 @@ def _same_output(a: Path, b: Path, inputs: list[str], output: str, probe: dict[s
     return outs[0].shape == outs[1].shape and bool(np.allclose(outs[0], outs[1], atol=1e-4))
 
 
-def _probe(torch: Any, module: Any, inputs: list[str]) -> dict[str, Any]:
-    """A small padded batch (two rows of different length) as int64 arrays, per input."""
-    tokenizer = getattr(module, "tokenizer", None) or module.processor
-    probe = tokenizer(["an example input for the exporter", "a second, longer example input "
-                       "so that the two rows differ in length"], padding=True, return_tensors="pt")
-    return {n: (probe[n] if n in probe else torch.zeros_like(probe["input_ids"])).numpy()
-            .astype(np.int64) for n in inputs}
-
-
 def _feed_forward_outputs(path: Path, config: Any) -> list[str]:
     """Names of the MatMuls projecting the feed-forward width back to the hidden size.
 
@@ -263,8 +203,9 @@ def _feed_forward_outputs(path: Path, config: Any) -> list[str]:
             and shapes.get(n.input[1]) == (wide, hidden)]
 
 
-def _torch_export(torch: Any, hf: Any, module: Any, inputs: list[str], output: str,
-                  path: Path) -> None:
+def _torch_export(torch: Any, model: TextTransformer, path: Path) -> None:
+    hf, inputs, output = model.hf, model.inputs, model.output
+
     class Wrapped(torch.nn.Module):  # named parameters: the exporter maps dynamic axes by name
         def __init__(self, inner: Any) -> None:
             super().__init__()
@@ -280,7 +221,7 @@ def _torch_export(torch: Any, hf: Any, module: Any, inputs: list[str], output: s
             return self.inner(input_ids=input_ids, attention_mask=attention_mask,
                               token_type_ids=token_type_ids, return_dict=True)[output]
 
-    args = tuple(torch.from_numpy(a) for a in _probe(torch, module, inputs).values())
+    args = tuple(torch.from_numpy(a) for a in probe_inputs(model).values())
     axes = {n: {0: "batch", 1: "sequence"} for n in inputs}
     wrapper = WrappedTypes if "token_type_ids" in inputs else Wrapped
     previous = getattr(hf.config, "_attn_implementation", None)

@@ -17,7 +17,7 @@ pytest.importorskip("sentence_transformers", reason="sentence-transformers (mode
 for _module in ("onnxruntime", "onnx", "onnxscript"):
     pytest.importorskip(_module, reason=f"{_module} (the onnx extra) is not installed")
 
-from tiny_cross_encoder import build_tiny_cross_encoder  # noqa: E402
+from tiny_cross_encoder import SAMPLE_PAIRS, SAMPLE_TEXTS, build_tiny_cross_encoder  # noqa: E402
 
 from hybrid_retrievers.models import (  # noqa: E402
     CrossEncoderScorer,
@@ -26,14 +26,7 @@ from hybrid_retrievers.models import (  # noqa: E402
 )
 from hybrid_retrievers.models import onnx_backend  # noqa: E402
 
-PAIRS = [
-    ("what causes lift on a wing", "the wing lift increase with angle of attack"),
-    ("why does bread rise", "sourdough bread rises because wild yeast ferment flour"),
-    ("boundary layer", "x"),
-    ("stall", "sudden loss of lift " * 20),
-]
-TEXTS = ["the boundary layer separates near the trailing edge", "sourdough bread rises",
-         "x", "a much longer text about supersonic shock waves near mach one " * 8]
+PAIRS, TEXTS = SAMPLE_PAIRS, SAMPLE_TEXTS
 
 
 @pytest.fixture(scope="module")
