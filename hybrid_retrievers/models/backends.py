@@ -13,6 +13,10 @@ pooling, normalisation and ``predict`` stay sentence-transformers' own.
   and it can be slower than float32, so a warning says so. It needs no extra.
 - ``"onnx"`` / ``"onnx-int8"``: ONNX Runtime, float32 or with dynamically int8-quantized
   weights (`hybrid_retrievers.models.onnx_backend`; the ``onnx`` extra).
+- ``"openvino"`` / ``"openvino-bf16"``: OpenVINO's CPU plugin in float32 or bfloat16
+  (`hybrid_retrievers.models.openvino_backend`; the ``openvino`` extra). In bfloat16 it
+  also runs attention in bfloat16, which PyTorch's CPU kernel does not, so on a CPU with
+  native bfloat16 it is the fastest backend at torch-bf16's quality.
 """
 
 from __future__ import annotations
@@ -23,23 +27,28 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-__all__ = ["BACKENDS", "EXACT_BACKENDS", "check_backend", "install_backend", "native_bf16"]
+__all__ = ["BACKENDS", "CPU_BACKENDS", "EXACT_BACKENDS", "check_backend", "install_backend",
+           "native_bf16"]
 
-BACKENDS = ("torch", "torch-bf16", "onnx", "onnx-int8")
+BACKENDS = ("torch", "torch-bf16", "onnx", "onnx-int8", "openvino", "openvino-bf16")
 """Valid ``backend`` values: the runtimes above."""
 
-EXACT_BACKENDS = frozenset({"torch", "onnx"})
+EXACT_BACKENDS = frozenset({"torch", "onnx", "openvino"})
 """Backends whose outputs match torch float32 to rounding (~1e-6). The others produce
 other, close vectors, so an embedder on them records the backend in its ``model_id``
 and its vectors are never mixed with torch's in one cache or index."""
+
+CPU_BACKENDS = frozenset({"onnx", "onnx-int8", "openvino", "openvino-bf16"})
+"""Backends that run on the CPU only (their runtimes are set up for the CPU here)."""
 
 
 def check_backend(backend: Any) -> str:
     """``backend`` if it is one of `BACKENDS`, else a ValueError naming the choices."""
     if backend not in BACKENDS:
         raise ValueError(
-            f"backend must be one of {BACKENDS!r}, got {backend!r}; 'onnx' and 'onnx-int8' "
-            "need the onnx extra (pip install 'hybrid-retrievers[onnx]')"
+            f"backend must be one of {BACKENDS!r}, got {backend!r}; the 'onnx*' backends "
+            "need the onnx extra, the 'openvino*' ones the openvino extra (pip install "
+            "'hybrid-retrievers[onnx]' or '[openvino]')"
         )
     return str(backend)
 
@@ -51,6 +60,14 @@ def install_backend(st_model: Any, backend: str,
         return
     if backend == "torch-bf16":
         install_bf16_autocast(st_model)
+        return
+    if backend.startswith("openvino"):
+        from .openvino_backend import install_openvino_backend
+
+        bf16 = backend == "openvino-bf16"
+        if bf16:
+            _warn_if_emulated(backend)
+        install_openvino_backend(st_model, bf16=bf16, cache_dir=cache_dir)
         return
     from .onnx_backend import install_onnx_backend
 
@@ -70,13 +87,18 @@ def install_bf16_autocast(st_model: Any) -> None:
             f"is a Transformer, got {type(st_model[0]).__name__}"
         )
     device = next(hf.parameters()).device.type
-    if device == "cpu" and not native_bf16():
-        warnings.warn(
-            "backend='torch-bf16': this CPU reports no native bfloat16 (AVX512-BF16 or "
-            "AMX), so bfloat16 is emulated and may be slower than backend='torch'",
-            RuntimeWarning, stacklevel=4,
-        )
+    if device == "cpu":
+        _warn_if_emulated("torch-bf16")
     hf.forward = _Bf16Forward(hf.forward, device)
+
+
+def _warn_if_emulated(backend: str) -> None:
+    if not native_bf16():
+        warnings.warn(
+            f"backend={backend!r}: this CPU reports no native bfloat16 (AVX512-BF16 or "
+            "AMX), so bfloat16 is emulated and may be slower than float32",
+            RuntimeWarning, stacklevel=5,
+        )
 
 
 class _Bf16Forward:

@@ -62,15 +62,17 @@ class CrossEncoderScorer(LazyModel):
             path given (for an instance: its recorded path, else a name valid only in this
             process).
         model_kwargs: Extra keyword arguments for ``CrossEncoder(...)`` when loading.
-        backend: ``"torch"`` (default); ``"torch-bf16"`` (bfloat16 autocast: the
-            fastest on CPUs with native bfloat16; scores differ slightly); ``"onnx"``
-            (ONNX Runtime; the same scores to ~1e-5); or ``"onnx-int8"`` (dynamically
-            int8-quantized weights; scores differ slightly). The ONNX backends need the
-            ``onnx`` extra; the model is exported once from its loaded weights into
-            ``onnx_cache_dir``. See `hybrid_retrievers.models.backends`. Applies when
-            this scorer loads the model.
-        onnx_cache_dir: where exported models are kept (default
-            ``$HYBRID_RETRIEVERS_ONNX_CACHE`` or ``~/.cache/hybrid_retrievers/onnx``).
+        backend: ``"torch"`` (default); ``"torch-bf16"`` (bfloat16 autocast; scores
+            differ slightly); ``"onnx"`` (ONNX Runtime; the same scores to ~1e-5);
+            ``"onnx-int8"`` (dynamically int8-quantized weights; scores differ
+            slightly); ``"openvino"`` (OpenVINO float32; the same scores to ~1e-5); or
+            ``"openvino-bf16"`` (OpenVINO bfloat16: the fastest on CPUs with native
+            bfloat16; scores differ slightly). The ONNX and OpenVINO backends need the
+            ``onnx`` / ``openvino`` extra; the model is converted once from its loaded
+            weights into ``onnx_cache_dir``. See `hybrid_retrievers.models.backends`.
+            Applies when this scorer loads the model.
+        onnx_cache_dir: where converted models are kept (default: see
+            `SentenceTransformerEmbedder`).
 
     Raises:
         TypeError: for a ``model`` that is neither a string nor a ``CrossEncoder``-like

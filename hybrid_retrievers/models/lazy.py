@@ -1,10 +1,10 @@
 """`LazyModel`: the load-on-first-use, thread-safe, load-once model slot both model wrappers share.
 
 `SentenceTransformerEmbedder` and `CrossEncoderScorer` take either a model name (loaded by
-sentence-transformers the first time it is needed, optionally moved onto another backend: bfloat16 autocast or ONNX Runtime)
-or an already loaded instance. The slot, the lock, the backend step and the name recorded on
-a loaded instance are the same for both, so they live here once; each wrapper says only
-how to build its model (`LazyModel._build`).
+sentence-transformers the first time it is needed, optionally moved onto another backend:
+bfloat16 autocast, ONNX Runtime or OpenVINO) or an already loaded instance. The slot, the
+lock, the backend step and the name recorded on a loaded instance are the same for both, so
+they live here once; each wrapper says only how to build its model (`LazyModel._build`).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import threading
 from collections.abc import Mapping
 from typing import Any
 
-from .backends import check_backend, install_backend
+from .backends import CPU_BACKENDS, check_backend, install_backend
 
 __all__ = ["LazyModel", "check_loading_options", "instance_name"]
 
@@ -25,7 +25,8 @@ def check_loading_options(
     """The options both model wrappers take, checked: ``(backend, copy of model_kwargs)``.
 
     Raises:
-        ValueError: an unknown backend, or a blank ``model_id``.
+        ValueError: an unknown backend, a CPU-only backend on another device, or a blank
+            ``model_id``.
         TypeError: a ``device`` or ``model_id`` that is not a str, or ``model_kwargs``
             that is not a mapping.
     """
@@ -33,6 +34,11 @@ def check_loading_options(
     for name, value in (("device", device), ("model_id", model_id)):
         if value is not None and not isinstance(value, str):
             raise TypeError(f"{name} must be a str or None, got {type(value).__name__}")
+    if backend in CPU_BACKENDS and device is not None and not device.startswith("cpu"):
+        raise ValueError(
+            f"backend={backend!r} runs on the CPU, but device={device!r} was given; use "
+            "backend='torch' or 'torch-bf16' on an accelerator"
+        )
     if model_id is not None and not model_id.strip():
         raise ValueError("model_id must not be empty or blank; omit it to use the model name")
     if model_kwargs is not None and not isinstance(model_kwargs, Mapping):

@@ -41,16 +41,21 @@ class SentenceTransformerEmbedder(LazyModel):
             name or path given (for an instance: its recorded name, else a name valid
             only in this process), plus every option that changes document vectors.
         model_kwargs: extra keyword arguments for ``SentenceTransformer(...)``.
-        backend: ``"torch"`` (default); ``"torch-bf16"`` (bfloat16 autocast: the
-            fastest on CPUs with native bfloat16, vectors within ~1e-5 of torch's);
-            ``"onnx"`` (ONNX Runtime, the same vectors to ~1e-6); or ``"onnx-int8"``
-            (ONNX Runtime with dynamically int8-quantized weights). Backends whose
-            vectors differ from torch's are part of `model_id`. The ONNX backends need
-            the ``onnx`` extra; the model is exported once from the loaded weights into
-            ``onnx_cache_dir``. See `hybrid_retrievers.models.backends`. Applies when
-            this embedder loads the model.
-        onnx_cache_dir: where exported models are kept (default
-            ``$HYBRID_RETRIEVERS_ONNX_CACHE`` or ``~/.cache/hybrid_retrievers/onnx``).
+        backend: ``"torch"`` (default); ``"torch-bf16"`` (bfloat16 autocast, vectors
+            within ~1e-5 of torch's); ``"onnx"`` (ONNX Runtime, the same vectors to
+            ~1e-6); ``"onnx-int8"`` (ONNX Runtime with dynamically int8-quantized
+            weights); ``"openvino"`` (OpenVINO float32, the same vectors to ~1e-6); or
+            ``"openvino-bf16"`` (OpenVINO bfloat16, attention included: the fastest on
+            CPUs with native bfloat16, vectors as close as torch-bf16's). Backends
+            whose vectors differ from torch's are part of `model_id`. The ONNX and
+            OpenVINO backends need the ``onnx`` / ``openvino`` extra; the model is
+            converted once from the loaded weights into ``onnx_cache_dir``. See
+            `hybrid_retrievers.models.backends`. Applies when this embedder loads the
+            model.
+        onnx_cache_dir: where converted models are kept (default
+            ``$HYBRID_RETRIEVERS_ONNX_CACHE`` or ``~/.cache/hybrid_retrievers/onnx``
+            for ONNX, ``$HYBRID_RETRIEVERS_OPENVINO_CACHE`` or
+            ``~/.cache/hybrid_retrievers/openvino`` for OpenVINO).
 
     Example:
         >>> emb = SentenceTransformerEmbedder("sentence-transformers/all-MiniLM-L6-v2")
