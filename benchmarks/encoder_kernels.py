@@ -4,7 +4,8 @@ Usage::
 
     python benchmarks/encoder_kernels.py [--batch 32] [--seq 256] [--reps 7]
 
-`encoder_backends.py` measures whole backends; this script explains their ceiling. It
+`encoder_backends.py` measures whole backends; this script explains where the PyTorch
+ones stop (OpenVINO's bfloat16 backend runs attention in bfloat16 too, and passes it). It
 times, with the shapes of one all-MiniLM-L6-v2 layer (hidden 384, 12 heads of 32, FFN
 1536) on a batch of ``--batch`` sequences of ``--seq`` tokens:
 
