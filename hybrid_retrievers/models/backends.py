@@ -8,9 +8,11 @@ pooling, normalisation and ``predict`` stay sentence-transformers' own.
 - ``"torch-bf16"``: PyTorch under ``torch.autocast`` in bfloat16. Matrix products run in
   bfloat16 with float32 accumulation. LayerNorm, softmax and the weights stay float32.
   On a CPU with native bfloat16 (AVX512-BF16 or AMX: Intel Sapphire Rapids and later,
-  AMD Zen 4 and later) this is the fastest CPU backend at torch's quality: MiniLM vectors
-  move by a mean 1 - cos of about 1e-5. Without native support, oneDNN emulates bfloat16
-  and it can be slower than float32, so a warning says so. It needs no extra.
+  AMD Zen 4 and later) this is the fastest backend that needs no extra, at torch's
+  quality: MiniLM vectors move by a mean 1 - cos of about 1e-5. Attention is not sped up
+  (PyTorch's CPU kernel computes it in float32; ``benchmarks/encoder_kernels.py``). Without
+  native support, oneDNN emulates bfloat16 and it can be slower than float32, so a warning
+  says so.
 - ``"onnx"`` / ``"onnx-int8"``: ONNX Runtime, float32 or with dynamically int8-quantized
   weights (`hybrid_retrievers.models.onnx_backend`; the ``onnx`` extra).
 - ``"openvino"`` / ``"openvino-bf16"``: OpenVINO's CPU plugin in float32 or bfloat16

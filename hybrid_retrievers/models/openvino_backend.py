@@ -95,7 +95,8 @@ class _OpenVINOForward:
 
 
 def _convert(ov: Any, model: export.TextTransformer, entry: Path) -> None:
-    """Convert the transformer to IR in ``entry`` atomically (weights last-but-one, graph last)."""
+    """Convert the transformer to IR in ``entry`` atomically (the weights file moves in
+    first, the graph last: a graph present means a complete entry)."""
     torch = require("torch", extra="models", feature="the OpenVINO backend")
     hf, output = model.hf, model.output
     names = model.inputs
