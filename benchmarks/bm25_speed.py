@@ -531,7 +531,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="Cranfield and 10k only")
     parser.add_argument("--engines", default="",
                         help="comma-separated prefixes: run only systems whose name starts with "
-                        "one (e.g. 'ours,bm25s'); default all")
+                        "one (e.g. 'ours,bm25s'); separate them with '|' instead to use prefixes "
+                        "with commas (e.g. 'ours (BM25Index, numba|bm25s (numba'); default all")
     parser.add_argument("--no-cranfield", action="store_true", help="skip the Cranfield corpus")
     parser.add_argument("--interleave", action="store_true",
                         help="build every system of a corpus first and time their queries "
@@ -578,7 +579,8 @@ def main(argv: list[str] | None = None) -> int:
                      "query still runs on one thread.")
 
     if args.engines:
-        wanted = [w.strip().lower() for w in args.engines.split(",") if w.strip()]
+        sep = "|" if "|" in args.engines else ","  # names themselves contain commas
+        wanted = [w.strip().lower() for w in args.engines.split(sep) if w.strip()]
         engines = [e for e in engines if any(e.name.lower().startswith(w) for w in wanted)]
 
     header = [
