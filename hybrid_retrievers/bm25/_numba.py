@@ -32,7 +32,8 @@ from numba import njit
 
 from ._heap import heap_push, heap_replace, worse
 
-__all__ = ["BLOCK", "CODE_TF", "NO_CODE", "build_blocks", "build_table", "search_top_k", "search_taat"]
+__all__ = ["BLOCK", "CODE_TF", "NO_CODE", "build_blocks", "build_table", "build_weights",
+           "search_taat", "search_top_k"]
 
 BLOCK = 64
 """Postings per block."""
@@ -152,6 +153,37 @@ def _coded(q, d, post_docs, post_tf, norm, doc_codes, table, variant, k1, k1p1, 
     if c != NO_CODE and tf < CODE_TF:
         return table[_u(c) * _u(CODE_TF) + _u(tf)] * scale
     return _weight(q, post_docs, post_tf, norm, variant, k1, k1p1, delta, aw, has_aw, scale)
+
+
+@njit(cache=True)
+def build_weights(indptr, post_docs, post_tf, norm, doc_codes, table, min_df, variant, k1, k1p1,
+                  delta, aw, has_aw):  # pragma: no cover - compiled
+    """The unscaled weight of every posting of each term with ``min_df`` postings or more.
+
+    Returns ``(weight_ptr, weights)``: term t's weights are ``weights[weight_ptr[t]:]``
+    for its ``df`` postings, or ``weight_ptr[t] == -1`` when it has fewer. Each is
+    `_coded` at scale 1, so ``weight · scale`` is bit for bit what TAAT computes.
+    """
+    n_terms = indptr.size - 1
+    weight_ptr = np.full(n_terms, -1, np.int64)
+    total = 0
+    for t in range(n_terms):
+        df = indptr[t + 1] - indptr[t]
+        if df >= min_df:
+            weight_ptr[t] = total
+            total += df
+    weights = np.empty(total, np.float32)
+    one = np.float32(1.0)
+    for t in range(n_terms):
+        w0 = weight_ptr[t]
+        if w0 < 0:
+            continue
+        lo = indptr[t]
+        for q in _span(lo, indptr[t + 1]):
+            d = _u(post_docs[q])
+            weights[_u(w0) + q - _u(lo)] = _coded(q, d, post_docs, post_tf, norm, doc_codes, table,
+                                                  variant, k1, k1p1, delta, aw, has_aw, one)
+    return weight_ptr, weights
 
 
 @njit(cache=True, inline="always")
@@ -307,8 +339,9 @@ def search_top_k(indptr, post_docs, post_tf, norm, block_ptr, block_max, block_l
 
 
 @njit(cache=True)
-def search_taat(indptr, post_docs, post_tf, norm, doc_codes, table, terms, scales, variant, k1, k1p1,
-                delta, aw, has_aw, constant, k, positive, acc, seen, touched):  # pragma: no cover
+def search_taat(indptr, post_docs, post_tf, norm, doc_codes, table, weight_ptr, weights, terms,
+                scales, variant, k1, k1p1, delta, aw, has_aw, constant, k, positive, acc, seen,
+                touched):  # pragma: no cover
     """The top ``k`` documents of one query by exhaustive term-at-a-time scoring.
 
     Each term's postings, in query order, add their float32 weight to ``acc`` (a
@@ -317,6 +350,9 @@ def search_taat(indptr, post_docs, post_tf, norm, doc_codes, table, terms, scale
     the absent-term ``constant`` is added last, as there. A bounded heap keeps the
     best ``k``, ties to the lower document. Returns ``(docs, scores)``, unordered;
     ``acc`` (and ``seen``) are left zeroed again.
+
+    A term with stored weights (``weight_ptr[t] >= 0``, from `build_weights`) reads
+    them instead of its documents' norm codes and the table: the same float32 values.
 
     With ``positive`` (every idf > 0) a document matched iff its total is non-zero,
     so matches need no bookkeeping; otherwise ``seen`` (zeroed, one bool per
@@ -331,6 +367,13 @@ def search_taat(indptr, post_docs, post_tf, norm, doc_codes, table, terms, scale
         t = terms[i]
         s = scales[i]
         n_post += indptr[t + 1] - indptr[t]
+        w0 = weight_ptr[t]
+        if w0 >= 0:
+            # A long list with stored weights: two sequential reads per posting.
+            lo = indptr[t]
+            for q in _span(lo, indptr[t + 1]):
+                acc[_u(post_docs[q])] += weights[_u(w0) + q - _u(lo)] * s
+            continue
         for q in _span(indptr[t], indptr[t + 1]):
             d = _u(post_docs[q])
             acc[d] += _coded(q, d, post_docs, post_tf, norm, doc_codes, table, variant, k1, k1p1,

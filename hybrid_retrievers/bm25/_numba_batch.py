@@ -27,14 +27,15 @@ def _ranked(docs, scores):  # pragma: no cover - compiled
 
 
 @njit(cache=True)
-def search_many(indptr, post_docs, post_tf, norm, doc_codes, table, block_ptr, block_max,
-                block_last, term_max, qptr, terms, scales, pruned, variant, k1, k1p1, delta, aw,
-                has_aw, constants, k, positive, acc, seen, touched):  # pragma: no cover
+def search_many(indptr, post_docs, post_tf, norm, doc_codes, table, weight_ptr, weights, block_ptr,
+                block_max, block_last, term_max, qptr, terms, scales, pruned, variant, k1, k1p1,
+                delta, aw, has_aw, constants, k, positive, acc, seen, touched):  # pragma: no cover
     """The ranked top ``k`` of each query: ``(docs, scores, sizes)``, one row per query.
 
     Query i's terms and scales are ``terms[qptr[i]:qptr[i+1]]`` (at least one);
     ``pruned[i]`` sends it to block-max MaxScore (``block_*``, ``term_max``), else to
-    TAAT (``doc_codes``, ``table``, and the scratch ``acc``, ``seen``, ``touched``).
+    TAAT (``doc_codes``, ``table``, the stored ``weights``, and the scratch ``acc``,
+    ``seen``, ``touched``).
     Row i holds ``sizes[i]`` hits, best first, ties to the lower document.
     """
     nq = qptr.size - 1
@@ -49,9 +50,9 @@ def search_many(indptr, post_docs, post_tf, norm, doc_codes, table, block_ptr, b
                                 block_last, term_max, terms[lo:hi], scales[lo:hi], variant, k1,
                                 k1p1, delta, aw, has_aw, constants[i], k)
         else:
-            d, s = search_taat(indptr, post_docs, post_tf, norm, doc_codes, table,
-                               terms[lo:hi], scales[lo:hi], variant, k1, k1p1, delta, aw, has_aw,
-                               constants[i], k, positive, acc, seen, touched)
+            d, s = search_taat(indptr, post_docs, post_tf, norm, doc_codes, table, weight_ptr,
+                               weights, terms[lo:hi], scales[lo:hi], variant, k1, k1p1, delta,
+                               aw, has_aw, constants[i], k, positive, acc, seen, touched)
         order = _ranked(d, s)
         for j in range(order.size):
             docs_out[i, j] = d[order[j]]

@@ -23,12 +23,18 @@ from hybrid_retrievers.selection import top_k  # noqa: E402
 METHODS = ["lucene", "robertson", "bm25l", "bm25+"]
 
 
-@pytest.fixture(autouse=True, params=["taat", "maxscore"])
+@pytest.fixture(autouse=True, params=["taat", "taat-stored", "maxscore"])
 def strategy(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    """Every test runs with the kernel switched on, once per kernel strategy."""
+    """Every test runs with the kernel switched on, once per kernel strategy.
+
+    "taat-stored" is TAAT with stored weights for every list of 3 or more postings
+    (`kernels.STORED_WEIGHTS_DF`), so the test corpora mix both ways of weighing.
+    """
     monkeypatch.setattr(bm25_blockmax, "ENABLED", True)
     monkeypatch.setattr(bm25_blockmax, "MIN_DOCS", 0)  # small test corpora take it too
-    monkeypatch.setattr(bm25_blockmax, "STRATEGY", request.param)
+    monkeypatch.setattr(bm25_blockmax, "STRATEGY", request.param.removesuffix("-stored"))
+    if request.param == "taat-stored":
+        monkeypatch.setattr(bm25_blockmax, "STORED_WEIGHTS_DF", 3)
     return request.param
 
 
@@ -191,7 +197,7 @@ def test_small_indexes_keep_the_numpy_path(monkeypatch: pytest.MonkeyPatch) -> N
 
 
 @pytest.mark.parametrize("method", METHODS)
-def test_norm_codes_and_their_fallback(method: str) -> None:
+def test_norm_codes_and_their_fallback(method: str, monkeypatch: pytest.MonkeyPatch) -> None:
     # TAAT reads weights from a table for the 255 most common length norms and tf < 16
     # and computes the others: lengths of 1-700 words (more than 255 distinct norms)
     # and words repeated 16-40 times exercise both, and must agree bit for bit.
@@ -203,8 +209,17 @@ def test_norm_codes_and_their_fallback(method: str) -> None:
             words += ["w3"] * int(rng.integers(16, 40))
         texts.append(" ".join(words))
     index = BM25Index.from_texts(texts, method=method)
+    stored_mode = bm25_blockmax.STORED_WEIGHTS_DF == 3
+    if stored_mode:  # here every list has 3+ postings: store only the longer half
+        df = np.diff(index._state.indptr)
+        monkeypatch.setattr(bm25_blockmax, "STORED_WEIGHTS_DF", int(np.median(df)))
     _check(index, _queries(rng, 20) + ["w3 w1", "w3"], ks=(1, 10, 1000))
     held = getattr(index, "_normcodes", None)
     if bm25_blockmax.STRATEGY == "taat":
         codes = np.asarray(held.doc_codes)
         assert (codes == _bm25_kernels.NO_CODE).any() and (codes != _bm25_kernels.NO_CODE).any()
+        stored = np.asarray(held.weight_ptr) >= 0
+        if stored_mode:
+            assert stored.any() and not stored.all() and held.weights.size > 0
+        else:
+            assert not stored.any()
