@@ -1,8 +1,8 @@
 """Numba kernels for BM25 top-k: block-max metadata and block-max MaxScore search.
 
 Imported only through `hybrid_retrievers.bm25.kernels`, and only when numba is
-installed: importing this module (and its heap helpers, `_heap`) imports numba; nothing
-else does.
+installed: importing this module (and its heap helpers, `_heap`, and the weighing
+primitives and metadata builders, `_numba_weights`) imports numba; nothing else does.
 
 Exactness: every posting is weighed with the same float32 operations, in the same
 order, as `hybrid_retrievers.scoring` (``tfw_*``) and ``BM25Index._weigh`` do with
@@ -31,159 +31,24 @@ import numpy as np
 from numba import njit
 
 from ._heap import heap_push, heap_replace, worse
+from ._numba_weights import (
+    BLOCK,
+    CODE_TF,
+    NO_CODE,
+    _coded,
+    _span,
+    _u,
+    _weight,
+    build_blocks,
+    build_table,
+    build_weights,
+)
 
 __all__ = ["BLOCK", "CODE_TF", "NO_CODE", "build_blocks", "build_table", "build_weights",
            "search_taat", "search_top_k"]
 
-BLOCK = 64
-"""Postings per block."""
-
 SCAN = 64
 """Documents per run in TAAT's dense top-k scan."""
-
-CODE_TF = 16
-"""Term frequencies below this are weighed from a table (`build_table`)."""
-
-NO_CODE = 255
-"""A document's norm code when its length norm has no table row."""
-
-LUCENE, ROBERTSON, BM25L, BM25PLUS = 0, 1, 2, 3
-
-
-@njit(cache=True, inline="always")
-def _tfw(variant, tf, norm, k1, k1p1, delta):  # pragma: no cover - compiled
-    """The float32 tf weight of `scoring.tfw_*`, operation for operation."""
-    if variant == LUCENE:
-        return tf / (tf + k1 * norm)
-    if variant == ROBERTSON:
-        return tf * k1p1 / (tf + k1 * norm)
-    if variant == BM25L:
-        c = tf / norm
-        return k1p1 * (c + delta) / (k1 + c + delta)
-    return delta + tf * k1p1 / (tf + k1 * norm)
-
-
-@njit(cache=True, inline="always")
-def _u(i):  # pragma: no cover - compiled
-    """``i`` (>= 0) as an unsigned index: no negative-index wraparound when it indexes."""
-    return np.uint64(i)
-
-
-@njit(cache=True, inline="always")
-def _span(lo, hi):  # pragma: no cover - compiled
-    """``range(lo, hi)`` (0 <= lo) over unsigned indices."""
-    return range(np.uint64(lo), np.uint64(hi))
-
-
-@njit(cache=True, inline="always")
-def _weight(q, post_docs, post_tf, norm, variant, k1, k1p1, delta, aw, has_aw, scale):  # pragma: no cover
-    """``scale · (tfw(tf, norm) - tfw(0))`` of posting ``q``, as `BM25Index._weigh`."""
-    w = _tfw(variant, np.float32(post_tf[q]), norm[_u(post_docs[q])], k1, k1p1, delta)
-    if has_aw:
-        w = w - aw
-    return w * scale
-
-
-@njit(cache=True)
-def build_blocks(indptr, post_docs, post_tf, norm, variant, k1, k1p1, delta, aw, has_aw):  # pragma: no cover
-    """Per term its block offsets; per block its last document and largest shifted weight.
-
-    Returns ``(block_ptr, block_max, block_last, term_max)``: term t's blocks are
-    ``block_ptr[t]:block_ptr[t+1]``, block j of a term covers its postings
-    ``[j·BLOCK, (j+1)·BLOCK)``; weights are without idf (``tfw - tfw(0)``).
-    """
-    n_terms = indptr.size - 1
-    block_ptr = np.empty(n_terms + 1, np.int64)
-    block_ptr[0] = 0
-    for t in range(n_terms):
-        df = indptr[t + 1] - indptr[t]
-        block_ptr[t + 1] = block_ptr[t] + (df + BLOCK - 1) // BLOCK
-    n_blocks = block_ptr[n_terms]
-    block_max = np.empty(n_blocks, np.float32)
-    block_last = np.empty(n_blocks, np.int32)
-    term_max = np.zeros(n_terms, np.float32)
-    one = np.float32(1.0)
-    for t in range(n_terms):
-        b = block_ptr[t]
-        p = indptr[t]
-        hi = indptr[t + 1]
-        tm = np.float32(0.0)
-        while p < hi:
-            e = min(p + BLOCK, hi)
-            m = np.float32(-np.inf)
-            for q in range(p, e):
-                w = _weight(q, post_docs, post_tf, norm, variant, k1, k1p1, delta, aw, has_aw, one)
-                if w > m:
-                    m = w
-            block_max[b] = m
-            block_last[b] = post_docs[e - 1]
-            if m > tm:
-                tm = m
-            b += 1
-            p = e
-        term_max[t] = tm
-    return block_ptr, block_max, block_last, term_max
-
-
-@njit(cache=True)
-def build_table(norms, variant, k1, k1p1, delta, aw, has_aw):  # pragma: no cover
-    """The shifted tf-weight table of the coded length norms ``norms`` (row = code).
-
-    ``table[row·CODE_TF + tf]`` is ``tfw(tf, norms[row]) - tfw(0)`` computed with
-    exactly `_weight`'s float32 operations, so a table read times the query scale is
-    bit for bit the computed weight: TAAT reads a byte code per document (one L2
-    read beside its accumulator slot) and an L1 table entry instead of a float32 norm
-    and a division.
-    """
-    table = np.empty(norms.size * CODE_TF, np.float32)
-    for r in range(norms.size):
-        for tf in range(CODE_TF):
-            w = _tfw(variant, np.float32(tf), norms[r], k1, k1p1, delta)
-            if has_aw:
-                w = w - aw
-            table[r * CODE_TF + tf] = w
-    return table
-
-
-@njit(cache=True, inline="always")
-def _coded(q, d, post_docs, post_tf, norm, doc_codes, table, variant, k1, k1p1, delta, aw, has_aw, scale):  # pragma: no cover
-    """`_weight` of posting ``q`` (of document ``d``), from the table when it has a row."""
-    c = doc_codes[d]
-    tf = post_tf[q]
-    if c != NO_CODE and tf < CODE_TF:
-        return table[_u(c) * _u(CODE_TF) + _u(tf)] * scale
-    return _weight(q, post_docs, post_tf, norm, variant, k1, k1p1, delta, aw, has_aw, scale)
-
-
-@njit(cache=True)
-def build_weights(indptr, post_docs, post_tf, norm, doc_codes, table, min_df, variant, k1, k1p1,
-                  delta, aw, has_aw):  # pragma: no cover - compiled
-    """The unscaled weight of every posting of each term with ``min_df`` postings or more.
-
-    Returns ``(weight_ptr, weights)``: term t's weights are ``weights[weight_ptr[t]:]``
-    for its ``df`` postings, or ``weight_ptr[t] == -1`` when it has fewer. Each is
-    `_coded` at scale 1, so ``weight · scale`` is bit for bit what TAAT computes.
-    """
-    n_terms = indptr.size - 1
-    weight_ptr = np.full(n_terms, -1, np.int64)
-    total = 0
-    for t in range(n_terms):
-        df = indptr[t + 1] - indptr[t]
-        if df >= min_df:
-            weight_ptr[t] = total
-            total += df
-    weights = np.empty(total, np.float32)
-    one = np.float32(1.0)
-    for t in range(n_terms):
-        w0 = weight_ptr[t]
-        if w0 < 0:
-            continue
-        lo = indptr[t]
-        for q in _span(lo, indptr[t + 1]):
-            d = _u(post_docs[q])
-            weights[_u(w0) + q - _u(lo)] = _coded(q, d, post_docs, post_tf, norm, doc_codes, table,
-                                                  variant, k1, k1p1, delta, aw, has_aw, one)
-    return weight_ptr, weights
 
 
 @njit(cache=True, inline="always")
