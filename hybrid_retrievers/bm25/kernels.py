@@ -78,7 +78,9 @@ STORED_WEIGHTS_DF: int = 8192
 TAAT then reads a list's weight beside its document instead of looking up the
 document's norm code and the table: at 1M documents (bm25_speed's corpus) these lists
 hold 31% of all postings, 54 MiB, and 96% of the postings Cranfield queries touch, and
-a posting costs ~0.8 ns instead of ~1.2 ns."""
+a posting costs ~0.8 ns instead of ~1.2 ns. Built with the norm codes, on the first
+TAAT query, and held in memory (a memory-mapped index too); set it above the corpus
+size before that query to keep none."""
 
 _MAXSCORE_MIN = 4096
 """Postings the longest list needs before MaxScore is considered (`_prefer_maxscore`)."""
