@@ -39,6 +39,7 @@ from __future__ import annotations
 import argparse
 import gc
 import math
+import random
 import re
 import sys
 import time
@@ -424,9 +425,12 @@ def measure_interleaved(engines: list[Engine], corpus: Corpus, queries: list[str
                         trace: bool) -> dict[str, Result]:
     """`measure` for several engines at once, their latencies timed round-robin.
 
-    Every engine is built first; then each query is timed on every engine in turn
-    (the order rotating from query to query), so load changes on a shared machine
-    hit all engines alike. Batches run one engine after another, twice, best kept.
+    Every engine is built first; then each query is timed on every engine in turn, so
+    load changes on a shared machine hit all engines alike. The order is shuffled
+    from query to query (seeded), so each engine follows each other one about equally
+    often: what one engine leaves in the caches (a memory-heavy one evicts them) then
+    lands on all alike. A fixed rotation put the same predecessor before an engine on
+    3 queries in 4. Batches run one engine after another, twice, best kept.
     """
     built, results = {}, {}
     for engine in engines:
@@ -437,9 +441,9 @@ def measure_interleaved(engines: list[Engine], corpus: Corpus, queries: list[str
         res.build_s = time.perf_counter() - t0
         engine.prepare(built[engine.name], queries)
     times: dict[str, list[float]] = {e.name: [] for e in engines}
-    for i, q in enumerate(queries):
-        for j in range(len(engines)):
-            engine = engines[(i + j) % len(engines)]
+    rng = random.Random(SEED)
+    for q in queries:
+        for engine in rng.sample(engines, len(engines)):
             t = time.perf_counter()
             engine.search(built[engine.name], q)
             times[engine.name].append(time.perf_counter() - t)
