@@ -423,7 +423,7 @@ def measure(engine: Engine, corpus: Corpus, queries: list[str], n_queries: int,
 
 def measure_interleaved(engines: list[Engine], corpus: Corpus, queries: list[str],
                         trace: bool) -> dict[str, Result]:
-    """`measure` for several engines at once, their latencies timed round-robin.
+    """`measure` for several engines at once, their latencies timed query by query.
 
     Every engine is built first; then each query is timed on every engine in turn, so
     load changes on a shared machine hit all engines alike. The order is shuffled

@@ -136,7 +136,10 @@ class BlockMax:
 
 
 class NormCodes:
-    """TAAT's per-document norm codes and weight table for one score cache (immutable)."""
+    """TAAT's per-document norm codes, weight table and long lists' stored weights (immutable).
+
+    One per score cache: an edit gives the index a new cache, and these are rebuilt.
+    """
 
     __slots__ = ("cache", "params", "doc_codes", "table", "weight_ptr", "weights")
 
