@@ -26,6 +26,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..documents import DocumentAccess, check_docs, make_docs
+from ..readonly import ReadOnly
 from ..selection import top_k
 from ..text import Analyzer
 from ..types import Doc, Hit, MetadataFilter
@@ -378,29 +379,21 @@ class BM25Index(BM25Matching, BM25Saving, DocumentAccess):
             f"analyzer={self._analyzer!r})"
         )
 
-    @property
-    def analyzer(self) -> Analyzer:
-        """The analyzer used for documents and queries alike."""
-        return self._analyzer
-
-    @property
-    def k1(self) -> float:
-        return self._k1
-
-    @property
-    def b(self) -> float:
-        return self._b
+    analyzer = ReadOnly[Analyzer]("_analyzer", "The analyzer used for documents and queries alike.")
+    k1 = ReadOnly[float]("_k1", "Term-frequency saturation k1.")
+    b = ReadOnly[float]("_b", "Length normalisation b (0: none, 1: full).")
 
     @property
     def method(self) -> str:
+        """The BM25 variant: ``"lucene"``, ``"robertson"``, ``"bm25l"`` or ``"bm25+"``."""
         return self._method.value
 
-    @property
-    def delta(self) -> float:
-        return self._delta
+    delta = ReadOnly[float](
+        "_delta", "The BM25L / BM25+ shift delta (unused by the other variants).")
 
     @property
     def vocabulary_size(self) -> int:
+        """Number of distinct terms in the index."""
         return len(self._state.vocab)
 
     def nbytes(self) -> int:

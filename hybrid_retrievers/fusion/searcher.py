@@ -12,6 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from ..filters import check_filter, combine_filters
+from ..readonly import ReadOnly
 from ..types import Hit, MetadataFilter
 from ..validation import check_k, check_queries, check_query
 from .candidates import Dedup
@@ -249,25 +250,13 @@ class FusionSearcher(PlanSettings):
 
     # ------------------------------------------------------------------ properties
 
-    @property
-    def searchers(self) -> tuple[Any, ...]:
-        """The children, in order."""
-        return self._children
-
-    @property
-    def plan(self) -> FusionPlan:
-        """The fusion settings (mode, weights, ``k_rrf``, ``fetch_k``, names, dedup)."""
-        return self._plan
-
-    @property
-    def names(self) -> tuple[Any, ...]:
-        """What each child is called in the provenance (a name, or its index)."""
-        return self._plan.names
-
-    @property
-    def fetch_k(self) -> int | None:
-        """Candidates asked of each child (``None``: the default for each ``k``)."""
-        return self._plan.fetch_k
+    searchers = ReadOnly[tuple[Any, ...]]("_children", "The children, in order.")
+    plan = ReadOnly[FusionPlan](
+        "_plan", "The fusion settings (mode, weights, ``k_rrf``, ``fetch_k``, names, dedup).")
+    names = ReadOnly[tuple[Any, ...]](
+        "_plan.names", "What each child is called in the provenance (a name, or its index).")
+    fetch_k = ReadOnly[int | None](
+        "_plan.fetch_k", "Candidates asked of each child (``None``: the default for each ``k``).")
 
     def __repr__(self) -> str:
         kids = ", ".join(type(c).__name__ for c in self._children)
@@ -349,10 +338,8 @@ class FusionSearcher(PlanSettings):
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    @property
-    def _pool(self) -> ThreadPoolExecutor | None:
-        """The runner's thread pool, while it exists."""
-        return self._runner._pool
+    _pool = ReadOnly[ThreadPoolExecutor | None](
+        "_runner._pool", "The runner's thread pool, while it exists.")
 
     def _label(self, active: Sequence[int]) -> Callable[[int], str]:
         names = self._plan.names

@@ -7,6 +7,7 @@ exposes them as read-only properties, so every fusion reports them the same way.
 
 from __future__ import annotations
 
+from ..readonly import ReadOnly
 from .candidates import Dedup
 from .modes import FusionMode
 from .plan import FusionPlan, Weights
@@ -19,22 +20,8 @@ class PlanSettings:
 
     _plan: FusionPlan
 
-    @property
-    def weights(self) -> Weights | None:
-        """The weights as given (a tuple, a callable, or ``None`` for all 1)."""
-        return self._plan.weights
-
-    @property
-    def mode(self) -> FusionMode:
-        """The `FusionMode`."""
-        return self._plan.mode
-
-    @property
-    def k_rrf(self) -> float:
-        """The RRF constant."""
-        return self._plan.k_rrf
-
-    @property
-    def dedup(self) -> Dedup:
-        """What counts as the same document (`Dedup`)."""
-        return self._plan.dedup
+    weights = ReadOnly[Weights | None](
+        "_plan.weights", "The weights as given (a tuple, a callable, or ``None`` for all 1).")
+    mode = ReadOnly[FusionMode]("_plan.mode", "The `FusionMode`.")
+    k_rrf = ReadOnly[float]("_plan.k_rrf", "The RRF constant.")
+    dedup = ReadOnly[Dedup]("_plan.dedup", "What counts as the same document (`Dedup`).")

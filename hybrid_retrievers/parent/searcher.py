@@ -14,6 +14,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ..documents import check_docs, make_docs
+from ..readonly import ReadOnly
 from ..text.splitting import PARENT_ID_KEY, SentenceSplitter, split_parents
 from ..types import Doc, Hit, MetadataFilter
 from ..validation import check_id_list, check_k, check_merge_threshold, check_query
@@ -108,25 +109,11 @@ class ParentChildSearcher:
 
     # ---------------------------------------------------------------- properties
 
-    @property
-    def child_searcher(self) -> Any:
-        """The searcher over the children."""
-        return self._child_searcher
-
-    @property
-    def parent_store(self) -> ParentStoreLike:
-        """The parent store."""
-        return self._store
-
-    @property
-    def k(self) -> int:
-        """Default number of parents per search."""
-        return self._k
-
-    @property
-    def merge_threshold(self) -> float | None:
-        """The auto-merge fraction, or ``None`` (always parents)."""
-        return self._merge
+    child_searcher = ReadOnly[Any]("_child_searcher", "The searcher over the children.")
+    parent_store = ReadOnly[ParentStoreLike]("_store", "The parent store.")
+    k = ReadOnly[int]("_k", "Default number of parents per search.")
+    merge_threshold = ReadOnly[float | None](
+        "_merge", "The auto-merge fraction, or ``None`` (always parents).")
 
     def children_of(self, parent_id: str) -> list[str]:
         """The child ids of ``parent_id`` in order (empty for an unknown parent)."""

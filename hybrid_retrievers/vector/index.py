@@ -30,6 +30,7 @@ from numpy.typing import NDArray
 from ..documents import DocumentAccess, check_docs, make_docs
 from ..persistence import IndexReader, read_index
 from ..persistence.saveable import AtomicSave
+from ..readonly import ReadOnly
 from ..types import Doc
 from .ann import HNSWConfig
 from .cache import EmbeddingCache
@@ -250,22 +251,11 @@ class VectorIndex(AtomicSave, VectorEditing, VectorSearching, DocumentAccess):
         view.flags.writeable = False
         return view
 
-    @property
-    def dimension(self) -> int | None:
-        """Vector length (``None`` for an empty index that has not seen a vector)."""
-        return self._dim
-
-    @property
-    def metric(self) -> str:
-        return self._metric
-
-    @property
-    def embedder(self) -> Any:
-        return self._embedder
-
-    @property
-    def cache(self) -> EmbeddingCache | None:
-        return self._cache
+    dimension = ReadOnly[int | None](
+        "_dim", "Vector length (``None`` for an empty index that has not seen a vector).")
+    metric = ReadOnly[str]("_metric", '``"cosine"`` or ``"dot"``.')
+    embedder = ReadOnly[Any]("_embedder", "The embedder of texts and queries (or ``None``).")
+    cache = ReadOnly[EmbeddingCache | None]("_cache", "The embedding cache (or ``None``).")
 
     @property
     def model_id(self) -> str | None:
