@@ -114,50 +114,55 @@ def available() -> bool:
     return ENABLED and _load() is not None
 
 
-class BlockMax:
-    """Block metadata of one snapshot's postings under one score cache (immutable)."""
+class _Metadata:
+    """What a kernel precomputes from one snapshot's postings under one score cache.
 
-    __slots__ = ("cache", "block_ptr", "block_max", "block_last", "term_max", "params")
-
-    def __init__(self, index: Any, state: Any, cache: Any) -> None:
-        kernels = _load()
-        assert kernels is not None
-        self.cache = cache
-        self.params = _params(index, cache)
-        self.block_ptr, self.block_max, self.block_last, self.term_max = kernels.build_blocks(
-            state.indptr, np.asarray(state.post_docs), np.asarray(state.post_tf), cache.norm,
-            *self.params,
-        )
-
-    def nbytes(self) -> int:
-        """Bytes held by the block arrays."""
-        return int(sum(a.nbytes for a in (self.block_ptr, self.block_max, self.block_last,
-                                          self.term_max)))
-
-
-class NormCodes:
-    """TAAT's per-document norm codes, weight table and long lists' stored weights (immutable).
-
-    One per score cache: an edit gives the index a new cache, and these are rebuilt.
+    Immutable once built; an edit gives the index a new score cache, and with it new
+    metadata (`_kept`). A subclass names its arrays in ``__slots__`` and fills them in
+    `_build`.
     """
 
-    __slots__ = ("cache", "params", "doc_codes", "table", "weight_ptr", "weights")
+    __slots__ = ("cache", "params")
 
     def __init__(self, index: Any, state: Any, cache: Any) -> None:
         kernels = _load()
         assert kernels is not None
         self.cache = cache
         self.params = _params(index, cache)
-        self.doc_codes, self.table = _codes(kernels, cache, self.params)
-        self.weight_ptr, self.weights = kernels.build_weights(
-            state.indptr, np.asarray(state.post_docs), np.asarray(state.post_tf), cache.norm,
-            self.doc_codes, self.table, max(1, int(STORED_WEIGHTS_DF)), *self.params,
-        )
+        self._build(kernels, state)
+
+    def _build(self, kernels: ModuleType, state: Any) -> None:
+        raise NotImplementedError
 
     def nbytes(self) -> int:
-        """Bytes held: one per document, the table, and the long lists' stored weights."""
-        return int(self.doc_codes.nbytes + self.table.nbytes + self.weight_ptr.nbytes
-                   + self.weights.nbytes)
+        """Bytes held by the arrays."""
+        return int(sum(getattr(self, name).nbytes for name in type(self).__slots__))
+
+
+class BlockMax(_Metadata):
+    """MaxScore's block metadata: per block its last document and largest weight."""
+
+    __slots__ = ("block_ptr", "block_max", "block_last", "term_max")
+
+    def _build(self, kernels: ModuleType, state: Any) -> None:
+        self.block_ptr, self.block_max, self.block_last, self.term_max = kernels.build_blocks(
+            state.indptr, np.asarray(state.post_docs), np.asarray(state.post_tf),
+            self.cache.norm, *self.params,
+        )
+
+
+class NormCodes(_Metadata):
+    """TAAT's per-document norm codes, weight table and long lists' stored weights."""
+
+    __slots__ = ("doc_codes", "table", "weight_ptr", "weights")
+
+    def _build(self, kernels: ModuleType, state: Any) -> None:
+        self.doc_codes, self.table = _codes(kernels, self.cache, self.params)
+        self.weight_ptr, self.weights = kernels.build_weights(
+            state.indptr, np.asarray(state.post_docs), np.asarray(state.post_tf),
+            self.cache.norm, self.doc_codes, self.table, max(1, int(STORED_WEIGHTS_DF)),
+            *self.params,
+        )
 
 
 def norm_codes(index: Any, state: Any, cache: Any) -> NormCodes:
