@@ -230,8 +230,16 @@ def search_taat(indptr, post_docs, post_tf, norm, doc_codes, table, weight_ptr, 
     n_post = 0
     for i in range(terms.size):
         t = terms[i]
-        s = scales[i]
         n_post += indptr[t + 1] - indptr[t]
+    dense = 4 * n_post >= acc.size
+    if dense:
+        # Rewrite the (zero) accumulator before scattering into it: whole-line stores
+        # bring it into cache without reading memory, which another engine may have
+        # flushed it to. Cold, the scatter then costs as it does warm.
+        acc[:] = 0.0
+    for i in range(terms.size):
+        t = terms[i]
+        s = scales[i]
         w0 = weight_ptr[t]
         if w0 >= 0:
             # A long list with stored weights: two sequential reads per posting.
@@ -247,14 +255,16 @@ def search_taat(indptr, post_docs, post_tf, norm, doc_codes, table, weight_ptr, 
     heap_s = np.empty(k, np.float32)
     heap_d = np.empty(k, np.int32)
     size = 0
-    if 4 * n_post >= acc.size:
+    if dense:
         # Many postings: one sequential pass, documents in ascending order, so a
         # later document enters a full heap only by beating its minimum strictly.
+        # Each run is zeroed once read, while it is in L1.
         d = 0
         while size < k and d < acc.size:
             if acc[d] != 0.0:
                 heap_push(heap_s, heap_d, size, acc[d] + constant, d)
                 size += 1
+                acc[d] = 0.0
             d += 1
         n = acc.size
         while d < n:
@@ -272,8 +282,9 @@ def search_taat(indptr, post_docs, post_tf, norm, doc_codes, table, weight_ptr, 
                     total = acc[x] + constant
                     if total > heap_s[0]:
                         heap_replace(heap_s, heap_d, size, total, x)
+            for x in _span(d, hi):
+                acc[x] = 0.0
             d = hi
-        acc[:] = 0.0
         return heap_d[:size], heap_s[:size]
     # Few postings: read back through them; zeroing on first read skips repeats.
     for i in range(terms.size):
