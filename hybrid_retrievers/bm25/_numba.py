@@ -203,10 +203,37 @@ def search_top_k(indptr, post_docs, post_tf, norm, block_ptr, block_max, block_l
     return heap_d[:size].copy(), heap_s[:size].copy()
 
 
+@njit(cache=True, inline="always")
+def _scatter_below(stop, q, t, s, indptr, post_docs, post_tf, norm, doc_codes, table, weight_ptr,
+                   weights, variant, k1, k1p1, delta, aw, has_aw, acc):  # pragma: no cover
+    """Add term t's postings from ``q`` on, up to the first of a document >= ``stop``,
+    times ``s``, to ``acc``; returns where it stopped."""
+    end = indptr[t + 1]
+    w0 = weight_ptr[t]
+    if w0 >= 0:
+        # A long list with stored weights: two sequential reads per posting.
+        off = w0 - indptr[t]
+        while q < end:
+            d = post_docs[_u(q)]
+            if d >= stop:
+                break
+            acc[_u(d)] += weights[_u(off + q)] * s
+            q += 1
+        return q
+    while q < end:
+        d = post_docs[_u(q)]
+        if d >= stop:
+            break
+        acc[_u(d)] += _coded(_u(q), _u(d), post_docs, post_tf, norm, doc_codes, table, variant,
+                             k1, k1p1, delta, aw, has_aw, s)
+        q += 1
+    return q
+
+
 @njit(cache=True)
 def search_taat(indptr, post_docs, post_tf, norm, doc_codes, table, weight_ptr, weights, terms,
-                scales, variant, k1, k1p1, delta, aw, has_aw, constant, k, positive, acc, seen,
-                touched):  # pragma: no cover
+                scales, variant, k1, k1p1, delta, aw, has_aw, constant, k, chunk_docs, positive,
+                acc, seen, touched):  # pragma: no cover
     """The top ``k`` documents of one query by exhaustive term-at-a-time scoring.
 
     Each term's postings, in query order, add their float32 weight to ``acc`` (a
@@ -222,6 +249,8 @@ def search_taat(indptr, post_docs, post_tf, norm, doc_codes, table, weight_ptr, 
     With ``positive`` (every idf > 0) a document matched iff its total is non-zero,
     so matches need no bookkeeping; otherwise ``seen`` (zeroed, one bool per
     document) marks them and ``touched`` (int32, one per document) lists them.
+
+    ``chunk_docs`` (> 0) is how many documents a chunk of dense accumulation covers.
     """
     if not positive:
         return _taat_tracked(indptr, post_docs, post_tf, norm, doc_codes, table, terms, scales,
@@ -231,62 +260,61 @@ def search_taat(indptr, post_docs, post_tf, norm, doc_codes, table, weight_ptr, 
     for i in range(terms.size):
         t = terms[i]
         n_post += indptr[t + 1] - indptr[t]
-    dense = 4 * n_post >= acc.size
-    if dense:
-        # Rewrite the (zero) accumulator before scattering into it: whole-line stores
-        # bring it into cache without reading memory, which another engine may have
-        # flushed it to. Cold, the scatter then costs as it does warm.
-        acc[:] = 0.0
-    for i in range(terms.size):
-        t = terms[i]
-        s = scales[i]
-        w0 = weight_ptr[t]
-        if w0 >= 0:
-            # A long list with stored weights: two sequential reads per posting.
-            lo = indptr[t]
-            for q in _span(lo, indptr[t + 1]):
-                acc[_u(post_docs[q])] += weights[_u(w0) + q - _u(lo)] * s
-            continue
-        for q in _span(indptr[t], indptr[t + 1]):
-            d = _u(post_docs[q])
-            acc[d] += _coded(q, d, post_docs, post_tf, norm, doc_codes, table, variant, k1, k1p1,
-                             delta, aw, has_aw, s)
     k = min(k, n_post)
     heap_s = np.empty(k, np.float32)
     heap_d = np.empty(k, np.int32)
     size = 0
-    if dense:
-        # Many postings: one sequential pass, documents in ascending order, so a
-        # later document enters a full heap only by beating its minimum strictly.
-        # Each run is zeroed once read, while it is in L1.
-        d = 0
-        while size < k and d < acc.size:
-            if acc[d] != 0.0:
-                heap_push(heap_s, heap_d, size, acc[d] + constant, d)
-                size += 1
-                acc[d] = 0.0
-            d += 1
+    if 4 * n_post >= acc.size:
+        # Many postings: the documents are taken in chunks of ``chunk_docs``, and each
+        # chunk gets every term's postings, in query order, then one sequential pass
+        # that keeps the top k and zeroes it while it is still in cache. The sums are
+        # those of one pass over all documents; documents are visited in ascending
+        # order, so a later one enters a full heap only by beating its minimum strictly.
+        cur = np.empty(terms.size, np.int64)
+        for i in range(terms.size):
+            cur[i] = indptr[terms[i]]
         n = acc.size
-        while d < n:
-            # Unmatched documents total ``constant``, never strictly above a matched minimum.
-            # A run of SCAN documents is read element by element only when one of its
-            # totals beats the heap's minimum: a count of those, which over unsigned
-            # indices compiles to vector compares (a running max does not).
-            hi = min(d + SCAN, n)
-            floor = heap_s[0]
-            above = 0
-            for x in _span(d, hi):
-                above += (acc[x] + constant) > floor
-            if above:
-                for x in range(d, hi):
-                    total = acc[x] + constant
-                    if total > heap_s[0]:
-                        heap_replace(heap_s, heap_d, size, total, x)
-            for x in _span(d, hi):
-                acc[x] = 0.0
-            d = hi
+        c0 = 0
+        while c0 < n:
+            c1 = min(c0 + chunk_docs, n)
+            for i in range(terms.size):
+                cur[i] = _scatter_below(c1, cur[i], terms[i], scales[i], indptr, post_docs,
+                                        post_tf, norm, doc_codes, table, weight_ptr, weights,
+                                        variant, k1, k1p1, delta, aw, has_aw, acc)
+            d = c0
+            while size < k and d < c1:
+                if acc[d] != 0.0:
+                    heap_push(heap_s, heap_d, size, acc[d] + constant, d)
+                    size += 1
+                    acc[d] = 0.0
+                d += 1
+            while d < c1:
+                # Unmatched documents total ``constant``, never strictly above a matched
+                # minimum. A run of SCAN documents is read element by element only when
+                # one of its totals beats the heap's minimum: a count of those, which over
+                # unsigned indices compiles to vector compares (a running max does not).
+                hi = min(d + SCAN, c1)
+                floor = heap_s[0]
+                above = 0
+                for x in _span(d, hi):
+                    above += (acc[x] + constant) > floor
+                if above:
+                    for x in range(d, hi):
+                        total = acc[x] + constant
+                        if total > heap_s[0]:
+                            heap_replace(heap_s, heap_d, size, total, x)
+                for x in _span(d, hi):
+                    acc[x] = 0.0
+                d = hi
+            c0 = c1
         return heap_d[:size], heap_s[:size]
-    # Few postings: read back through them; zeroing on first read skips repeats.
+    # Few postings: add them all, then read back through them; zeroing on first read
+    # skips repeats.
+    for i in range(terms.size):
+        t = terms[i]
+        _scatter_below(acc.size, indptr[t], t, scales[i], indptr, post_docs, post_tf, norm,
+                       doc_codes, table, weight_ptr, weights, variant, k1, k1p1, delta, aw,
+                       has_aw, acc)
     for i in range(terms.size):
         t = terms[i]
         for q in _span(indptr[t], indptr[t + 1]):

@@ -29,13 +29,14 @@ def _ranked(docs, scores):  # pragma: no cover - compiled
 @njit(cache=True)
 def search_many(indptr, post_docs, post_tf, norm, doc_codes, table, weight_ptr, weights, block_ptr,
                 block_max, block_last, term_max, qptr, terms, scales, pruned, variant, k1, k1p1,
-                delta, aw, has_aw, constants, k, positive, acc, seen, touched):  # pragma: no cover
+                delta, aw, has_aw, constants, k, chunk_docs, positive, acc, seen,
+                touched):  # pragma: no cover
     """The ranked top ``k`` of each query: ``(docs, scores, sizes)``, one row per query.
 
     Query i's terms and scales are ``terms[qptr[i]:qptr[i+1]]`` (at least one);
     ``pruned[i]`` sends it to block-max MaxScore (``block_*``, ``term_max``), else to
-    TAAT (``doc_codes``, ``table``, the stored ``weights``, and the scratch ``acc``,
-    ``seen``, ``touched``).
+    TAAT (``doc_codes``, ``table``, the stored ``weights``, ``chunk_docs`` and the scratch
+    ``acc``, ``seen``, ``touched``).
     Row i holds ``sizes[i]`` hits, best first, ties to the lower document.
     """
     nq = qptr.size - 1
@@ -52,7 +53,8 @@ def search_many(indptr, post_docs, post_tf, norm, doc_codes, table, weight_ptr, 
         else:
             d, s = search_taat(indptr, post_docs, post_tf, norm, doc_codes, table, weight_ptr,
                                weights, terms[lo:hi], scales[lo:hi], variant, k1, k1p1, delta,
-                               aw, has_aw, constants[i], k, positive, acc, seen, touched)
+                               aw, has_aw, constants[i], k, chunk_docs, positive, acc, seen,
+                               touched)
         order = _ranked(d, s)
         for j in range(order.size):
             docs_out[i, j] = d[order[j]]

@@ -23,16 +23,21 @@ from hybrid_retrievers.selection import top_k  # noqa: E402
 METHODS = ["lucene", "robertson", "bm25l", "bm25+"]
 
 
-@pytest.fixture(autouse=True, params=["taat", "taat-stored", "maxscore"])
+@pytest.fixture(autouse=True, params=["taat", "taat-chunked", "taat-stored", "maxscore"])
 def strategy(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     """Every test runs with the kernel switched on, once per kernel strategy.
 
     "taat-stored" is TAAT with stored weights for every list of 3 or more postings
     (`kernels.STORED_WEIGHTS_DF`), so the test corpora mix both ways of weighing.
+    "taat-chunked" and "taat-stored" cut dense accumulation into chunks of 97 documents
+    (`kernels.TAAT_CHUNK_DOCS`), so chunk edges fall inside posting blocks; plain "taat"
+    keeps the default, one chunk for these small corpora.
     """
     monkeypatch.setattr(bm25_blockmax, "ENABLED", True)
     monkeypatch.setattr(bm25_blockmax, "MIN_DOCS", 0)  # small test corpora take it too
-    monkeypatch.setattr(bm25_blockmax, "STRATEGY", request.param.removesuffix("-stored"))
+    monkeypatch.setattr(bm25_blockmax, "STRATEGY", request.param.split("-")[0])
+    if request.param in ("taat-chunked", "taat-stored"):
+        monkeypatch.setattr(bm25_blockmax, "TAAT_CHUNK_DOCS", 97)
     if request.param == "taat-stored":
         monkeypatch.setattr(bm25_blockmax, "STORED_WEIGHTS_DF", 3)
     return request.param
