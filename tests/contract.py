@@ -39,8 +39,8 @@ from hybrid_retrievers.types import Doc, Hit
 
 from corpora import CORPUS, QUERIES
 
-__all__ = ["BAD_K", "BAD_QUERIES", "CONTRACT_DOCS", "Contracted", "RARE_QUERY",
-           "SearcherContract", "hit_rows"]
+__all__ = ["BAD_K", "BAD_QUERIES", "CONTRACT_DOCS", "Contracted", "RARE_MATCHES",
+           "RARE_QUERY", "SearcherContract", "hit_rows"]
 
 CONTRACT_DOCS: list[Doc] = [Doc(i, text, metadata) for i, text, metadata in CORPUS]
 """The corpus every contracted searcher indexes: twelve short documents on four topics."""
@@ -49,6 +49,7 @@ RARE_QUERY = "sourdough"
 """Shares a term with one document only (``bread-1``): what "no padding" is checked on."""
 
 RARE_MATCHES = ["bread-1"]
+"""The ids a lexical searcher returns for `RARE_QUERY`, however large ``k``."""
 
 BAD_K: list[tuple[Any, type[Exception], str]] = [
     (0, ValueError, r"k must be >= 1, got 0"),
