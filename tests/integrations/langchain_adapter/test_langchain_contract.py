@@ -1,17 +1,17 @@
 """One contract for every LangChain retriever of the package.
 
 At most ``k`` documents (per call ``invoke(q, k=n)``), ranked under ``metadata["rank"]``
-(1..n) with non-increasing scores under each retriever's documented score key, unique
-ids, every document one of the corpus with its own text; no filler beyond the
-matches of a lexical retriever; ``invoke``, ``ainvoke``, ``batch`` and ``abatch`` agree;
-a bad ``k`` is refused with an error naming ``k``. The LlamaIndex side is
-`tests/integrations/llama_index_adapter/test_llama_index_contract.py`; the core's is
-`tests/contract.py`.
+(1..n), with non-increasing scores under each retriever's documented score key and its
+documented provenance key; unique ids, every document one of the corpus with its own
+text; no filler beyond the matches of a lexical retriever; ``invoke``, ``ainvoke``,
+``batch`` and ``abatch`` agree; a bad ``k`` is refused with an error naming ``k``. The
+LlamaIndex side is `tests/integrations/llama_index_adapter/test_llama_index_contract.py`;
+the core's is `tests/contract.py`.
 
 Every retriever is built through its public constructor in ``BUILDERS`` below (one
-entry each, the package's classes named as ``lc.<Name>`` there only, so a rename is
-fixed in one place); known breaches of the contract are listed in ``VIOLATIONS`` and run as
-strict xfails.
+entry each; the package's classes are named as ``lc.<Name>`` there only, so a rename is
+fixed in one place). Known breaches of the contract are listed in ``VIOLATIONS`` and
+run as strict xfails.
 """
 
 from __future__ import annotations
@@ -80,32 +80,39 @@ class Case:
         score_key: the documented metadata key of each document's score.
         rank_key: the documented metadata key of its 1-based rank (``None``: none).
         lexical: only documents sharing a query term come back (BM25 semantics).
+        provenance: the documented metadata key of where the document came from
+            (``None``: none), on every returned document.
     """
 
     build: Callable[[list[Document]], Any]
     score_key: str = "score"
     rank_key: str | None = "rank"
     lexical: bool = False
+    provenance: str | None = None
 
 
 BUILDERS: dict[str, Case] = {
     "bm25": Case(lambda d: lc.BM25Retriever.from_documents(d, k=3), lexical=True),
     "dense": Case(lambda d: lc.DenseRetriever.from_documents(d, EMBED, k=3)),
-    "hybrid": Case(lambda d: lc.HybridRetriever.from_documents(d, EMBED, k=3)),
-    "fusion": Case(lambda d: lc.FusionRetriever(retrievers=children(d), k=3)),
+    "hybrid": Case(lambda d: lc.HybridRetriever.from_documents(d, EMBED, k=3),
+                   provenance="fusion"),
+    "fusion": Case(lambda d: lc.FusionRetriever(retrievers=children(d), k=3),
+                   provenance="fusion"),
     "fusion-score": Case(
-        lambda d: lc.FusionRetriever(retrievers=children(d), mode="relative_score", k=3)),
+        lambda d: lc.FusionRetriever(retrievers=children(d), mode="relative_score", k=3),
+        provenance="fusion"),
     "parent": Case(lambda d: lc.ParentDocumentRetriever.from_documents(
-        d, k=3, chunk_size=60, chunk_overlap=0), lexical=True),
-    "hyde": Case(lambda d: lc.HyDERetriever.from_documents(d, embedding=EMBED, llm=passage, k=3)),
+        d, k=3, chunk_size=60, chunk_overlap=0), lexical=True, provenance="matched_children"),
+    "hyde": Case(lambda d: lc.HyDERetriever.from_documents(d, embedding=EMBED, llm=passage, k=3),
+                 provenance="hyde"),
     "searcher": Case(lambda d: lc.SearcherRetriever(searcher=core_fusion(d), k=3)),
     "rerank": Case(lambda d: lc.RerankingRetriever(
         base_retriever=lc.BM25Retriever.from_documents(d),
         reranker=lc.CrossEncoderReranker(model=WordOverlap()), k=3),
-        score_key="relevance_score", lexical=True),
+        score_key="relevance_score", lexical=True, provenance="previous_rank"),
     "rerank-listwise": Case(lambda d: lc.RerankingRetriever(
         base_retriever=lc.BM25Retriever.from_documents(d), reranker=lc.LLMReranker(llm=ranking),
-        k=3), score_key="relevance_score", lexical=True),
+        k=3), score_key="relevance_score", lexical=True, provenance="previous_rank"),
     "scored-store": Case(lambda d: lc.ScoredVectorStoreRetriever(
         vectorstore=vector_store(d), k=3, score_method="raw"), rank_key=None),
 }
@@ -159,6 +166,8 @@ def test_at_most_k_documents_ranked_best_first_with_unique_ids(name: str, k: int
         ids = [d.id for d in docs]
         assert len(set(ids)) == len(ids), ids
         assert all(TEXTS.get(d.id) == d.page_content for d in docs), ids
+        if case.provenance is not None:
+            assert all(case.provenance in d.metadata for d in docs), case.provenance
 
 
 @pytest.mark.parametrize("name", cases("default_k"))
