@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any, Literal
 
+from hybrid_retrievers.validation import check_k
 from langchain_core.callbacks import (
     AsyncCallbackManagerForRetrieverRun,
     CallbackManagerForRetrieverRun,
@@ -88,6 +89,7 @@ class ScoredVectorStoreRetriever(StrictRetriever):
     def _search(self, kwargs: dict[str, Any], prefix: str = "") -> tuple[Any, dict[str, Any]]:
         """The store's search method (``prefix="a"``: its async one) and its arguments."""
         arguments = {"k": self.k, **self.search_kwargs, **kwargs}
+        arguments["k"] = check_k(arguments["k"])  # a per-call k is checked like the field
         if self.score_method == "raw":
             arguments.pop("score_threshold", None)
             return getattr(self.vectorstore, f"{prefix}similarity_search_with_score"), arguments

@@ -122,9 +122,6 @@ _TOP_N = ("a bad per-call k is refused as 'top_n must ...' (k is an alias of top
 VIOLATIONS: Mapping[tuple[str, str], str] = {
     ("rerank", "bad_k"): _TOP_N,
     ("rerank-listwise", "bad_k"): _TOP_N,
-    ("scored-store", "bad_k"): (
-        "a per-call k goes to the vector store unchecked: k=0 returns [], -1 returns 11 of "
-        "12 documents, True returns 1, 1.5 and '3' raise the store's own slice TypeError"),
 }
 """``{(builder, check): reason}``: known breaches, run as ``xfail(strict=True)``."""
 
