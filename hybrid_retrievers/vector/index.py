@@ -28,8 +28,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..documents import DocumentAccess, check_docs, make_docs
-from ..persistence import IndexReader, read_index
-from ..persistence.saveable import AtomicSave
+from ..persistence import AtomicSave, IndexReader, read_index
 from ..readonly import ReadOnly
 from ..types import Doc
 from .ann import HNSWConfig
