@@ -18,13 +18,12 @@ from typing import Any
 from ..gcpause import paused_gc
 from ..progress import progress
 from ..readonly import ReadOnly
-from ._callables import callable_name
 from .config import ANALYZER_CONFIG_VERSION, read_config
 from .languages import _resolve_language
 from .normalization import _HAS_JOINER, _Normalizer
 from .stemming import resolve_stemmer
 from .stopwords import load_stopwords
-from .tokenizers import BUILTIN_TOKENIZERS, _registered_name, resolve_tokenizer
+from .tokenizers import BUILTIN_TOKENIZERS, _registered_name, callable_name, resolve_tokenizer
 
 __all__ = ["Analyzer"]
 
