@@ -33,16 +33,7 @@ from typing import Any
 import numpy as np
 
 from ..optional import require
-from .export import (
-    TextTransformer,
-    cache_root,
-    feed_arrays,
-    fingerprint,
-    probe_inputs,
-    staged_entry,
-    text_transformer,
-    torch_threads,
-)
+import hybrid_retrievers.models.export as export  # the module, not the models face
 
 __all__ = ["install_openvino_backend"]
 
@@ -62,17 +53,17 @@ def install_openvino_backend(
         ValueError: for a model whose first module is not a text ``Transformer``.
     """
     ov = require("openvino", extra="openvino", feature="the OpenVINO backend")
-    model = text_transformer(st_model, "OpenVINO")
+    model = export.text_transformer(st_model, "OpenVINO")
     recipe = f"{_RECIPE}|{ov.__version__}"
-    root = cache_root(cache_dir, "HYBRID_RETRIEVERS_OPENVINO_CACHE", "openvino")
-    entry = root / fingerprint(model, recipe)
+    root = export.cache_root(cache_dir, "HYBRID_RETRIEVERS_OPENVINO_CACHE", "openvino")
+    entry = root / export.fingerprint(model, recipe)
     path = entry / "model.xml"
     if not path.is_file():
         _convert(ov, model, entry)
     precision = "bf16" if bf16 else "f32"
     compiled = ov.Core().compile_model(str(path), "CPU", {
         "INFERENCE_PRECISION_HINT": precision,
-        "INFERENCE_NUM_THREADS": torch_threads(),  # as many threads as torch uses
+        "INFERENCE_NUM_THREADS": export.torch_threads(),  # as many threads as torch uses
         "PERFORMANCE_HINT": "LATENCY",
     })
     model.hf.forward = _OpenVINOForward(compiled, model.inputs, model.output)
@@ -98,12 +89,12 @@ class _OpenVINOForward:
         request = getattr(self._local, "request", None)
         if request is None:
             request = self._local.request = self.compiled.create_infer_request()
-        result = request.infer(feed_arrays(self.inputs, kwargs, "OpenVINO"))
+        result = request.infer(export.feed_arrays(self.inputs, kwargs, "OpenVINO"))
         out = np.array(result[self.compiled.output(0)], dtype=np.float32, copy=True)
         return {self.output: torch.from_numpy(out)}
 
 
-def _convert(ov: Any, model: TextTransformer, entry: Path) -> None:
+def _convert(ov: Any, model: export.TextTransformer, entry: Path) -> None:
     """Convert the transformer to IR in ``entry`` atomically (the weights file moves in
     first, the graph last: a graph present means a complete entry)."""
     torch = require("torch", extra="models", feature="the OpenVINO backend")
@@ -118,7 +109,7 @@ def _convert(ov: Any, model: TextTransformer, entry: Path) -> None:
         def forward(self, *args: Any) -> Any:
             return self.inner(**dict(zip(names, args)), return_dict=True)[output]
 
-    example = tuple(torch.from_numpy(a) for a in probe_inputs(model).values())
+    example = tuple(torch.from_numpy(a) for a in export.probe_inputs(model).values())
     was_training = hf.training
     hf.eval()
     try:
@@ -131,6 +122,6 @@ def _convert(ov: Any, model: TextTransformer, entry: Path) -> None:
         hf.train(was_training)
     for port, name in zip(converted.inputs, names):
         port.get_tensor().set_names({name})
-    with staged_entry(entry, ".xml") as tmp:
+    with export.staged_entry(entry, ".xml") as tmp:
         ov.save_model(converted, str(tmp / "model.xml"), compress_to_fp16=False)
 
