@@ -32,8 +32,9 @@ from typing import Any
 
 import numpy as np
 
-from ..optional import require
 import hybrid_retrievers.models.export as export  # the module, not the models face
+
+from ..optional import require
 
 __all__ = ["install_openvino_backend"]
 
