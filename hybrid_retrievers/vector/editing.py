@@ -20,9 +20,8 @@ from numpy.typing import NDArray
 
 from ..documents import check_docs, check_texts_argument, make_docs
 from ..types import Doc
-from ..validation import check_id_list
 from .embedding import EmbeddingCache, check_matrix, embed_texts
-from .kernels import max_row_norm, normalize
+from .kernels import max_row_norm
 from .snapshot import GraphLineage, Snapshot
 
 __all__ = ["Metadatas", "deleted", "docs_for_vectors", "edited", "encode_docs", "inserted",
