@@ -6,7 +6,7 @@ in ``langchain_hybrid_retrievers`` and ``llama_index_hybrid_retrievers``.
 
 from __future__ import annotations
 
-from importlib import metadata as _metadata
+from ._version import __version__
 
 from .vector import HNSWConfig
 from .bm25 import BM25Index
@@ -32,10 +32,6 @@ from .text import Analyzer, register_tokenizer
 from .types import Doc, Embedder, Hit, MetadataFilter, PairScorer, Searcher, TextGenerator
 from .vector import VectorIndex
 
-try:
-    __version__ = _metadata.version("hybrid-retrievers")
-except _metadata.PackageNotFoundError:  # running from a source checkout
-    __version__ = "0.1.0"
 
 __all__ = [
     "Analyzer",

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from .persistence import IndexFormatError
+from .persistence.safe_read import IndexFormatError
 
 __all__ = ["check_offsets", "check_postings", "check_vectors", "check_unique_ids"]
 

@@ -1,13 +1,17 @@
 """Old import path of the embedding cache, kept so existing imports keep working.
 
-The code lives in `hybrid_retrievers.vector.cache` (`EmbeddingCache`, `text_key`) and
-`hybrid_retrievers.vector.encoding` (`embed_texts`, `embedder_identity`, the batch size).
+The code lives in `hybrid_retrievers.vector.embedding`.
 """
 
 from __future__ import annotations
 
-from .vector.cache import EmbeddingCache, text_key
-from .vector.encoding import DEFAULT_BATCH_SIZE, DEFAULT_CHUNK, embed_texts, embedder_identity
+from .vector.embedding import (
+    DEFAULT_BATCH_SIZE,
+    EmbeddingCache,
+    embed_texts,
+    embedder_identity,
+    text_key,
+)
 
 __all__ = ["EmbeddingCache", "embed_texts", "embedder_identity", "text_key",
-           "DEFAULT_BATCH_SIZE", "DEFAULT_CHUNK"]
+           "DEFAULT_BATCH_SIZE"]

@@ -17,7 +17,7 @@ import numpy as np
 
 from .._integrity import check_offsets, check_postings, check_unique_ids
 from ..persistence import IndexFormatError, IndexReader, IndexWriter, read_index
-from ..persistence.saveable import AtomicSave
+from ..persistence.writer import AtomicSave
 from ..text import Analyzer
 from .postings import IndexFields, Snapshot
 

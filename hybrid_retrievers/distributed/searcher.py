@@ -46,7 +46,6 @@ from .fanout import RESTART_WAIT  # noqa: F401 - kept for compatibility (moved t
 from .fanout import ShardCalls, ShardTimeoutError, ShardUnavailableError
 from .layout import ShardedManifest, ShardHit, merge_top_k, shard_of, spread_strategies
 from .shard import ShardServer
-from ..readonly import ReadOnly
 
 __all__ = [
     "ShardedSearcher",
@@ -145,7 +144,10 @@ class ShardedSearcher:
 
     # ------------------------------------------------------------------ properties
 
-    kind = ReadOnly[str]("_kind", '``"bm25"`` or ``"vector"``.')
+    @property
+    def kind(self) -> str:
+        """``"bm25"`` or ``"vector"``."""
+        return self._kind
 
     @property
     def n_shards(self) -> int:
@@ -156,9 +158,15 @@ class ShardedSearcher:
         """The shard actor handles, by shard number."""
         return list(self._calls.actors)
 
-    collection_stats = ReadOnly[CollectionStats | None](
-        "_stats", "The corpus-wide BM25 statistics (None for a vector index).")
-    path = ReadOnly[Path]("_root", "The sharded index's folder.")
+    @property
+    def collection_stats(self) -> CollectionStats | None:
+        """The corpus-wide BM25 statistics (None for a vector index)."""
+        return self._stats
+
+    @property
+    def path(self) -> Path:
+        """The sharded index's folder."""
+        return self._root
 
     def __len__(self) -> int:
         return self._manifest.n_docs

@@ -40,7 +40,6 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from ..readonly import ReadOnly
 from ..timeout import (
     DEFAULT_LLM_TIMEOUT,
     LLMTimeoutError,
@@ -204,12 +203,25 @@ class HyDE:
         return (f"HyDE(n={self._n}, include_query={self._include_query}, "
                 f"prompt={prompt_label(self._prompt)!r})")
 
-    embedder = ReadOnly[Any]("_embedder", "The embedder of queries and passages.")
-    n = ReadOnly[int]("_n", "Generations per query.")
-    timeout = ReadOnly[float | None](
-        "_timeout", "Seconds to wait for the generations (``None``: no limit).")
-    include_query = ReadOnly[bool](
-        "_include_query", "Whether the query's own embedding is averaged in.")
+    @property
+    def embedder(self) -> Any:
+        """The embedder of queries and passages."""
+        return self._embedder
+
+    @property
+    def n(self) -> int:
+        """Generations per query."""
+        return self._n
+
+    @property
+    def timeout(self) -> float | None:
+        """Seconds to wait for the generations (``None``: no limit)."""
+        return self._timeout
+
+    @property
+    def include_query(self) -> bool:
+        """Whether the query's own embedding is averaged in."""
+        return self._include_query
 
     def render(self, query: str) -> str:
         """The prompt that would be sent for ``query``."""

@@ -22,7 +22,6 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..fusion import DEFAULT_K_RRF, default_fetch_k, fuse
-from ..readonly import ReadOnly
 from ..timeout import DEFAULT_LLM_TIMEOUT
 from ..types import Doc, Hit, MetadataFilter
 from ..validation import check_k, check_k_rrf, check_query
@@ -151,10 +150,20 @@ class HyDESearcher:
 
     # -------------------------------------------------------------- properties
 
-    hyde = ReadOnly[HyDE]("_hyde", "The HyDE generator and embedder.")
-    index = ReadOnly[Any]("_index", "The vector index (or ``None``).")
-    expansion_searcher = ReadOnly[Any](
-        "_expand", "The text searcher that receives expanded queries (or ``None``).")
+    @property
+    def hyde(self) -> HyDE:
+        """The HyDE generator and embedder."""
+        return self._hyde
+
+    @property
+    def index(self) -> Any:
+        """The vector index (or ``None``)."""
+        return self._index
+
+    @property
+    def expansion_searcher(self) -> Any:
+        """The text searcher that receives expanded queries (or ``None``)."""
+        return self._expand
 
     @property
     def mode(self) -> str:

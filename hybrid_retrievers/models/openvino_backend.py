@@ -32,8 +32,9 @@ from typing import Any
 
 import numpy as np
 
+import hybrid_retrievers.models.export as export  # the module, not the models face
+
 from ..optional import require
-from . import export
 
 __all__ = ["install_openvino_backend"]
 

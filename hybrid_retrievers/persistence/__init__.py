@@ -41,27 +41,25 @@ without the manifest checksum; the next save converts them in place.
 
 The package, one job a module:
 
-* `errors` -- `IndexFormatError` and the check of an index path;
-* `safe_read` -- opening and parsing untrusted files (regular files only, no links,
-  bounded reads, strict JSON, ``.npy`` headers without pickle);
+* `safe_read` -- `IndexFormatError`, the check of an index path, and opening and parsing
+  untrusted files (regular files only, no links, bounded reads, strict JSON, ``.npy``
+  headers without pickle);
 * `manifest` -- the layout's names, the pointer, manifest fields and checksums;
 * `atomic` -- atomic, durable, locked saves (`atomic_index_dir`);
-* `writer` -- `IndexWriter`, the files of one version;
+* `writer` -- the saving side: `IndexWriter` (the files of one version) and `AtomicSave`
+  (the ``save(path)`` of every core index);
 * `reader` -- `read_index` and `IndexReader`, the loading side;
 * `composite` -- what both frameworks' fusion adapters share when they save and load a
   fusion of indexes (settings, children by kind, the callable-weights check).
-
-Everything importable from ``hybrid_retrievers.persistence`` before it became a package
-is re-exported here.
 """
 
 from __future__ import annotations
 
 from .atomic import LOCK_TIMEOUT, atomic_index_dir
-from .errors import IndexFormatError, check_path
 from .manifest import FORMAT_NAME, LAYOUT_VERSION, LOCK, MANIFEST, current_files
 from .reader import IndexReader, read_index
-from .writer import IndexWriter
+from .safe_read import IndexFormatError, check_path
+from .writer import AtomicSave, IndexWriter
 
 __all__ = [
     "FORMAT_NAME",
@@ -69,6 +67,7 @@ __all__ = [
     "LOCK",
     "LOCK_TIMEOUT",
     "MANIFEST",
+    "AtomicSave",
     "IndexFormatError",
     "IndexWriter",
     "IndexReader",

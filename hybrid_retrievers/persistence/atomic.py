@@ -22,7 +22,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from .errors import check_path
+from .._version import __version__
 from .manifest import (
     _VERSION_RE,
     FORMAT_NAME,
@@ -32,6 +32,7 @@ from .manifest import (
     _current_versions,
     _is_our_manifest,
 )
+from .safe_read import check_path
 
 try:  # POSIX
     import fcntl
@@ -85,8 +86,6 @@ def atomic_index_dir(
             _fsync_dir(path)
             manifest = (version / MANIFEST).read_bytes()
             kind = json.loads(manifest)["kind"]
-            from .. import __version__
-
             pointer = {
                 "format": FORMAT_NAME,
                 "kind": kind,

@@ -18,8 +18,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import IO, Any
 
-from .errors import IndexFormatError, check_path
-from .safe_read import _parse_json, _read_bytes
+from .safe_read import IndexFormatError, _parse_json, _read_bytes, check_path
 
 __all__ = ["FORMAT_NAME", "LAYOUT_VERSION", "LOCK", "MANIFEST", "current_files"]
 

@@ -19,7 +19,6 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..types import Doc
-from .errors import IndexFormatError, check_path
 from .manifest import (
     _HEX64_RE,
     _MAX_MANIFEST_BYTES,
@@ -34,7 +33,15 @@ from .manifest import (
     _hash_stream,
     _pointer_bytes,
 )
-from .safe_read import _check_directory, _open_regular, _parse_json, _read_bytes, _read_npy_header
+from .safe_read import (
+    IndexFormatError,
+    _check_directory,
+    _open_regular,
+    _parse_json,
+    _read_bytes,
+    _read_npy_header,
+    check_path,
+)
 
 __all__ = ["IndexReader", "read_index"]
 

@@ -5,6 +5,9 @@ device or directory); reads are bounded; JSON is parsed strictly; ``.npy`` heade
 parsed by numpy's literal-only parser and object or structured dtypes are refused before
 any data is read, so nothing here can run code. Every failure is an `IndexFormatError`
 naming the file.
+
+`IndexFormatError` is the one error a bad saved index raises, here with the first reads
+that raise it; `check_path` checks a user-given index path before anything is opened.
 """
 
 from __future__ import annotations
@@ -19,7 +22,30 @@ from typing import IO, Any
 import numpy as np
 from numpy.lib import format as npy_format
 
-from .errors import IndexFormatError
+
+__all__ = ["IndexFormatError", "check_path"]
+
+
+class IndexFormatError(ValueError):
+    """A saved index is missing, corrupt, truncated, foreign or from a newer version."""
+
+
+def check_path(path: Any, name: str = "path") -> Path:
+    """``path`` as a `Path`, or a `TypeError` / `ValueError` naming the parameter."""
+    raw = path
+    if isinstance(path, os.PathLike) and not isinstance(path, (bytes, bytearray)):
+        raw = os.fspath(path)
+    if not isinstance(raw, str):
+        raise TypeError(
+            f"{name} must be a str or os.PathLike naming a directory, got "
+            f"{type(path).__name__}: {path!r:.80}"
+        )
+    if not raw:
+        raise ValueError(f"{name} must not be empty; pass a directory path such as 'my-index'")
+    if "\x00" in raw:
+        raise ValueError(f"{name} contains a NUL character: {raw!r:.80}")
+    return Path(raw)
+
 
 _MAX_NPY_HEADER = 64 * 1024
 _O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)

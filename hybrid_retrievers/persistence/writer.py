@@ -1,13 +1,22 @@
-"""`IndexWriter`: the data files of one index version, hashed and fsynced as written.
+"""The saving side: `IndexWriter` writes the files of one version, `AtomicSave` the save.
 
+`IndexWriter` hashes and fsyncs the data files of one index version as it writes them.
 Arrays are written as ``.npy`` (never pickled), values as strict JSON and documents as
 JSON lines whose metadata must load back equal (nothing is coerced silently).
+
+`AtomicSave` is the ``save(path)`` every core index has, written once: an index writes
+its own files (`AtomicSave._save_into`); how they reach ``path`` -- a new version
+directory, fsyncs, one atomic pointer swap, a lock between concurrent savers -- is
+`atomic_index_dir`'s job, and holding the index's lock for the whole save is this
+mixin's.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
+import threading
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -17,10 +26,11 @@ from numpy.lib import format as npy_format
 from numpy.typing import NDArray
 
 from ..types import Doc
-from .atomic import _HashingFile
+from .._version import __version__
+from .atomic import _HashingFile, atomic_index_dir
 from .manifest import _CHUNK, FORMAT_NAME, MANIFEST
 
-__all__ = ["IndexWriter"]
+__all__ = ["AtomicSave", "IndexWriter"]
 
 
 class IndexWriter:
@@ -94,8 +104,6 @@ class IndexWriter:
 
     def manifest(self, kind: str, format_version: int, payload: Mapping[str, Any]) -> None:
         """Write the manifest last: it lists every file with its size and checksum."""
-        from .. import __version__
-
         manifest = {
             "format": FORMAT_NAME,
             "kind": kind,
@@ -197,3 +205,31 @@ def _json_problem(value: Any) -> str | None:
         else:
             return f"{at} holds a {type(v).__name__}, which is not JSON data"
     return None
+
+
+class AtomicSave:
+    """Mixin: `save` under the index's ``_lock`` into an atomic index directory."""
+
+    __slots__ = ()
+
+    _lock: threading.RLock
+
+    def save(self, path: str | os.PathLike[str]) -> None:
+        """Write the index to directory ``path`` atomically and durably (no pickle).
+
+        A crash at any moment leaves ``path`` loading as the previous save or this one;
+        a concurrent `load` gets one complete version; concurrent saves to one path run
+        one after the other. A symbolic link at ``path`` is followed (the index is saved
+        into its target). See `hybrid_retrievers.persistence` for the layout.
+
+        Raises:
+            TypeError: ``path`` is not a str or path, or metadata is not JSON data
+                that would load back unchanged (the previous save is kept).
+            FileExistsError: ``path`` exists and is not an index.
+        """
+        with self._lock, atomic_index_dir(path) as tmp:
+            self._save_into(tmp)
+
+    def _save_into(self, directory: Path) -> None:
+        """Write the index files and their manifest into an existing empty directory."""
+        raise NotImplementedError

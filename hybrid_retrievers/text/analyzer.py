@@ -17,14 +17,12 @@ from typing import Any
 
 from ..gcpause import paused_gc
 from ..progress import progress
-from ..readonly import ReadOnly
-from ._callables import callable_name
 from .config import ANALYZER_CONFIG_VERSION, read_config
 from .languages import _resolve_language
 from .normalization import _HAS_JOINER, _Normalizer
 from .stemming import resolve_stemmer
 from .stopwords import load_stopwords
-from .tokenizers import BUILTIN_TOKENIZERS, _registered_name, resolve_tokenizer
+from .tokenizers import BUILTIN_TOKENIZERS, _registered_name, callable_name, resolve_tokenizer
 
 __all__ = ["Analyzer"]
 
@@ -150,15 +148,30 @@ class Analyzer:
 
     # -- public properties ---------------------------------------------------------------
 
-    language = ReadOnly[str]("_language", "The full language name (ISO codes are resolved).")
-    stopwords = ReadOnly[frozenset[str]](
-        "_stopwords", "The folded stopwords in effect (empty when none).")
-    stemmer = ReadOnly[str | Callable[[str], str] | None](
-        "_stemmer_spec", '``"snowball"``, ``None`` (no stemming) or the custom callable.')
-    accent_folding = ReadOnly[bool]("_accent_folding", "Whether combining diacritics are removed.")
-    tokenizer = ReadOnly[str | Callable[[str], Iterable[str]]](
-        "_tokenizer_spec",
-        """The tokenizer's name (``"standard"``, ``"jieba"``, a registered name) or callable.""")
+    @property
+    def language(self) -> str:
+        """The full language name (ISO codes are resolved)."""
+        return self._language
+
+    @property
+    def stopwords(self) -> frozenset[str]:
+        """The folded stopwords in effect (empty when none)."""
+        return self._stopwords
+
+    @property
+    def stemmer(self) -> str | Callable[[str], str] | None:
+        """``"snowball"``, ``None`` (no stemming) or the custom callable."""
+        return self._stemmer_spec
+
+    @property
+    def accent_folding(self) -> bool:
+        """Whether combining diacritics are removed."""
+        return self._accent_folding
+
+    @property
+    def tokenizer(self) -> str | Callable[[str], Iterable[str]]:
+        """The tokenizer's name (``"standard"``, ``"jieba"``, a registered name) or callable."""
+        return self._tokenizer_spec
 
     # -- analysis ------------------------------------------------------------------------
 

@@ -11,8 +11,8 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
-from ._callables import callable_name
 from .cjk import _CJK_LANGUAGES
+from .tokenizers import callable_name
 
 __all__: list[str] = []  # internal to hybrid_retrievers.text; the Analyzer is the API
 

@@ -4,7 +4,8 @@ The tokenizer is the split step of the analysis. ``"standard"`` (the default) is
 word split with CJK runs as bigrams; ``"jieba"`` is standard with Chinese segmented by
 jieba; ``"words"`` is the plain word split without CJK handling (how analyzer configs of
 version 1 split). Any callable can be the tokenizer; :func:`register_tokenizer` gives it a
-name, so an index using it can be saved and loaded.
+name, so an index using it can be saved and loaded. `callable_name` is how error messages
+and reprs name a user's callable (a tokenizer, or a stemmer).
 """
 
 from __future__ import annotations
@@ -15,7 +16,6 @@ import threading
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from ._callables import callable_name
 from .cjk import _HAS_CJK, _jieba, _split_mixed, cjk_bigrams
 from .normalization import _ascii_needs_regex, _ASCII_TABLE, _Normalizer, _split
 
@@ -26,6 +26,12 @@ __all__ = [
     "register_tokenizer",
     "unregister_tokenizer",
 ]
+
+
+def callable_name(func: Any) -> str:
+    """The qualified name of ``func``, or its type's name when it has none."""
+    return getattr(func, "__qualname__", None) or type(func).__name__
+
 
 BUILTIN_TOKENIZERS: tuple[str, ...] = ("standard", "words", "jieba")
 """Tokenizer names that always exist: ``"standard"`` (word split + CJK bigrams, the

@@ -2,12 +2,13 @@
 
 Where things live (one job per module):
 
-* `index` - `VectorIndex`, the facade: build, describe, save/load;
+* `index` - `VectorIndex`, the facade: its state and every public method;
 * `editing` - add / upsert / delete as new copy-on-write snapshots (`snapshot`);
-* `search` - the search methods and the kernel chosen per query block;
+* `search` - query checks and the kernel chosen per query block;
+* `queries` - query vectors in batches, async, or several texts as one;
 * `kernels` - exact top-k: blocked matrix products, re-scored one fixed way;
 * `ann`, `flat_faiss` - the optional faiss backends (HNSW graph, flat kernel);
-* `encoding`, `cache` - texts to vectors (`embed_texts`), each distinct text once
+* `embedding` - texts to vectors (`embed_texts`), each distinct text once
   (`EmbeddingCache`);
 * `saving` - the on-disk format.
 
@@ -18,10 +19,8 @@ ANN graph, filter masks), so edits never tear it; see `VectorIndex`.
 from __future__ import annotations
 
 from .ann import FaissHNSW, HNSWConfig
-from .cache import EmbeddingCache, text_key
-from .encoding import DEFAULT_BATCH_SIZE, DEFAULT_CHUNK, embed_texts, embedder_identity
+from .embedding import DEFAULT_BATCH_SIZE, EmbeddingCache, embed_texts, embedder_identity, text_key
 from .index import FORMAT_VERSION, METRICS, VectorIndex
 
 __all__ = ["VectorIndex", "METRICS", "FORMAT_VERSION", "EmbeddingCache", "embed_texts",
-           "embedder_identity", "text_key", "DEFAULT_BATCH_SIZE", "DEFAULT_CHUNK",
-           "HNSWConfig", "FaissHNSW"]
+           "embedder_identity", "text_key", "DEFAULT_BATCH_SIZE", "HNSWConfig", "FaissHNSW"]

@@ -1,8 +1,8 @@
 """Edits of a `VectorIndex` as new snapshots: append, replace in place, delete.
 
-`VectorEditing` is the edit half of `VectorIndex`'s public API (``add*``, ``upsert*``,
-``delete``): it checks and encodes the input and publishes the new snapshot under the
-index's writer lock.
+`VectorIndex`'s ``add*``, ``upsert*`` and ``delete`` check their input, encode it
+(`encode_docs`) and publish the snapshot these functions return (`inserted`, `deleted`)
+under the index's writer lock.
 
 Every function here returns a new `Snapshot` and leaves its input as it was, so a
 search still reading the old one is unaffected: appends write rows past every published
@@ -20,115 +20,53 @@ from numpy.typing import NDArray
 
 from ..documents import check_docs, check_texts_argument, make_docs
 from ..types import Doc
-from ..validation import check_id_list
-from .encoding import check_matrix, embed_texts
-from .kernels import max_row_norm, normalize
-from .snapshot import GraphLineage, IndexFields, Snapshot
+from .embedding import EmbeddingCache, check_matrix, embed_texts
+from .kernels import max_row_norm
+from .snapshot import GraphLineage, Snapshot
 
-__all__ = ["VectorEditing", "edited", "deleted", "docs_for_vectors", "row_count"]
+__all__ = ["Metadatas", "deleted", "docs_for_vectors", "edited", "encode_docs", "inserted",
+           "row_count", "vectors_and_docs"]
 
 Metadatas = Iterable[Mapping[str, Any] | None] | None
 """One metadata mapping (or ``None``) per document, or ``None`` for none at all."""
 
 
-class VectorEditing(IndexFields):
-    """The edit methods of `VectorIndex` (see its class docstring for concurrency)."""
-
-    __slots__ = ()
-
-    def add(self, texts: Iterable[str], ids: Iterable[str] | None = None,
-            metadatas: Metadatas = None, *, show_progress: bool = False) -> list[str]:
-        """Encode and add texts; return their ids. An id already in the index is an error."""
-        docs = make_docs(texts, ids, metadatas, taken=self._state.positions)
-        return self.add_docs(docs, show_progress=show_progress)
-
-    def add_docs(self, docs: Iterable[Doc], *, show_progress: bool = False) -> list[str]:
-        """Encode and add documents; return their ids. An existing id is an error."""
-        docs = check_docs(docs)
-        self._state.check_new(docs)
-        return self._insert(docs, self._encode(docs, show_progress), replace=False)
-
-    def add_vectors(self, vectors: Any, ids: Iterable[str] | None = None,
-                    metadatas: Metadatas = None, texts: Iterable[str] | None = None, *,
-                    docs: Iterable[Doc] | None = None) -> list[str]:
-        """Add precomputed vectors with their ids (or `Doc` objects); return the ids."""
-        matrix, docs = _vectors_and_docs(vectors, ids, metadatas, texts, "add_vectors",
-                                         docs=docs, taken=self._state.positions)
-        if len(docs) != matrix.shape[0]:
-            raise ValueError(
-                f"got {matrix.shape[0]} vectors but {len(docs)} documents; pass one each"
-            )
-        self._state.check_new(docs)
-        return self._insert(docs, matrix, replace=False)
-
-    def upsert(self, texts: Iterable[str], ids: Iterable[str] | None = None,
-               metadatas: Metadatas = None, *, show_progress: bool = False) -> list[str]:
-        """Insert or replace: existing ids get the new text, metadata and vector in place.
-
-        Without ids, content ids are used, so upserting an unchanged text (and metadata)
-        replaces the document with itself (and, with a cache, costs no model call).
-        """
-        return self.upsert_docs(make_docs(texts, ids, metadatas), show_progress=show_progress)
-
-    def upsert_docs(self, docs: Iterable[Doc], *, show_progress: bool = False) -> list[str]:
-        """`upsert` for `Doc` objects."""
-        docs = check_docs(docs)
-        return self._insert(docs, self._encode(docs, show_progress), replace=True)
-
-    def upsert_vectors(self, vectors: Any, ids: Iterable[str] | None = None,
-                       metadatas: Metadatas = None,
-                       texts: Iterable[str] | None = None) -> list[str]:
-        """`upsert` with precomputed vectors."""
-        matrix, docs = _vectors_and_docs(vectors, ids, metadatas, texts, "upsert_vectors")
-        return self._insert(docs, matrix, replace=True)
-
-    def delete(self, ids: Iterable[str]) -> None:
-        """Remove documents by id; if any id is unknown nothing is removed (KeyError)."""
-        ids = check_id_list(ids)
-        with self._lock:
-            st = self._state
-            alive = st.kept_after_delete(ids)
-            if alive is None:
-                return
-            self._state = deleted(st, alive)
-
-    def _encode(self, docs: list[Doc], show_progress: bool) -> NDArray[np.float32]:
-        if self._embedder is None:
-            raise TypeError(
-                "this index has no embedder, so it cannot encode texts; pass embedder= when "
-                "creating or loading it, or add precomputed vectors with add_vectors()"
-            )
-        return embed_texts(
-            self._embedder, [d.text for d in docs], cache=self._cache,
-            batch_size=self._batch_size, show_progress=show_progress, dimension=self._dim,
+def encode_docs(
+    embedder: Any,
+    docs: list[Doc],
+    *,
+    cache: EmbeddingCache | None,
+    batch_size: int,
+    show_progress: bool,
+    dimension: int | None,
+) -> NDArray[np.float32]:
+    """The vectors of ``docs``' texts (`embed_texts`), or an error naming the fix when the
+    index has no embedder."""
+    if embedder is None:
+        raise TypeError(
+            "this index has no embedder, so it cannot encode texts; pass embedder= when "
+            "creating or loading it, or add precomputed vectors with add_vectors()"
         )
+    return embed_texts(
+        embedder, [d.text for d in docs], cache=cache, batch_size=batch_size,
+        show_progress=show_progress, dimension=dimension,
+    )
 
-    def _insert(self, docs: list[Doc], matrix: NDArray[np.float32], *, replace: bool) -> list[str]:
-        if not docs:
-            return []
-        if self._dim is not None and matrix.shape[1] != self._dim:
-            raise ValueError(
-                f"vectors must be {self._dim}-d (this index's dimension), got {matrix.shape[1]}-d"
-            )
-        if self._metric == "cosine":
-            matrix = normalize(matrix)
-        with self._lock:
-            st = self._state
-            if self._dim is None:
-                self._dim = int(matrix.shape[1])
-            elif matrix.shape[1] != self._dim:  # another thread set it first
-                raise ValueError(
-                    f"vectors must be {self._dim}-d (this index's dimension), "
-                    f"got {matrix.shape[1]}-d"
-                )
-            if not replace:
-                st.check_new(docs)
-                old, new = [], list(range(len(docs)))
-            else:
-                old = [j for j, d in enumerate(docs) if d.id in st.positions]
-                new = [j for j, d in enumerate(docs) if d.id not in st.positions]
-            self._state = edited(st, docs, matrix, old, new, self._dim)
-        return [d.id for d in docs]
+
+def inserted(
+    st: Snapshot, docs: list[Doc], matrix: NDArray[np.float32], dim: int, *, replace: bool
+) -> Snapshot:
+    """A new snapshot with ``docs`` (rows of ``matrix``, already ``dim``-d and normalised
+    as the index stores them) added; with ``replace``, documents whose ids ``st`` holds
+    are replaced in place, else an id ``st`` holds is an error."""
+    if not replace:
+        st.check_new(docs)
+        old, new = [], list(range(len(docs)))
+    else:
+        old = [j for j, d in enumerate(docs) if d.id in st.positions]
+        new = [j for j, d in enumerate(docs) if d.id not in st.positions]
+    return edited(st, docs, matrix, old, new, dim)
+
 
 _ANN_TAIL_MIN = 1024
 _ANN_TAIL_SHARE = 64
@@ -210,7 +148,7 @@ def _capacity(n: int, need: int) -> int:
     return need if n == 0 else max(need, n + n // 2)
 
 
-def _vectors_and_docs(
+def vectors_and_docs(
     vectors: Any, ids: Iterable[str] | None, metadatas: Metadatas,
     texts: Iterable[str] | None, caller: str, *, docs: Iterable[Doc] | None = None,
     taken: Mapping[str, Any] | None = None,

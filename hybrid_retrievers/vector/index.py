@@ -5,11 +5,13 @@ vectors are L2-normalised on the way in, so the score is the cosine similarity; 
 ``metric="dot"`` they are kept as given and the score is the inner product. A zero
 vector stays zero under cosine (its similarity to anything is 0).
 
-This class builds, describes and saves an index, and holds its current snapshot and
-its writer lock. The rest lives next door, one job per module: `editing` (add, upsert,
-delete: new copy-on-write `snapshot` versions), `search` (search methods and the choice
-of kernel per query block), `kernels` (exact top-k), `saving` (the file format),
-`encoding` and `cache` (texts to vectors, each distinct text once), `ann` (HNSW).
+This class holds the index's state (its current `Snapshot`, settings and writer lock)
+and every public method: build, edit, search, describe, save and load. The work is done
+by functions over a snapshot next door, one job per module: `editing` (add, upsert,
+delete: new copy-on-write `snapshot` versions), `search` (query checks and the choice
+of kernel per query block), `kernels` (exact top-k), `queries` (batched and async query
+embedding), `saving` (the file format), `embedding` (texts to vectors, each distinct
+text once), `ann` (HNSW).
 
 Edit semantics: `add` refuses ids already in the index (like `BM25Index`); `upsert`
 replaces the text, metadata and vector of existing ids in place and appends new ones;
@@ -18,32 +20,48 @@ replaces the text, metadata and vector of existing ids in place and appends new 
 
 from __future__ import annotations
 
+import asyncio
 import os
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 import numpy as np
 from numpy.typing import NDArray
 
 from ..documents import DocumentAccess, check_docs, make_docs
-from ..persistence import IndexReader, read_index
-from ..persistence.saveable import AtomicSave
-from ..readonly import ReadOnly
-from ..types import Doc
+from ..optional import require
+from ..persistence import AtomicSave, IndexReader, read_index
+from ..types import Doc, Hit, MetadataFilter
+from ..validation import check_id_list, check_k, check_queries, check_query
 from .ann import HNSWConfig
-from .cache import EmbeddingCache
-from .editing import VectorEditing, docs_for_vectors, row_count
-from .encoding import DEFAULT_BATCH_SIZE, check_matrix, embedder_dimension, embedder_identity
+from .editing import (
+    Metadatas,
+    deleted,
+    docs_for_vectors,
+    encode_docs,
+    inserted,
+    row_count,
+    vectors_and_docs,
+)
+from .embedding import (
+    DEFAULT_BATCH_SIZE,
+    EmbeddingCache,
+    check_matrix,
+    embedder_dimension,
+    embedder_identity,
+)
+from .kernels import normalize
+from .queries import coroutine_method, embed_queries
 from .saving import FORMAT_VERSION, METRICS, read_saved, write_index
-from .search import VectorSearching
-from .snapshot import Snapshot
+from .search import ann_enabled, query_matrix, search_block
+from .snapshot import GraphLineage, Snapshot, graph_of
 
 __all__ = ["VectorIndex", "METRICS", "FORMAT_VERSION"]
 
 
-class VectorIndex(AtomicSave, VectorEditing, VectorSearching, DocumentAccess):
+class VectorIndex(AtomicSave, DocumentAccess):
     """Dense vectors of documents, exact top-k search, edits, filters and persistence.
 
     Concurrency: any number of threads may search while one thread edits. A search
@@ -63,7 +81,9 @@ class VectorIndex(AtomicSave, VectorEditing, VectorSearching, DocumentAccess):
     approximate search give a document the same score and ties the same order.
 
     `save` records the metric, dimension and model identity; an ANN graph is not saved,
-    only its parameters (it is rebuilt on the first approximate search).
+    only its parameters (it is rebuilt on the first approximate search). `save` and the
+    document accessors (``len``, ``in``, `get`, `ids`, `docs`) are shared with
+    `BM25Index` (`AtomicSave`, `DocumentAccess`).
 
     Example:
         >>> from hybrid_retrievers.models import HashingEmbedder
@@ -224,6 +244,268 @@ class VectorIndex(AtomicSave, VectorEditing, VectorSearching, DocumentAccess):
         index.add_vectors(matrix, docs=docs)
         return index
 
+    # ------------------------------------------------------------------ editing
+
+    def add(self, texts: Iterable[str], ids: Iterable[str] | None = None,
+            metadatas: Metadatas = None, *, show_progress: bool = False) -> list[str]:
+        """Encode and add texts; return their ids. An id already in the index is an error."""
+        docs = make_docs(texts, ids, metadatas, taken=self._state.positions)
+        return self.add_docs(docs, show_progress=show_progress)
+
+    def add_docs(self, docs: Iterable[Doc], *, show_progress: bool = False) -> list[str]:
+        """Encode and add documents; return their ids. An existing id is an error."""
+        docs = check_docs(docs)
+        self._state.check_new(docs)
+        return self._insert(docs, self._encode(docs, show_progress), replace=False)
+
+    def add_vectors(self, vectors: Any, ids: Iterable[str] | None = None,
+                    metadatas: Metadatas = None, texts: Iterable[str] | None = None, *,
+                    docs: Iterable[Doc] | None = None) -> list[str]:
+        """Add precomputed vectors with their ids (or `Doc` objects); return the ids."""
+        matrix, docs = vectors_and_docs(vectors, ids, metadatas, texts, "add_vectors",
+                                        docs=docs, taken=self._state.positions)
+        if len(docs) != matrix.shape[0]:
+            raise ValueError(
+                f"got {matrix.shape[0]} vectors but {len(docs)} documents; pass one each"
+            )
+        self._state.check_new(docs)
+        return self._insert(docs, matrix, replace=False)
+
+    def upsert(self, texts: Iterable[str], ids: Iterable[str] | None = None,
+               metadatas: Metadatas = None, *, show_progress: bool = False) -> list[str]:
+        """Insert or replace: existing ids get the new text, metadata and vector in place.
+
+        Without ids, content ids are used, so upserting an unchanged text (and metadata)
+        replaces the document with itself (and, with a cache, costs no model call).
+        """
+        return self.upsert_docs(make_docs(texts, ids, metadatas), show_progress=show_progress)
+
+    def upsert_docs(self, docs: Iterable[Doc], *, show_progress: bool = False) -> list[str]:
+        """`upsert` for `Doc` objects."""
+        docs = check_docs(docs)
+        return self._insert(docs, self._encode(docs, show_progress), replace=True)
+
+    def upsert_vectors(self, vectors: Any, ids: Iterable[str] | None = None,
+                       metadatas: Metadatas = None,
+                       texts: Iterable[str] | None = None) -> list[str]:
+        """`upsert` with precomputed vectors."""
+        matrix, docs = vectors_and_docs(vectors, ids, metadatas, texts, "upsert_vectors")
+        return self._insert(docs, matrix, replace=True)
+
+    def delete(self, ids: Iterable[str]) -> None:
+        """Remove documents by id; if any id is unknown nothing is removed (KeyError)."""
+        ids = check_id_list(ids)
+        with self._lock:
+            st = self._state
+            alive = st.kept_after_delete(ids)
+            if alive is None:
+                return
+            self._state = deleted(st, alive)
+
+    def _encode(self, docs: list[Doc], show_progress: bool) -> NDArray[np.float32]:
+        return encode_docs(self._embedder, docs, cache=self._cache, batch_size=self._batch_size,
+                           show_progress=show_progress, dimension=self._dim)
+
+    def _insert(self, docs: list[Doc], matrix: NDArray[np.float32], *, replace: bool) -> list[str]:
+        """Publish ``docs`` with their vectors ``matrix`` (normalised here for cosine)."""
+        if not docs:
+            return []
+        self._check_dimension_of(matrix)
+        if self._metric == "cosine":
+            matrix = normalize(matrix)
+        with self._lock:
+            if self._dim is None:
+                self._dim = int(matrix.shape[1])
+            self._check_dimension_of(matrix)  # another thread may have set it first
+            self._state = inserted(self._state, docs, matrix, self._dim, replace=replace)
+        return [d.id for d in docs]
+
+    def _check_dimension_of(self, matrix: NDArray[np.float32]) -> None:
+        if self._dim is not None and matrix.shape[1] != self._dim:
+            raise ValueError(
+                f"vectors must be {self._dim}-d (this index's dimension), got {matrix.shape[1]}-d"
+            )
+
+    # ------------------------------------------------------------------ searching
+
+    def search(
+        self,
+        query: str,
+        k: int = 10,
+        *,
+        filter: MetadataFilter | None = None,
+        exact: bool = False,
+    ) -> list[Hit]:
+        """The ``k`` documents most similar to ``query`` (encoded with the embedder).
+
+        Args:
+            query: free text.
+            k: how many hits at most (fewer when the index, or the filter, has fewer).
+            filter: metadata equality mapping or predicate over `Doc`, applied before
+                top-k so ``k`` filtered hits come back when they exist.
+            exact: scan every vector even when approximate search is enabled.
+        """
+        check_query(query)
+        k = check_k(k)
+        raw = self._require_embedder().embed_query(query)
+        return self._search_block(self._query_matrix(raw, single=True, name="embed_query()"),
+                                  k, filter, exact)[0]
+
+    async def asearch(
+        self,
+        query: str,
+        k: int = 10,
+        *,
+        filter: MetadataFilter | None = None,
+        exact: bool = False,
+    ) -> list[Hit]:
+        """`search` for async callers: the event loop never runs the model or the search.
+
+        The query and ``k`` are checked first, before any model call. When the embedder
+        has an ``aembed_query`` coroutine (a framework model with a native async client,
+        through `hybrid_retrievers.models.EmbedderAdapter`) it is awaited and the vector
+        searched in a worker thread (`search_vector`); otherwise the whole `search`, model
+        call included, runs in a worker thread. The hits are those of `search`.
+
+        Example:
+            >>> import asyncio
+            >>> from hybrid_retrievers.models import HashingEmbedder
+            >>> index = VectorIndex.from_texts(["a cat", "a dog"], ids=["c", "d"],
+            ...                                embedder=HashingEmbedder(dimension=32))
+            >>> [hit.id for hit in asyncio.run(index.asearch("cat", k=1))]
+            ['c']
+        """
+        check_query(query)
+        k = check_k(k)
+        aembed = coroutine_method(self._require_embedder(), "aembed_query")
+        if aembed is None:
+            return await asyncio.to_thread(self.search, query, k, filter=filter, exact=exact)
+        vector = await aembed(query)
+        return await asyncio.to_thread(self.search_vector, vector, k, filter=filter, exact=exact)
+
+    def search_vector(
+        self,
+        vector: Any,
+        k: int = 10,
+        *,
+        filter: MetadataFilter | None = None,
+        exact: bool = False,
+    ) -> list[Hit]:
+        """`search` with a query vector of this index's dimension."""
+        k = check_k(k)
+        return self._search_block(self._query_matrix(vector, single=True), k, filter, exact)[0]
+
+    def search_many(
+        self,
+        queries: Sequence[str],
+        k: int = 10,
+        *,
+        filter: MetadataFilter | None = None,
+        exact: bool = False,
+    ) -> list[list[Hit]]:
+        """`search` for each query, in order; all queries share one matrix product."""
+        queries = check_queries(queries)
+        k = check_k(k)
+        if not queries:
+            return []
+        raw = embed_queries(self._require_embedder(), queries)
+        q = self._query_matrix(raw, n=len(queries), name="query vectors")
+        return self._search_block(q, k, filter, exact)
+
+    def search_vectors(
+        self,
+        vectors: Any,
+        k: int = 10,
+        *,
+        filter: MetadataFilter | None = None,
+        exact: bool = False,
+    ) -> list[list[Hit]]:
+        """`search_vector` for each row of ``vectors`` (shape ``(m, d)``)."""
+        k = check_k(k)
+        q = self._query_matrix(vectors)
+        if q.shape[0] == 0:
+            return []
+        return self._search_block(q, k, filter, exact)
+
+    def _search_block(self, q: NDArray[np.float32], k: int, filter: MetadataFilter | None,
+                      exact: bool) -> list[list[Hit]]:
+        return search_block(self._state, q, k, filter, exact, flat_faiss=self._flat_faiss)
+
+    def _require_embedder(self) -> Any:
+        if self._embedder is None:
+            raise TypeError(
+                "this index has no embedder, so it cannot encode text queries; pass embedder= "
+                "when creating or loading it, or use search_vector()"
+            )
+        return self._embedder
+
+    def _query_matrix(
+        self, value: Any, *, n: int | None = None, single: bool = False, name: str = "vector"
+    ) -> NDArray[np.float32]:
+        return query_matrix(value, dim=self._dim, cosine=self._metric == "cosine", n=n,
+                            single=single, name=name)
+
+    # ------------------------------------------------------------------ backends
+
+    def enable_ann(self, config: HNSWConfig | None = None, **params: Any) -> Self:
+        """Answer searches with an HNSW graph (faiss, the ``ann`` extra); returns ``self``.
+
+        The graph is built on the next search (or now, with `build_ann`); searches
+        that run while another thread builds it scan exactly instead of waiting. After
+        a `delete` or an `upsert` of existing ids it is rebuilt the same way. Approximate
+        candidates are re-scored exactly, so scores match exact search; only recall may
+        differ. ``search(..., exact=True)`` still scans every vector.
+
+        Args:
+            config: an `HNSWConfig`, or its fields as keyword arguments.
+        """
+        if config is not None and params:
+            raise TypeError("pass either an HNSWConfig or its fields as keywords, not both")
+        if config is None:
+            config = HNSWConfig(**params)
+        if not isinstance(config, HNSWConfig):
+            raise TypeError(f"config must be an HNSWConfig, got {type(config).__name__}")
+        require("faiss", extra="ann", feature="approximate vector search")
+        with self._lock:
+            self._state = ann_enabled(self._state, config)
+        return self
+
+    def disable_ann(self) -> None:
+        """Drop the graph; searches are exact again."""
+        with self._lock:
+            self._state = self._state.derived(ann=None, graphs=GraphLineage())
+
+    def build_ann(self) -> None:
+        """Build the graph now (it is otherwise built by the first approximate search)."""
+        graph_of(self._state)
+
+    def enable_flat_faiss(self) -> Self:
+        """Run unfiltered exact scans through faiss's flat kernel (the ``ann`` extra).
+
+        Results are identical to the numpy path, ties and scores included (see
+        `hybrid_retrievers.vector.flat_faiss`); only the speed differs, which depends on the
+        BLAS faiss was built with: measure it with ``benchmarks/dense_search.py``.
+        Filtered searches and approximate (HNSW) searches are unaffected. Returns
+        ``self``; not saved with the index (it is a choice of kernel, not data).
+        """
+        require("faiss", extra="ann", feature="the faiss flat backend")
+        self._flat_faiss = True
+        return self
+
+    def disable_flat_faiss(self) -> None:
+        """Exact scans use numpy blocks again (the default)."""
+        self._flat_faiss = False
+
+    @property
+    def exact_backend(self) -> str:
+        """The kernel of unfiltered exact scans: ``"numpy"`` or ``"faiss-flat"``."""
+        return "faiss-flat" if self._flat_faiss else "numpy"
+
+    @property
+    def ann_config(self) -> HNSWConfig | None:
+        """The approximate backend's parameters, or ``None`` for exact search."""
+        return self._state.ann
+
     # ------------------------------------------------------------------ access
 
     def __repr__(self) -> str:
@@ -251,11 +533,25 @@ class VectorIndex(AtomicSave, VectorEditing, VectorSearching, DocumentAccess):
         view.flags.writeable = False
         return view
 
-    dimension = ReadOnly[int | None](
-        "_dim", "Vector length (``None`` for an empty index that has not seen a vector).")
-    metric = ReadOnly[str]("_metric", '``"cosine"`` or ``"dot"``.')
-    embedder = ReadOnly[Any]("_embedder", "The embedder of texts and queries (or ``None``).")
-    cache = ReadOnly[EmbeddingCache | None]("_cache", "The embedding cache (or ``None``).")
+    @property
+    def dimension(self) -> int | None:
+        """Vector length (``None`` for an empty index that has not seen a vector)."""
+        return self._dim
+
+    @property
+    def metric(self) -> str:
+        """``"cosine"`` or ``"dot"``."""
+        return self._metric
+
+    @property
+    def embedder(self) -> Any:
+        """The embedder of texts and queries (or ``None``)."""
+        return self._embedder
+
+    @property
+    def cache(self) -> EmbeddingCache | None:
+        """The embedding cache (or ``None``)."""
+        return self._cache
 
     @property
     def model_id(self) -> str | None:

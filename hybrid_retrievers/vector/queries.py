@@ -1,13 +1,13 @@
-"""Query vectors for framework callers: async embedding, several texts as one vector.
+"""Query vectors: batches, async embedding, several texts as one vector.
 
-`VectorIndex.search` embeds a query with the index's embedder synchronously. A framework
-adapter answering an async call wants more: await the embedder's own coroutine
-(``aembed_query`` / ``aembed_queries``, as `hybrid_retrievers.models.EmbedderAdapter`
-has) when it has one, and keep the model and the search off the event loop otherwise
-(`asearch_text`). Query transforms (LlamaIndex's ``custom_embedding_strs``, several
-phrasings of one question) embed several texts and search with their mean
-(`embed_queries`, `aembed_queries`, `mean_vector`). Written once here, so every adapter
-embeds and searches the same way.
+`VectorIndex.search_many` embeds its queries in one batch when the embedder can
+(`embed_queries`). An async caller (`VectorIndex.asearch`) awaits the embedder's own
+coroutine (``aembed_query`` / ``aembed_queries``, as
+`hybrid_retrievers.models.EmbedderAdapter` has) when it has one (`coroutine_method`),
+and keeps the model off the event loop otherwise. Query transforms (LlamaIndex's
+``custom_embedding_strs``, several phrasings of one question) embed several texts and
+search with their mean (`embed_queries`, `aembed_queries`, `mean_vector`). Written once
+here, so the index and every adapter embed the same way.
 """
 
 from __future__ import annotations
@@ -20,11 +20,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from ..types import Hit
-from ..validation import check_query
-
-__all__ = ["aembed_queries", "asearch_text", "coroutine_method", "embed_queries",
-           "mean_vector"]
+__all__ = ["aembed_queries", "coroutine_method", "embed_queries", "mean_vector"]
 
 
 def coroutine_method(obj: Any, name: str) -> Callable[..., Any] | None:
@@ -62,18 +58,3 @@ async def aembed_queries(embedder: Any, texts: Sequence[str]) -> Any:
     if one is not None:
         return [await one(t) for t in texts]
     return await asyncio.to_thread(embed_queries, embedder, texts)
-
-
-async def asearch_text(index: Any, query: str, k: int, **options: Any) -> list[Hit]:
-    """``index.search(query, k, **options)`` for async callers (``index`` a `VectorIndex`).
-
-    The query is checked first; then the embedder's ``aembed_query`` coroutine is awaited
-    when it has one and the vector searched in a worker thread, else the whole search
-    (model call included) runs in a worker thread: the event loop never runs the model
-    or the search.
-    """
-    aembed = coroutine_method(index.embedder, "aembed_query")
-    if aembed is None:
-        return await asyncio.to_thread(index.search, query, k, **options)  # type: ignore[no-any-return]
-    vector = await aembed(check_query(query))
-    return await asyncio.to_thread(index.search_vector, vector, k, **options)  # type: ignore[no-any-return]

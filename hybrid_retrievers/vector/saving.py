@@ -20,7 +20,7 @@ from .._integrity import check_unique_ids, check_vectors
 from ..persistence import IndexFormatError, IndexReader, IndexWriter
 from ..types import Doc
 from .ann import HNSWConfig
-from .encoding import embedder_dimension, embedder_identity
+from .embedding import embedder_dimension, embedder_identity
 from .snapshot import Snapshot
 
 __all__ = ["FORMAT_VERSION", "METRICS", "SavedIndex", "write_index", "read_saved"]

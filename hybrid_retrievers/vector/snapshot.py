@@ -19,7 +19,7 @@ from ..types import Doc
 from .ann import FaissHNSW, HNSWConfig
 from .kernels import max_row_norm
 
-__all__ = ["Snapshot", "GraphLineage", "graph_of", "IndexFields"]
+__all__ = ["GraphLineage", "Snapshot", "graph_of"]
 
 
 class GraphLineage:
@@ -87,23 +87,6 @@ class Snapshot(DocTable):
         fields = {"ann": self.ann, "graphs": self.graphs, "masks": self.masks,
                   "max_norm": self._max_norm, **changes}
         return Snapshot(self.buf, self.n, self.docs, self.positions, **fields)
-
-
-class IndexFields:
-    """The instance fields of a `VectorIndex`, declared once for the classes it is made of.
-
-    ``_state`` is the current `Snapshot` (replaced, never modified, under ``_lock``).
-    """
-
-    __slots__ = ()
-    _state: Snapshot
-    _lock: threading.RLock
-    _dim: int | None
-    _metric: str
-    _embedder: Any
-    _cache: Any
-    _batch_size: int
-    _flat_faiss: bool
 
 
 def graph_of(st: Snapshot, *, wait: bool = True) -> FaissHNSW | None:

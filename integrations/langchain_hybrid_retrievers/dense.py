@@ -13,9 +13,8 @@ from langchain_core.embeddings import Embeddings
 from pydantic import field_validator
 
 from hybrid_retrievers.vector import DEFAULT_BATCH_SIZE, EmbeddingCache, VectorIndex
-from hybrid_retrievers.vector.queries import asearch_text
 
-from ._base import Filter, IndexRetriever
+from ._base import IndexRetriever
 from ._convert import Ids, Metadatas, copy_metadatas
 from .embeddings import as_embedder
 
@@ -26,7 +25,7 @@ class DenseRetriever(IndexRetriever):
     """Dense (embedding) retriever backed by `hybrid_retrievers.VectorIndex`.
 
     ``embedding`` is a LangChain `Embeddings` or a core `Embedder`. Returned documents are
-    as `BM25Retriever`'s, scored by similarity (async: `hybrid_retrievers.vector.queries`).
+    as `BM25Retriever`'s, scored by similarity (async: `VectorIndex.asearch`).
 
     Example:
         >>> from hybrid_retrievers.models import HashingEmbedder
@@ -69,10 +68,6 @@ class DenseRetriever(IndexRetriever):
             metric=metric, batch_size=batch_size, show_progress=show_progress, cache=cache,
         )
         return cls(index=index, **kwargs)
-
-    async def _asearch(self, query: str, k: int | None, filter: Filter | None) -> list[Any]:
-        top, where = self._resolve(k, filter)
-        return self._documents(await asearch_text(self.index, query, top, filter=where))
 
     @classmethod
     def load_local(

@@ -21,7 +21,6 @@ from hybrid_retrievers.validation import check_query
 from hybrid_retrievers.vector import DEFAULT_BATCH_SIZE, EmbeddingCache, VectorIndex
 from hybrid_retrievers.vector.queries import (
     aembed_queries,
-    asearch_text,
     coroutine_method,
     embed_queries,
     mean_vector,
@@ -154,8 +153,8 @@ class DenseRetriever(CoreIndexRetriever[VectorIndex]):
             return await asyncio.to_thread(self._retrieve, query_bundle)
         strs = _embedding_strs(query_bundle)
         if strs is None:
-            return self._wrap(await asearch_text(self._searcher, query_bundle.query_str,
-                                                 self._similarity_top_k, filter=self._core_filter))
+            return self._wrap(await self._searcher.asearch(
+                query_bundle.query_str, self._similarity_top_k, filter=self._core_filter))
         vector = mean_vector(await aembed_queries(embedder, strs))
         return await asyncio.to_thread(self._search_vector, vector)
 

@@ -14,6 +14,7 @@ import pytest
 
 from hybrid_retrievers import VectorIndex
 from hybrid_retrievers.vector import kernels as vector_module
+from hybrid_retrievers.vector.search import query_matrix
 
 
 def _tied_index(seed: int, metric: str = "cosine") -> VectorIndex:
@@ -41,7 +42,8 @@ def _brute(index: VectorIndex, queries: np.ndarray, k: int) -> list[list[tuple[s
     v = index.vectors
     ids = index.ids
     out = []
-    for qn in index._check_queries_matrix(queries):  # normalised as the index does
+    cosine = index.metric == "cosine"
+    for qn in query_matrix(queries, dim=index.dimension, cosine=cosine):  # as the index does
         scores = (v.astype(np.float64) * qn.astype(np.float64)).sum(axis=1).astype(np.float32)
         order = np.lexsort((np.arange(len(v)), -scores))[:k]
         out.append([(ids[i], float(scores[i])) for i in order])

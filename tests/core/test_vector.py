@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import threading
 import warnings
 
 import numpy as np
@@ -135,6 +136,65 @@ def test_search_many_falls_back_to_embed_query(passages: list[str]) -> None:
     assert [h.id for h in index.search_many(["bm25"], k=2)[0]] == [
         h.id for h in index.search("bm25", k=2)
     ]
+
+
+class RecordingEmbedder(HashingEmbedder):
+    """A `HashingEmbedder` that records the threads its ``embed_query`` runs on."""
+
+    def __init__(self, dimension: int = 128) -> None:
+        super().__init__(dimension=dimension)
+        self.sync_query_threads: list[int] = []
+        self.async_queries: list[str] = []
+
+    def embed_query(self, text):  # type: ignore[no-untyped-def]
+        self.sync_query_threads.append(threading.get_ident())
+        return super().embed_query(text)
+
+
+class AsyncHashingEmbedder(RecordingEmbedder):
+    """A `RecordingEmbedder` with an ``aembed_query`` coroutine (recording its queries)."""
+
+    async def aembed_query(self, text):  # type: ignore[no-untyped-def]
+        self.async_queries.append(text)
+        return HashingEmbedder.embed_query(self, text)
+
+
+@pytest.mark.parametrize("filter", [None, {"kind": "even"}])
+async def test_asearch_returns_the_hits_of_search(index: VectorIndex, filter) -> None:  # type: ignore[no-untyped-def]
+    for query in ["okapi bm25 weighting scheme", "dense vectors bi-encoder"]:
+        got = await index.asearch(query, k=4, filter=filter)
+        want = index.search(query, k=4, filter=filter)
+        assert [(h.id, h.score, h.rank) for h in got] == [(h.id, h.score, h.rank) for h in want]
+
+
+async def test_asearch_awaits_the_embedders_coroutine(passages: list[str]) -> None:
+    embedder = AsyncHashingEmbedder()
+    index = VectorIndex.from_texts(passages, embedder=embedder)
+    got = await index.asearch("bm25 ranking", k=3)
+    assert embedder.async_queries == ["bm25 ranking"] and embedder.sync_query_threads == []
+    want = index.search("bm25 ranking", k=3)
+    assert [(h.id, h.score) for h in got] == [(h.id, h.score) for h in want]
+
+
+async def test_asearch_runs_a_sync_model_off_the_event_loop(passages: list[str]) -> None:
+    embedder = RecordingEmbedder()
+    index = VectorIndex.from_texts(passages, embedder=embedder)
+    got = await index.asearch("bm25 ranking", k=2)
+    assert embedder.sync_query_threads
+    assert threading.get_ident() not in embedder.sync_query_threads
+    assert [h.id for h in got] == [h.id for h in index.search("bm25 ranking", k=2)]
+
+
+async def test_asearch_checks_its_arguments_before_embedding(passages: list[str]) -> None:
+    embedder = AsyncHashingEmbedder()
+    index = VectorIndex.from_texts(passages, embedder=embedder)
+    with pytest.raises(ValueError, match="k"):
+        await index.asearch("bm25", k=0)
+    with pytest.raises(TypeError):
+        await index.asearch(["bm25"], k=2)  # type: ignore[arg-type]
+    assert embedder.async_queries == []
+    with pytest.raises(TypeError, match="no embedder.*search_vector"):
+        await VectorIndex.from_vectors(np.eye(3), ids=["a", "b", "c"]).asearch("hello")
 
 
 def test_dot_metric_keeps_magnitudes() -> None:
