@@ -11,7 +11,7 @@ from importlib import metadata as _metadata
 from .vector import HNSWConfig
 from .bm25 import BM25Index
 from .vector import EmbeddingCache
-from .bm25 import BM25Explanation, Explanation, TermContribution
+from .bm25 import BM25Explanation, TermContribution
 from .fusion import (
     FilteredSource,
     FusionMode,
@@ -46,7 +46,6 @@ __all__ = [
     "Doc",
     "Embedder",
     "EmbeddingCache",
-    "Explanation",
     "FilteredSource",
     "fuse",
     "FusionMode",

@@ -35,7 +35,6 @@ from typing import Any
 import numpy as np
 
 from ..optional import require
-from .backends import BACKENDS, check_backend  # noqa: F401  (their old home)
 from .export import (
     TextTransformer,
     cache_root,
@@ -47,7 +46,7 @@ from .export import (
     torch_threads,
 )
 
-__all__ = ["BACKENDS", "default_cache_dir", "install_onnx_backend"]
+__all__ = ["default_cache_dir", "install_onnx_backend"]
 
 _EXPORT_VERSION = "4"  # bump when the export recipe changes: old cache entries are not reused
 _OPSET = 17  # the TorchScript exporter's newest well-supported opset

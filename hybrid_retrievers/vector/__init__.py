@@ -19,9 +19,9 @@ from __future__ import annotations
 
 from .ann import FaissHNSW, HNSWConfig
 from .cache import EmbeddingCache, text_key
-from .encoding import DEFAULT_BATCH_SIZE, DEFAULT_CHUNK, embed_texts, embedder_identity
+from .encoding import DEFAULT_BATCH_SIZE, embed_texts, embedder_identity
 from .index import FORMAT_VERSION, METRICS, VectorIndex
 
 __all__ = ["VectorIndex", "METRICS", "FORMAT_VERSION", "EmbeddingCache", "embed_texts",
-           "embedder_identity", "text_key", "DEFAULT_BATCH_SIZE", "DEFAULT_CHUNK",
+           "embedder_identity", "text_key", "DEFAULT_BATCH_SIZE",
            "HNSWConfig", "FaissHNSW"]

@@ -22,13 +22,10 @@ if TYPE_CHECKING:
     from .cache import EmbeddingCache
 
 __all__ = ["embed_texts", "check_matrix", "check_model_id", "embedder_identity",
-           "embedder_dimension", "DEFAULT_BATCH_SIZE",
-           "DEFAULT_CHUNK"]
+           "embedder_dimension", "DEFAULT_BATCH_SIZE"]
 
 DEFAULT_BATCH_SIZE = 1024
 """Texts per ``embed_documents`` call."""
-DEFAULT_CHUNK = DEFAULT_BATCH_SIZE
-"""Deprecated alias of `DEFAULT_BATCH_SIZE` (a batch size, not a text chunk)."""
 
 
 def check_model_id(model_id: Any) -> str:

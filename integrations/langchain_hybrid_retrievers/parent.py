@@ -15,11 +15,7 @@ from langchain_core.documents import Document
 from langchain_core.stores import BaseStore
 from pydantic import field_validator
 
-from hybrid_retrievers.parent import (
-    SOURCE_ID_KEY,  # noqa: F401  (kept for compatibility)
-    ParentChildSearcher,
-    ParentStore,
-)
+from hybrid_retrievers.parent import ParentChildSearcher, ParentStore
 from hybrid_retrievers.types import Hit
 
 from ._arguments import count_validator
@@ -27,10 +23,9 @@ from ._base import CoreRetriever, Filter
 from ._convert import documents_to_docs
 from .child_index import LangChainChildIndex, as_child_searcher
 from .embeddings import as_embedder
-from .parent_store import DocumentStoreParents, LangChainParentStore, as_parent_store
+from .parent_store import LangChainParentStore, as_parent_store
 
 __all__ = [
-    "DocumentStoreParents",  # the former name of LangChainParentStore
     "LangChainChildIndex",
     "LangChainParentStore",
     "ParentDocumentRetriever",

@@ -37,7 +37,7 @@ from hybrid_retrievers import (  # noqa: E402
     RerankingSearcher,
     VectorIndex,
 )
-from hybrid_retrievers.collection_stats import CollectionStats  # noqa: E402
+from hybrid_retrievers.bm25 import CollectionStats  # noqa: E402
 from hybrid_retrievers.datasets import load_dataset  # noqa: E402
 from hybrid_retrievers.distributed import (  # noqa: E402
     PartialHits,

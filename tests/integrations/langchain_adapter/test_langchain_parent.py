@@ -101,11 +101,10 @@ def test_langchain_text_splitter_and_inmemory_store() -> None:
     r.delete(["sec-aero"])
     assert store.mget(["sec-aero"]) == [None]
     assert all(d.id != "sec-aero" for d in r.invoke(WING_QUERY))
-    # The docstore is wrapped as a LangChainParentStore (old name kept as an alias).
-    from langchain_hybrid_retrievers.parent import DocumentStoreParents, LangChainParentStore
+    # The docstore is wrapped as a LangChainParentStore.
+    from langchain_hybrid_retrievers.parent import LangChainParentStore
 
     assert isinstance(r.searcher.parent_store, LangChainParentStore)
-    assert DocumentStoreParents is LangChainParentStore
 
 
 def test_passed_in_child_retriever_gets_the_children() -> None:
