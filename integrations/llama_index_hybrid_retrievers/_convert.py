@@ -2,8 +2,7 @@
 
 The text that is indexed is the node's own text (``MetadataMode.NONE``), so a metadata
 value never changes scores; the metadata is kept separately (copied) for filters.
-``from_defaults`` takes its nodes from exactly one source (`one_source`, `source_nodes`)
-and its filter as ``filter=`` or LlamaIndex's spelling ``filters=`` (`one_filter`).
+``from_defaults`` takes its nodes from exactly one source (`one_source`, `source_nodes`).
 `QueryChecked` refuses a query of the wrong type before LlamaIndex's instrumentation
 sees it (``BaseRetriever.retrieve(None)`` fails there with "2 validation errors for
 RetrievalStartEvent", which names neither the argument nor the fix).
@@ -34,7 +33,6 @@ __all__ = [
     "node_with_score_to_hit",
     "node_to_doc",
     "nodes_to_docs",
-    "one_filter",
     "one_source",
     "source_nodes",
     "to_core_filter",
@@ -132,15 +130,8 @@ def to_core_filter(
             return build_metadata_filter_fn(lambda _id: doc.metadata, filters)(doc.id)
 
         return predicate
-    raise type_error("filter must be a mapping, a callable(Doc) -> bool or a llama_index "
+    raise type_error("filters must be a mapping, a callable(Doc) -> bool or a llama_index "
                      "MetadataFilters", filter)
-
-
-def one_filter(filter: Any, filters: Any) -> Any:
-    """``filter`` or LlamaIndex's spelling ``filters`` (``VectorIndexRetriever``'s), not both."""
-    if filter is not None and filters is not None:
-        raise ValueError("pass filter= or filters= (the same), not both")
-    return filters if filter is None else filter
 
 
 def one_source(note: str = "", **sources: Any) -> str:

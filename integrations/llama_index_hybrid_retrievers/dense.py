@@ -30,7 +30,7 @@ from hybrid_retrievers.vector.queries import (
 from ._base import (
     BuildOptions,
     CoreIndexRetriever,
-    IndexOptions,
+    SearcherOptions,
     LoadOptions,
     one_source,
     source_nodes,
@@ -56,8 +56,7 @@ class DenseRetriever(CoreIndexRetriever[VectorIndex]):
 
     Args:
         vector_index: The core index (shared, not copied); it must have an embedder.
-            ``index=`` is its deprecated name.
-        **options: `IndexOptions`, as for `BM25Retriever`.
+        **options: `SearcherOptions`, as for `BM25Retriever`.
 
     Example:
         >>> from llama_index.core.schema import TextNode
@@ -77,8 +76,7 @@ class DenseRetriever(CoreIndexRetriever[VectorIndex]):
     searcher_argument = "vector_index"
     build_hint = "DenseRetriever.from_defaults(nodes=..., embed_model=...)"
 
-    def __init__(self, vector_index: VectorIndex | None = None,
-                 **options: Unpack[IndexOptions]) -> None:
+    def __init__(self, vector_index: VectorIndex, **options: Unpack[SearcherOptions]) -> None:
         super().__init__(vector_index, **options)
         if self._searcher.embedder is None:
             raise ValueError(
@@ -122,7 +120,8 @@ class DenseRetriever(CoreIndexRetriever[VectorIndex]):
         cls, persist_dir: str | os.PathLike[str], *, embed_model: BaseEmbedding | Any,
         mmap: bool = False, cache: EmbeddingCache | None = None, **options: Unpack[LoadOptions],
     ) -> DenseRetriever:
-        """Load a retriever saved with `persist` (or a `VectorIndex.save` folder).
+        """Load a retriever saved with `persist` (for a `VectorIndex.save` folder:
+        ``DenseRetriever(VectorIndex.load(path, embedder))``).
 
         ``embed_model`` is the model the index was built with; ``mmap`` and ``cache`` are
         as for `VectorIndex.load`; ``options`` default to the saved ones.
@@ -131,7 +130,7 @@ class DenseRetriever(CoreIndexRetriever[VectorIndex]):
             persist_dir,
             lambda folder: VectorIndex.load(folder, as_embedder(embed_model), mmap=mmap,
                                             cache=cache),
-            ("vector",), **options)
+            **options)
 
     # ---------------------------------------------------------------- search
 

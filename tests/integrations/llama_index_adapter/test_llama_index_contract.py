@@ -26,6 +26,7 @@ from llama_index.core.vector_stores.types import (
     MetadataFilters,
 )
 
+from hybrid_retrievers import BM25Index, IndexFormatError
 from hybrid_retrievers.models import HashingEmbedder
 from llama_index_hybrid_retrievers import (
     BM25Retriever,
@@ -147,17 +148,21 @@ def test_persisted_filters_are_restored(tmp_path: Path) -> None:
         ids = [r.node.node_id for r in loaded.retrieve("bread dough wing lift")]
         assert ids and all(i.startswith("bread") for i in ids)
         assert ids == [r.node.node_id for r in filtered.retrieve("bread dough wing lift")]
-    callable_filter = BM25Retriever.from_defaults(nodes=make_nodes(), filter=lambda d: True)
+    callable_filter = BM25Retriever.from_defaults(nodes=make_nodes(), filters=lambda d: True)
     with pytest.warns(UserWarning, match="not saved"):
         callable_filter.persist(tmp_path / "c")
 
 
-def test_bare_core_index_directory_still_loads(tmp_path: Path) -> None:
+def test_a_bare_core_index_directory_is_wrapped_not_loaded_as_a_retriever(
+    tmp_path: Path,
+) -> None:
     retriever = BUILDERS["bm25"](make_nodes())
     retriever.index.save(tmp_path / "core")
-    loaded = BM25Retriever.from_persist_dir(tmp_path / "core", similarity_top_k=3)
-    assert _pairs(loaded.retrieve(WING_QUERY)) == _pairs(retriever.retrieve(WING_QUERY))
-    assert all(type(r.node) is TextNode for r in loaded.retrieve(WING_QUERY))
+    with pytest.raises(IndexFormatError, match="holds a 'bm25' index"):
+        BM25Retriever.from_persist_dir(tmp_path / "core")
+    wrapped = BM25Retriever(BM25Index.load(tmp_path / "core"), similarity_top_k=3)
+    assert _pairs(wrapped.retrieve(WING_QUERY)) == _pairs(retriever.retrieve(WING_QUERY))
+    assert all(type(r.node) is TextNode for r in wrapped.retrieve(WING_QUERY))
 
 
 @pytest.mark.parametrize("name", ALL)
