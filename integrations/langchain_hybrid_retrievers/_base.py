@@ -142,7 +142,7 @@ class IndexRetriever(CoreRetriever):
     @classmethod
     def from_documents(cls, documents: Iterable[Document], *args: Any, **kwargs: Any) -> Any:
         """`from_texts` over LangChain documents, keeping ``Document.id`` (content ids
-        when ``None``, see `hybrid_retrievers.content_id`) and metadata."""
+        when ``None``, see `hybrid_retrievers.ids.content_id`) and metadata."""
         texts, ids, metadatas = documents_to_columns(documents)
         return cls.from_texts(texts, *args, metadatas=metadatas, ids=ids,  # type: ignore[attr-defined]
                               **kwargs)

@@ -18,8 +18,9 @@ from pathlib import Path
 
 import numpy as np
 
-from hybrid_retrievers import BM25Index, EmbeddingCache, ParentChildSearcher, VectorIndex
+from hybrid_retrievers import BM25Index, ParentChildSearcher, VectorIndex
 from hybrid_retrievers.models import HashingEmbedder
+from hybrid_retrievers.vector import EmbeddingCache
 
 N_DOCS = 1500
 

@@ -18,7 +18,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from hybrid_retrievers import Doc, HyDE, LLMReranker, Reranker
+from hybrid_retrievers import Doc, LLMReranker, Reranker
+from hybrid_retrievers.hyde import HyDE
 from hybrid_retrievers.models import HashingEmbedder
 from hybrid_retrievers.rerank import parse_ranking
 
@@ -183,7 +184,8 @@ def test_generators_see_the_callers_context_variables() -> None:
 EXIT_SCRIPT = """
 import asyncio, logging, sys, time
 logging.disable(logging.CRITICAL)
-from hybrid_retrievers import Doc, HyDE, LLMReranker
+from hybrid_retrievers import Doc, LLMReranker
+from hybrid_retrievers.hyde import HyDE
 from hybrid_retrievers.models import HashingEmbedder
 
 def hang(prompt):

@@ -22,14 +22,12 @@ from index_tamper import edit_manifest, files_of, rebind_pointer, rehash
 from hybrid_retrievers import (
     BM25Index,
     Doc,
-    EmbeddingCache,
     IndexFormatError,
     ParentChildSearcher,
-    ParentStore,
     VectorIndex,
 )
-from hybrid_retrievers.vector import HNSWConfig
-from hybrid_retrievers.vector import text_key
+from hybrid_retrievers.parent import ParentStore
+from hybrid_retrievers.vector import EmbeddingCache, HNSWConfig, text_key
 from hybrid_retrievers.models import HashingEmbedder
 from hybrid_retrievers.persistence import MANIFEST, read_index
 

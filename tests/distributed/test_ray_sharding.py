@@ -29,9 +29,7 @@ ray = pytest.importorskip("ray", reason="the [ray] extra is not installed")
 from hybrid_retrievers import (  # noqa: E402
     BM25Index,
     Doc,
-    EmbeddingCache,
     FusionSearcher,
-    HyDE,
     HyDESearcher,
     Reranker,
     RerankingSearcher,
@@ -50,7 +48,9 @@ from hybrid_retrievers.distributed import (  # noqa: E402
     encode_corpus,
     shard_of,
 )
+from hybrid_retrievers.hyde import HyDE  # noqa: E402
 from hybrid_retrievers.models import HashingEmbedder  # noqa: E402
+from hybrid_retrievers.vector import EmbeddingCache  # noqa: E402
 
 pytestmark = [pytest.mark.ray, pytest.mark.filterwarnings("ignore::DeprecationWarning:ray.*")]
 
