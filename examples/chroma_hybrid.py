@@ -343,12 +343,12 @@ def hyde_over_chroma(store: Any, llm: Any, *, k: int = 3) -> Any:
     return HyDERetriever(searcher=HyDESearcher(hyde, ChromaSearcher(store)), k=k)
 
 
-def reranked_hybrid(fusion: Any, top_n: int = 3) -> Any:
+def reranked_hybrid(fusion: Any, k: int = 3) -> Any:
     """The fused Chroma + BM25 retriever, reranked (a stand-in cross-encoder here)."""
     from langchain_hybrid_retrievers import CrossEncoderReranker, RerankingRetriever
 
     return RerankingRetriever(base_retriever=fusion, reranker=CrossEncoderReranker(
-        model=OverlapScorer()), fetch_k=10, top_n=top_n)
+        model=OverlapScorer()), fetch_k=10, k=k)
 
 
 def main() -> None:

@@ -14,7 +14,7 @@ from hybrid_retrievers.optional import require  # noqa: I001 (before the framewo
 require("langchain_core", extra="langchain", feature="langchain_hybrid_retrievers")
 
 from .bm25 import BM25Retriever
-from .compressors import CrossEncoderReranker, LLMReranker, RerankingRetriever
+from .compressors import CrossEncoderReranker, LLMRerankCompressor, RerankingRetriever
 from .dense import DenseRetriever
 from .embeddings import LangChainEmbedder
 from .fusion import FusionRetriever
@@ -26,7 +26,7 @@ from .searcher import SearcherRetriever
 from .vectorstores import ScoredVectorStoreRetriever
 
 __all__ = ["BM25Retriever", "CrossEncoderReranker", "DenseRetriever", "FusionRetriever",
-           "HyDERetriever", "HybridRetriever", "LLMReranker", "LangChainEmbedder",
+           "HyDERetriever", "HybridRetriever", "LLMRerankCompressor", "LangChainEmbedder",
            "LangChainParentStore", "ParentDocumentRetriever", "RerankingRetriever",
            "ScoredVectorStoreRetriever", "SearcherRetriever", "__version__"]
 

@@ -37,6 +37,10 @@ ARGUMENT_HINTS: Mapping[str, str] = {
         "key 'parent_id' itself"
     ),
     "top_k": "the number of documents to return is k (top_n on rerankers)",
+    "top_n": (
+        "a retriever's number of documents to return is k, as on every retriever here "
+        "(top_n is the compressors' spelling: CrossEncoderReranker, LLMRerankCompressor)"
+    ),
     "search_kwargs": (
         "search_kwargs belongs to a vector store's as_retriever(); here pass k=, filter= "
         "(and fetch_k= where the class has it) directly"
