@@ -23,13 +23,7 @@ from llama_index.core.vector_stores.types import MetadataFilters
 from hybrid_retrievers.types import Doc, Hit, MetadataFilter
 from hybrid_retrievers.validation import check_k
 
-from ._convert import (
-    QueryChecked,
-    hit_to_node_with_score,
-    one_source,
-    source_nodes,
-    to_core_filter,
-)
+from ._convert import QueryChecked, hit_to_node_with_score, to_core_filter
 from ._editing import NodeEditing
 from ._nodes import NodeCache
 from ._persist import filter_from_json, filter_to_json, read_retriever, write_retriever
@@ -37,9 +31,8 @@ from ._persist import filter_from_json, filter_to_json, read_retriever, write_re
 if TYPE_CHECKING:  # typing.Unpack is Python 3.11+
     from typing_extensions import Unpack
 
-__all__ = ["BuildOptions", "CoreIndexRetriever", "CoreSearcherRetriever",
-           "LoadOptions", "SearcherOptions", "SearcherState", "SimilarityTopK", "one_source",
-           "refuse_arguments", "source_nodes"]
+__all__ = ["BuildOptions", "CoreIndexRetriever", "CoreSearcherRetriever", "LoadOptions",
+           "SearcherOptions", "SearcherState", "SimilarityTopK", "refuse_arguments"]
 
 Filter = MetadataFilter | MetadataFilters | None
 S = TypeVar("S")  # the type of the core searcher
@@ -193,12 +186,13 @@ class SearcherState(SimilarityTopK, Generic[S]):
 
     @classmethod
     def _load(cls, persist_dir: str | os.PathLike[str], load: Callable[[Any], Any],
-              **options: Unpack[LoadOptions]) -> Any:
+              bare_index_kind: str | None = None, **options: Unpack[LoadOptions]) -> Any:
         """``from_persist_dir``: ``load(folder)`` reads the core searcher; options that
-        are not ``None`` win over the saved settings."""
+        are not ``None`` win over the saved settings. A folder holding a bare core index of
+        kind ``bare_index_kind`` (``"bm25"``...) loads too, with the default settings."""
         filters = options.pop("filters", None)
         top_k = options.pop("similarity_top_k", None)
-        settings, fields, folder = read_retriever(persist_dir, cls.__name__)
+        settings, fields, folder = read_retriever(persist_dir, cls.__name__, bare_index_kind)
         saved_filter = filter_from_json(settings.get("filter"), str(persist_dir))
         searcher = load(folder)
         return cls(  # type: ignore[call-arg]

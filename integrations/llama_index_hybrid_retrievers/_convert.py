@@ -20,14 +20,13 @@ from llama_index.core.vector_stores.utils import build_metadata_filter_fn
 
 from hybrid_retrievers.types import Doc, Hit, MetadataFilter
 
-from ._nodes import NodeCache, doc_to_text_node
+from ._nodes import NodeCache
 
 __all__ = [
     "FUSION_KEY",
     "QueryChecked",
     "as_node_list",
     "check_query_type",
-    "doc_to_text_node",
     "hit_to_node_with_score",
     "node_with_added_metadata",
     "node_with_score_to_hit",

@@ -7,8 +7,9 @@ Layout of ``persist_dir`` (written atomically; data only, never pickle)::
     nodes.json        node fields by id (see `NodeCache.to_json`)
     index/            the core index, in the core's own format (``BM25Index.load`` reads it)
 
-A folder holding a bare core index (``BM25Index.save``...) is not a persisted retriever:
-load the index and wrap it (``BM25Retriever(BM25Index.load(path))``).
+A folder holding a bare core index (``BM25Index.save``..., and the children of a fusion
+folder saved by the LangChain adapter or the core) loads too: its nodes come back as
+`TextNode`s and the settings are the defaults.
 """
 
 from __future__ import annotations
@@ -92,15 +93,22 @@ def write_retriever(
 
 
 def read_retriever(
-    persist_dir: str | os.PathLike[str], retriever_class: str
+    persist_dir: str | os.PathLike[str], retriever_class: str, bare_index_kind: str | None = None
 ) -> tuple[dict[str, Any], dict[str, Any], Path]:
-    """``(settings, node fields, core index folder)`` of a retriever saved by ``persist``.
+    """``(settings, node fields, core index folder)`` of a retriever saved by ``persist``;
+    a bare core index of kind ``bare_index_kind`` gives ``({}, {}, persist_dir)``.
 
     Raises:
         IndexFormatError: a missing, corrupt or foreign directory, or one written by
             another retriever class.
     """
     path = Path(persist_dir)
+    try:
+        kind = json.loads((path / "manifest.json").read_text(encoding="utf-8")).get("kind")
+    except (OSError, ValueError, AttributeError):
+        kind = None  # the full read below reports the problem
+    if bare_index_kind is not None and kind == bare_index_kind:
+        return {}, {}, path
 
     def read(r: IndexReader) -> tuple[dict[str, Any], dict[str, Any], Path]:
         saved_class = r.field("retriever_class", str)

@@ -20,15 +20,8 @@ from hybrid_retrievers import Analyzer, BM25Index
 from hybrid_retrievers.text.bm25s import analyzer_from_bm25s
 from hybrid_retrievers.types import MetadataFilter
 
-from ._base import (
-    CoreIndexRetriever,
-    SearcherOptions,
-    LoadOptions,
-    refuse_arguments,
-    one_source,
-    source_nodes,
-)
-from ._convert import nodes_to_docs
+from ._base import CoreIndexRetriever, LoadOptions, SearcherOptions, refuse_arguments
+from ._convert import nodes_to_docs, one_source, source_nodes
 
 if TYPE_CHECKING:  # typing.Unpack is Python 3.11+
     from typing_extensions import Unpack
@@ -132,14 +125,13 @@ class BM25Retriever(CoreIndexRetriever[BM25Index]):
     @classmethod
     def from_persist_dir(cls, persist_dir: str | os.PathLike[str], *, mmap: bool = False,
                          **options: Unpack[LoadOptions]) -> BM25Retriever:
-        """Load a retriever saved with `persist` (for a `BM25Index.save` folder:
-        ``BM25Retriever(BM25Index.load(path))``).
+        """Load a retriever saved with `persist` (or a `BM25Index.save` folder).
 
         ``options`` default to the saved ones; ``mmap`` memory-maps the index arrays.
         `IndexFormatError` for a missing, corrupt or foreign directory.
         """
         return cls._load(persist_dir, lambda folder: BM25Index.load(folder, mmap=mmap),  # type: ignore[no-any-return]
-                         **options)
+                         bare_index_kind="bm25", **options)
 
 
 _UNSUPPORTED = {

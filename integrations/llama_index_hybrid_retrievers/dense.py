@@ -27,15 +27,8 @@ from hybrid_retrievers.vector.queries import (
     mean_vector,
 )
 
-from ._base import (
-    BuildOptions,
-    CoreIndexRetriever,
-    SearcherOptions,
-    LoadOptions,
-    one_source,
-    source_nodes,
-)
-from ._convert import nodes_to_docs
+from ._base import BuildOptions, CoreIndexRetriever, LoadOptions, SearcherOptions
+from ._convert import nodes_to_docs, one_source, source_nodes
 from .embeddings import as_embedder
 
 if TYPE_CHECKING:  # typing.Unpack is Python 3.11+
@@ -120,8 +113,7 @@ class DenseRetriever(CoreIndexRetriever[VectorIndex]):
         cls, persist_dir: str | os.PathLike[str], *, embed_model: BaseEmbedding | Any,
         mmap: bool = False, cache: EmbeddingCache | None = None, **options: Unpack[LoadOptions],
     ) -> DenseRetriever:
-        """Load a retriever saved with `persist` (for a `VectorIndex.save` folder:
-        ``DenseRetriever(VectorIndex.load(path, embedder))``).
+        """Load a retriever saved with `persist` (or a `VectorIndex.save` folder).
 
         ``embed_model`` is the model the index was built with; ``mmap`` and ``cache`` are
         as for `VectorIndex.load`; ``options`` default to the saved ones.
@@ -130,7 +122,7 @@ class DenseRetriever(CoreIndexRetriever[VectorIndex]):
             persist_dir,
             lambda folder: VectorIndex.load(folder, as_embedder(embed_model), mmap=mmap,
                                             cache=cache),
-            **options)
+            bare_index_kind="vector", **options)
 
     # ---------------------------------------------------------------- search
 

@@ -26,7 +26,6 @@ from llama_index.core.vector_stores.types import (
     MetadataFilters,
 )
 
-from hybrid_retrievers import BM25Index, IndexFormatError
 from hybrid_retrievers.models import HashingEmbedder
 from llama_index_hybrid_retrievers import (
     BM25Retriever,
@@ -153,16 +152,13 @@ def test_persisted_filters_are_restored(tmp_path: Path) -> None:
         callable_filter.persist(tmp_path / "c")
 
 
-def test_a_bare_core_index_directory_is_wrapped_not_loaded_as_a_retriever(
-    tmp_path: Path,
-) -> None:
+def test_a_bare_core_index_directory_loads(tmp_path: Path) -> None:
+    # What the core and the LangChain adapter save (fusion children too) loads here.
     retriever = BUILDERS["bm25"](make_nodes())
     retriever.index.save(tmp_path / "core")
-    with pytest.raises(IndexFormatError, match="holds a 'bm25' index"):
-        BM25Retriever.from_persist_dir(tmp_path / "core")
-    wrapped = BM25Retriever(BM25Index.load(tmp_path / "core"), similarity_top_k=3)
-    assert _pairs(wrapped.retrieve(WING_QUERY)) == _pairs(retriever.retrieve(WING_QUERY))
-    assert all(type(r.node) is TextNode for r in wrapped.retrieve(WING_QUERY))
+    loaded = BM25Retriever.from_persist_dir(tmp_path / "core", similarity_top_k=3)
+    assert _pairs(loaded.retrieve(WING_QUERY)) == _pairs(retriever.retrieve(WING_QUERY))
+    assert all(type(r.node) is TextNode for r in loaded.retrieve(WING_QUERY))
 
 
 @pytest.mark.parametrize("name", ALL)
