@@ -45,6 +45,10 @@ ARGUMENT_HINTS: Mapping[str, str] = {
         "search_kwargs belongs to a vector store's as_retriever(); here pass k=, filter= "
         "(and fetch_k= where the class has it) directly"
     ),
+    "child_retriever": (
+        "the child store is vectorstore=, as in LangChain's ParentDocumentRetriever (a "
+        "vector store, its as_retriever(), or any editable retriever)"
+    ),
     "docs": "pass documents with from_documents(documents, ...) (or texts with from_texts)",
     "vectorizer": "BM25 needs no vectorizer; BM25 parameters are k1=, b=, method=, delta=",
     "weights_key": "weights are given as weights=[...] (or a callable of the query)",

@@ -26,8 +26,9 @@ from langchain_core.retrievers import RetrieverLike
 from hybrid_retrievers.validation import check_k
 
 from ._arguments import ARGUMENT_HINTS, count_validator
-from ._base import StrictRetriever, accepts_k, child_config
+from ._base import accepts_k
 from ._rerank import RerankCompressor
+from ._runconfig import StrictRetriever, child_config
 from .cross_encoder import CrossEncoderReranker
 from .listwise import LLMRerankCompressor
 

@@ -188,7 +188,7 @@ async def test_config_reaches_fusion_reranker_and_parent_children(
 
     # Parent/child over a plain editable LangChain retriever: its searches are child runs.
     parent = ParentDocumentRetriever.from_documents(
-        documents, child_retriever=_EditableRetriever(), chunk_size=60, chunk_overlap=0, k=2)
+        documents, vectorstore=_EditableRetriever(), chunk_size=60, chunk_overlap=0, k=2)
     handler = Runs()
     docs = await _call(parent, WING_QUERY, asynchronous, handler)
     assert len(docs) == 2
@@ -253,7 +253,7 @@ def test_parent_retriever_threshold_parent_splitter_and_as_retriever(
     store = InMemoryVectorStore(DeterministicFakeEmbedding(size=16))
     long = Document(id="book", page_content=" ".join(d.page_content for d in documents))
     retriever = ParentDocumentRetriever.from_documents(
-        [long], child_retriever=store.as_retriever(),
+        [long], vectorstore=store.as_retriever(),
         parent_splitter=RecursiveCharacterTextSplitter(chunk_size=300, chunk_overlap=0),
         child_splitter=RecursiveCharacterTextSplitter(chunk_size=60, chunk_overlap=0), k=4)
     docs = retriever.invoke(WING_QUERY)
@@ -263,8 +263,8 @@ def test_parent_retriever_threshold_parent_splitter_and_as_retriever(
     best = docs[0].metadata["score"]
     strict = retriever.model_copy(update={"score_threshold": best})
     assert [d.id for d in strict.invoke(WING_QUERY)] == [docs[0].id]
-    with pytest.raises(ValueError, match="not both"):
-        ParentDocumentRetriever.from_documents([long], vectorstore=store, child_retriever=store)
+    with pytest.raises(TypeError, match=r"'child_retriever' \(the child store is vectorstore="):
+        ParentDocumentRetriever.from_documents([long], child_retriever=store)
 
 
 # ------------------------------------------- item 4: fetch_k through wrappers
