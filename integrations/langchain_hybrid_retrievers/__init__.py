@@ -13,6 +13,8 @@ from hybrid_retrievers.optional import require  # noqa: I001 (before the framewo
 
 require("langchain_core", extra="langchain", feature="langchain_hybrid_retrievers")
 
+from hybrid_retrievers import __version__
+
 from .bm25 import BM25Retriever
 from .compressors import CrossEncoderReranker, LLMRerankCompressor, RerankingRetriever
 from .dense import DenseRetriever
@@ -29,5 +31,3 @@ __all__ = ["BM25Retriever", "CrossEncoderReranker", "DenseRetriever", "FusionRet
            "HyDERetriever", "HybridRetriever", "LLMRerankCompressor", "LangChainEmbedder",
            "LangChainParentStore", "ParentDocumentRetriever", "RerankingRetriever",
            "ScoredVectorStoreRetriever", "SearcherRetriever", "__version__"]
-
-from hybrid_retrievers import __version__
