@@ -1,4 +1,5 @@
-"""Bad arguments get our own clear errors naming the parameter (reliability review D18)."""
+"""Bad arguments get our own clear errors naming the parameter, the rule and the value,
+never a numpy or Python internal error."""
 
 from __future__ import annotations
 

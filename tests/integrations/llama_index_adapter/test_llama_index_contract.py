@@ -2,7 +2,7 @@
 
 str and `QueryBundle`, sync and async agree; node ids, metadata, relationships and
 excluded keys come back; persistence round-trips results and node fields; nodes can
-be inserted and deleted; an id replaced through ``.index`` returns the new text (D9).
+be inserted and deleted; an id replaced through ``.index`` returns the new text.
 """
 
 from __future__ import annotations
@@ -195,7 +195,7 @@ def test_delete_ref_doc_removes_a_source_document_s_nodes() -> None:
 
 @pytest.mark.parametrize("name", ["bm25", "dense"])
 def test_an_id_replaced_through_index_returns_the_new_text(name: str) -> None:
-    # reliability review D9: the stored document wins over a stale cached node.
+    # The stored document wins over a stale cached node: results never show old text.
     retriever = BUILDERS[name](make_nodes())
     retriever.index.delete(["aero-1"])
     retriever.index.add(["Brand new text about wing lift and lift."], ids=["aero-1"])
