@@ -281,8 +281,8 @@ def llama_index_hybrid(port: int, docs: list[Document], *, mode: str = "rrf",
 
     names = ["bm25_text", "bm25_image", "chroma_text", "chroma_image"]
     retrievers = [
-        BM25Retriever.from_defaults(nodes=nodes, similarity_top_k=20, filter={"type": "text"}),
-        BM25Retriever.from_defaults(nodes=nodes, similarity_top_k=20, filter={"type": "image"}),
+        BM25Retriever.from_defaults(nodes=nodes, similarity_top_k=20, filters={"type": "text"}),
+        BM25Retriever.from_defaults(nodes=nodes, similarity_top_k=20, filters={"type": "image"}),
         index.as_retriever(similarity_top_k=20, filters=typed("text")),
         index.as_retriever(similarity_top_k=20, filters=typed("image")),
     ]
@@ -337,18 +337,18 @@ def hyde_over_chroma(store: Any, llm: Any, *, k: int = 3) -> Any:
     """LangChain HyDE whose vector search runs in Chroma (``llm``: any LangChain LLM)."""
     from hybrid_retrievers.hyde import HyDE, HyDESearcher
     from langchain_hybrid_retrievers import HyDERetriever
-    from langchain_hybrid_retrievers.hyde import as_generator
+    from langchain_hybrid_retrievers.hyde import as_text_generator
 
-    hyde = HyDE(as_generator(llm), HashingEmbedder(DIM), prompt="technical")
+    hyde = HyDE(as_text_generator(llm), HashingEmbedder(DIM), prompt="technical")
     return HyDERetriever(searcher=HyDESearcher(hyde, ChromaSearcher(store)), k=k)
 
 
-def reranked_hybrid(fusion: Any, top_n: int = 3) -> Any:
+def reranked_hybrid(fusion: Any, k: int = 3) -> Any:
     """The fused Chroma + BM25 retriever, reranked (a stand-in cross-encoder here)."""
     from langchain_hybrid_retrievers import CrossEncoderReranker, RerankingRetriever
 
     return RerankingRetriever(base_retriever=fusion, reranker=CrossEncoderReranker(
-        model=OverlapScorer()), fetch_k=10, top_n=top_n)
+        model=OverlapScorer()), fetch_k=10, k=k)
 
 
 def main() -> None:

@@ -29,7 +29,7 @@ retriever = RerankingRetriever(
     base_retriever=hybrid,
     reranker=CrossEncoderReranker(model=cross_encoder_path(), top_n=3),
     fetch_k=20,
-    top_n=3,
+    k=3,
 )
 
 question = "how does a propeller slipstream change the lift of a wing?"

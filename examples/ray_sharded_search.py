@@ -20,7 +20,7 @@ from pathlib import Path
 import ray
 from ray.cluster_utils import Cluster
 
-from hybrid_retrievers import BM25Index, EmbeddingCache, FusionSearcher, VectorIndex
+from hybrid_retrievers import BM25Index, FusionSearcher, VectorIndex
 from hybrid_retrievers.datasets import load_dataset
 from hybrid_retrievers.distributed import (
     ShardedSearcher,
@@ -28,6 +28,7 @@ from hybrid_retrievers.distributed import (
     build_vector_shards,
 )
 from hybrid_retrievers.models import HashingEmbedder
+from hybrid_retrievers.vector import EmbeddingCache
 
 
 def main() -> None:

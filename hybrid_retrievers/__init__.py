@@ -2,74 +2,59 @@
 
 The core is framework-free (numpy and scipy); LangChain and LlamaIndex adapters live
 in ``langchain_hybrid_retrievers`` and ``llama_index_hybrid_retrievers``.
+
+This root holds the names a first task needs: the types, the two indexes, the searchers
+that combine them and the one persistence error. Everything else lives on its
+subpackage's face, one home per name (``tests/test_public_api.py`` pins these lists):
+
+* ``hybrid_retrievers.bm25``: `BM25Method`, `BM25Explanation`, `TermContribution`...;
+* ``hybrid_retrievers.vector``: `EmbeddingCache`, `HNSWConfig`...;
+* ``hybrid_retrievers.text``: `SentenceSplitter`, `split_parents`, `register_tokenizer`...;
+* ``hybrid_retrievers.fusion``: `fuse`, `score_fusion`, `lexical_boost_rule`,
+  `FilteredSource`...;
+* ``hybrid_retrievers.hyde``: `HyDE`, `HyDEResult`, `HYDE_PROMPTS`;
+* ``hybrid_retrievers.parent``: `ParentStore`...; ``hybrid_retrievers.ids``: `content_id`.
+
+>>> from hybrid_retrievers import BM25Index
+>>> index = BM25Index.from_texts(["wings generate lift", "cats sleep"], ids=["w", "c"])
+>>> [hit.id for hit in index.search("wing lift", k=1)]
+['w']
 """
 
 from __future__ import annotations
 
 from ._version import __version__
 
-from .vector import HNSWConfig
 from .bm25 import BM25Index
-from .vector import EmbeddingCache
-from .bm25 import BM25Explanation, Explanation, TermContribution
-from .fusion import (
-    FilteredSource,
-    FusionMode,
-    FusionSearcher,
-    fuse,
-    lexical_boost_rule,
-    reciprocal_rank_fusion,
-    score_fusion,
-)
-from .hyde import HYDE_PROMPTS, HyDE, HyDEResult, HyDESearcher
-from .ids import content_id
-from .parent import ParentChildSearcher, ParentStore
+from .fusion import FusionMode, FusionSearcher, reciprocal_rank_fusion
+from .hyde import HyDESearcher
+from .parent import ParentChildSearcher
 from .persistence import IndexFormatError
 from .rerank import LLMReranker, Reranker, RerankingSearcher
-from .bm25 import BM25Method
-from .text.splitting import SentenceSplitter, split_parents
-from .text import Analyzer, register_tokenizer
+from .text import Analyzer
 from .types import Doc, Embedder, Hit, MetadataFilter, PairScorer, Searcher, TextGenerator
 from .vector import VectorIndex
 
 
 __all__ = [
     "Analyzer",
-    "BM25Explanation",
     "BM25Index",
-    "BM25Method",
-    "content_id",
     "Doc",
     "Embedder",
-    "EmbeddingCache",
-    "Explanation",
-    "FilteredSource",
-    "fuse",
     "FusionMode",
     "FusionSearcher",
     "Hit",
-    "HNSWConfig",
-    "HyDE",
-    "HYDE_PROMPTS",
-    "HyDEResult",
     "HyDESearcher",
     "IndexFormatError",
-    "lexical_boost_rule",
     "LLMReranker",
     "MetadataFilter",
     "PairScorer",
     "ParentChildSearcher",
-    "ParentStore",
-    "reciprocal_rank_fusion",
-    "register_tokenizer",
     "Reranker",
     "RerankingSearcher",
-    "score_fusion",
     "Searcher",
-    "SentenceSplitter",
-    "split_parents",
-    "TermContribution",
     "TextGenerator",
     "VectorIndex",
     "__version__",
+    "reciprocal_rank_fusion",
 ]

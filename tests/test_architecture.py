@@ -8,9 +8,6 @@
   into files that still need each other). ``from package import name`` is an edge to the
   submodule ``package.name`` when that is a module, else to the package's face
   (``__init__``).
-* The old module paths kept for users (``hybrid_retrievers.tokenization`` and the other
-  re-export modules in `COMPATIBILITY_MODULES`) are not used inside the project, so the
-  layout the code follows is the one the folders show.
 
 The imports are read from the source with ``ast`` (nothing is executed), so a violation
 anywhere, even in a function body or behind ``TYPE_CHECKING``, fails this test. Every file
@@ -134,22 +131,6 @@ def circles(graph: dict[str, dict[str, int]]) -> list[list[str]]:
     return sorted(found)
 
 
-# Old module path -> where its code lives now. Each is a short re-export module.
-COMPATIBILITY_MODULES = {
-    "hybrid_retrievers.ann": "hybrid_retrievers.vector.ann",
-    "hybrid_retrievers.collection_stats": "hybrid_retrievers.bm25.collection_stats",
-    "hybrid_retrievers.embedding_cache": "hybrid_retrievers.vector",
-    "hybrid_retrievers.explanation": "hybrid_retrievers.bm25.explanation",
-    "hybrid_retrievers.flat_faiss": "hybrid_retrievers.vector.flat_faiss",
-    "hybrid_retrievers.scoring": "hybrid_retrievers.bm25.scoring",
-    "hybrid_retrievers.splitting": "hybrid_retrievers.text.splitting",
-    "hybrid_retrievers.stopwords": "hybrid_retrievers.text.stopwords",
-    "hybrid_retrievers.tokenization": "hybrid_retrievers.text",
-    "langchain_hybrid_retrievers.retrievers": "langchain_hybrid_retrievers.bm25",
-    "llama_index_hybrid_retrievers.retrievers": "llama_index_hybrid_retrievers.bm25",
-}
-
-
 def _is_private(part: str) -> bool:
     return part.startswith("_") and not (part.startswith("__") and part.endswith("__"))
 
@@ -179,30 +160,6 @@ def test_adapters_import_only_public_core_names(path: Path) -> None:
                        f"{', '.join(names) or '*'} (private: {', '.join(private)})")
     assert not bad, ("adapters use the core's public API only; make what they need public "
                      "(hybrid_retrievers.validation, ...):\n" + "\n".join(bad))
-
-
-@pytest.mark.parametrize("path", CORE_FILES + ADAPTER_FILES,
-                         ids=lambda p: str(p.relative_to(ROOT)))
-def test_the_project_does_not_use_its_compatibility_modules(path: Path) -> None:
-    base = CORE.parent if path.is_relative_to(CORE) else ADAPTERS
-    own = ".".join(path.relative_to(base).with_suffix("").parts)
-    if own in COMPATIBILITY_MODULES:
-        return
-    bad = [f"{path.relative_to(ROOT)}:{line} imports {module} (use {COMPATIBILITY_MODULES[module]})"
-           for line, module, _ in _imports(path) if module in COMPATIBILITY_MODULES]
-    assert not bad, "\n".join(bad)
-
-
-@pytest.mark.parametrize("old", sorted(COMPATIBILITY_MODULES))
-def test_the_compatibility_modules_still_import(old: str) -> None:
-    import importlib
-
-    module, new = importlib.import_module(old), importlib.import_module(COMPATIBILITY_MODULES[old])
-    public = [name for name in dir(module) if not name.startswith("_")]
-    assert public, f"{old} exports nothing"
-    missing = [name for name in public
-               if not hasattr(new, name) and not isinstance(getattr(module, name), type(module))]
-    assert not missing, f"{old} exports names its new home {COMPATIBILITY_MODULES[old]} lacks: {missing}"
 
 
 def test_the_import_graph_has_no_circles() -> None:

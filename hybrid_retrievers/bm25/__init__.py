@@ -18,9 +18,9 @@ next to it each do one job:
 from __future__ import annotations
 
 from .collection_stats import CollectionStats
-from .explanation import BM25Explanation, Explanation, TermContribution
+from .explanation import BM25Explanation, TermContribution
 from .index import FORMAT_VERSION, BM25Index
 from .scoring import BM25Method
 
-__all__ = ["BM25Index", "FORMAT_VERSION", "BM25Method", "BM25Explanation", "Explanation",
+__all__ = ["BM25Index", "FORMAT_VERSION", "BM25Method", "BM25Explanation",
            "TermContribution", "CollectionStats"]

@@ -2,7 +2,6 @@
 
 `BM25Explanation` is what `BM25Index.explain` returns (and, as a dict, what
 ``hit.explanation["bm25"]`` holds); `explain_position` computes one from a snapshot.
-`Explanation` is its former name, kept as an alias for compatibility.
 """
 
 from __future__ import annotations
@@ -18,7 +17,7 @@ if TYPE_CHECKING:
     from .postings import Snapshot
     from .statistics import BM25Statistics
 
-__all__ = ["TermContribution", "BM25Explanation", "Explanation", "explain_position"]
+__all__ = ["TermContribution", "BM25Explanation", "explain_position"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,10 +68,6 @@ class BM25Explanation:
                 f"{t.doc_length:>6}{t.contribution:>10.4f}"
             )
         return "\n".join([head, *rows])
-
-
-Explanation = BM25Explanation
-"""The former name of `BM25Explanation`, kept for compatibility."""
 
 
 def explain_position(

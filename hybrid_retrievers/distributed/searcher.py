@@ -42,7 +42,6 @@ from ..validation import check_k, check_query
 from ..bm25.collection_stats import CollectionStats, StatsDelta
 from ..vector import EmbeddingCache, embed_texts, embedder_identity
 from ..types import Doc, Hit, MetadataFilter
-from .fanout import RESTART_WAIT  # noqa: F401 - kept for compatibility (moved to .fanout)
 from .fanout import ShardCalls, ShardTimeoutError, ShardUnavailableError
 from .layout import ShardedManifest, ShardHit, merge_top_k, shard_of, spread_strategies
 from .shard import ShardServer

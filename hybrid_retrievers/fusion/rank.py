@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -26,7 +25,6 @@ def reciprocal_rank_fusion(
     names: Sequence[str] | None = None,
     dedup: Dedup | str = Dedup.ID,
     limit: int | None = None,
-    k: float | None = None,
 ) -> list[Hit]:
     """Fuse ranked lists by weighted reciprocal rank: ``score(d) = Σ_i w_i / (k_rrf + rank_i(d))``.
 
@@ -62,8 +60,6 @@ def reciprocal_rank_fusion(
             (default: the list's index).
         dedup: ``"id"`` or ``"content"`` (see `Dedup`).
         limit: keep only the best ``limit`` fused hits (default: all).
-        k: deprecated spelling of ``k_rrf`` (everywhere else in this package ``k`` is a
-            top-k); emits a `DeprecationWarning`.
 
     Returns:
         New hits, ranks 1..n, scores non-increasing, unique ids, each with the
@@ -74,15 +70,9 @@ def reciprocal_rank_fusion(
         ValueError: no rankings, a weights/names length mismatch, a negative, NaN or
             all-zero weight, ``k_rrf <= 0``.
     """
-    if k is not None:
-        if k_rrf != DEFAULT_K_RRF:
-            raise TypeError("pass the RRF constant once, as k_rrf= (k= is its deprecated name)")
-        warnings.warn("reciprocal_rank_fusion(k=...) is deprecated: the RRF constant is "
-                      "called k_rrf, as in fuse() and FusionSearcher", DeprecationWarning,
-                      stacklevel=2)
     rankings = check_rankings(rankings)
     n = len(rankings)
-    k_value = check_k_rrf(k, "k") if k is not None else check_k_rrf(k_rrf, "k_rrf")
+    k_value = check_k_rrf(k_rrf, "k_rrf")
     w = check_weights(weights, n)
     labels = check_names(names, n)
     mode = parse_enum(Dedup, dedup, "dedup")

@@ -81,5 +81,5 @@ def check_weights_restorable(
     if settings.pop("weights_callable", False) and "weights" not in overrides:
         raise ValueError(
             f"{str(folder)!r} was saved with a callable weights rule, which is not saved; "
-            f"pass weights= (e.g. hybrid_retrievers.lexical_boost_rule()) to {method}"
+            f"pass weights= (e.g. hybrid_retrievers.fusion.lexical_boost_rule()) to {method}"
         )

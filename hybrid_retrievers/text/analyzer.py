@@ -341,7 +341,7 @@ class Analyzer:
                 raise ValueError(
                     f"an Analyzer with an unregistered tokenizer callable "
                     f"({callable_name(tokenizer)}) cannot be saved: code is not serialisable. "
-                    "Register it first with hybrid_retrievers.register_tokenizer('a-name', fn) "
+                    "Register it first with hybrid_retrievers.text.register_tokenizer('a-name', fn) "
                     "(and again, under the same name, before loading), or use a built-in "
                     f"tokenizer {list(BUILTIN_TOKENIZERS)}"
                 )

@@ -66,7 +66,7 @@ def read_config(config: Any) -> tuple[str, dict[str, Any]]:
         raise UnknownTokenizerError(
             f"this analyzer was saved with the tokenizer {tokenizer!r}, which is not "
             f"registered in this process (registered: {list(available_tokenizers())}). "
-            f"Call hybrid_retrievers.register_tokenizer({tokenizer!r}, fn) with the "
+            f"Call hybrid_retrievers.text.register_tokenizer({tokenizer!r}, fn) with the "
             "same function before loading"
         )
     language = config["language"]

@@ -13,8 +13,10 @@ from hybrid_retrievers.optional import require  # noqa: I001 (before the framewo
 
 require("langchain_core", extra="langchain", feature="langchain_hybrid_retrievers")
 
+from hybrid_retrievers import __version__
+
 from .bm25 import BM25Retriever
-from .compressors import CrossEncoderReranker, LLMReranker, RerankingRetriever
+from .compressors import CrossEncoderReranker, LLMRerankCompressor, RerankingRetriever
 from .dense import DenseRetriever
 from .embeddings import LangChainEmbedder
 from .fusion import FusionRetriever
@@ -26,8 +28,6 @@ from .searcher import SearcherRetriever
 from .vectorstores import ScoredVectorStoreRetriever
 
 __all__ = ["BM25Retriever", "CrossEncoderReranker", "DenseRetriever", "FusionRetriever",
-           "HyDERetriever", "HybridRetriever", "LLMReranker", "LangChainEmbedder",
+           "HyDERetriever", "HybridRetriever", "LLMRerankCompressor", "LangChainEmbedder",
            "LangChainParentStore", "ParentDocumentRetriever", "RerankingRetriever",
            "ScoredVectorStoreRetriever", "SearcherRetriever", "__version__"]
-
-from hybrid_retrievers import __version__

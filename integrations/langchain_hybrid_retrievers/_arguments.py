@@ -37,9 +37,17 @@ ARGUMENT_HINTS: Mapping[str, str] = {
         "key 'parent_id' itself"
     ),
     "top_k": "the number of documents to return is k (top_n on rerankers)",
+    "top_n": (
+        "a retriever's number of documents to return is k, as on every retriever here "
+        "(top_n is the compressors' spelling: CrossEncoderReranker, LLMRerankCompressor)"
+    ),
     "search_kwargs": (
         "search_kwargs belongs to a vector store's as_retriever(); here pass k=, filter= "
         "(and fetch_k= where the class has it) directly"
+    ),
+    "child_retriever": (
+        "the child store is vectorstore=, as in LangChain's ParentDocumentRetriever (a "
+        "vector store, its as_retriever(), or any editable retriever)"
     ),
     "docs": "pass documents with from_documents(documents, ...) (or texts with from_texts)",
     "vectorizer": "BM25 needs no vectorizer; BM25 parameters are k1=, b=, method=, delta=",

@@ -2,7 +2,7 @@
 
 Adapters convert types, map parameter names, wire run config and async, and delegate
 to the core. Written once here: `CoreRetriever`, `IndexRetriever` and `accepts_k`; the
-run-config helpers and argument checks are re-exported from ``_runconfig`` / ``_arguments``.
+run-config helpers live in ``_runconfig`` and the argument checks in ``_arguments``.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from pydantic import field_validator
 from hybrid_retrievers.types import Hit, MetadataFilter
 from hybrid_retrievers.validation import check_k
 
-from ._arguments import ARGUMENT_HINTS, check_arguments, count_validator
+from ._arguments import count_validator
 from ._convert import (
     Ids,
     Metadatas,
@@ -34,17 +34,9 @@ from ._convert import (
     documents_to_columns,
     hit_to_document,
 )
-from ._runconfig import (
-    StrictRetriever,
-    child_config,
-    core_call_config,
-    core_calls_as_children,
-    current_config,
-)
+from ._runconfig import StrictRetriever, core_calls_as_children
 
-__all__ = ["ARGUMENT_HINTS", "CoreRetriever", "Filter", "IndexRetriever", "StrictRetriever",
-           "accepts_k", "check_arguments", "child_config", "core_call_config",
-           "core_calls_as_children", "current_config"]
+__all__ = ["CoreRetriever", "Filter", "IndexRetriever", "accepts_k"]
 
 
 Filter = MetadataFilter
@@ -142,7 +134,7 @@ class IndexRetriever(CoreRetriever):
     @classmethod
     def from_documents(cls, documents: Iterable[Document], *args: Any, **kwargs: Any) -> Any:
         """`from_texts` over LangChain documents, keeping ``Document.id`` (content ids
-        when ``None``, see `hybrid_retrievers.content_id`) and metadata."""
+        when ``None``, see `hybrid_retrievers.ids.content_id`) and metadata."""
         texts, ids, metadatas = documents_to_columns(documents)
         return cls.from_texts(texts, *args, metadatas=metadatas, ids=ids,  # type: ignore[attr-defined]
                               **kwargs)

@@ -1,6 +1,6 @@
 """The one LLM wrapper of the LangChain adapters: any LangChain model as a core generator.
 
-Every adapter that takes an ``llm`` (`HyDERetriever`, `LLMReranker`) turns it into a core
+Every adapter that takes an ``llm`` (`HyDERetriever`, `LLMRerankCompressor`) turns it into a core
 `hybrid_retrievers.TextGenerator` with `as_text_generator`: a LangChain LLM, chat model or
 any `Runnable` is wrapped in `LangChainGenerator`, a plain callable ``prompt -> str`` is
 used as it is; `llm_name` is the model's name in provenance. A wrapper bound to callbacks
@@ -16,7 +16,7 @@ from langchain_core.callbacks import Callbacks
 from langchain_core.messages import BaseMessage
 from langchain_core.runnables import Runnable, RunnableConfig
 
-from ._base import core_call_config
+from ._runconfig import core_call_config
 
 __all__ = ["LangChainGenerator", "as_text_generator", "llm_name", "message_text"]
 

@@ -1,9 +1,9 @@
 """A LangChain vector store or editable retriever as the core's child index.
 
-`ParentDocumentRetriever(child_retriever=...)` indexes its children in a LangChain
+`ParentDocumentRetriever.from_documents(vectorstore=...)` indexes its children in a LangChain
 store; `LangChainChildIndex` gives the core's `ParentChildSearcher` the
 ``search``/``add_docs``/``delete`` it needs, and `as_child_searcher` picks it (or the
-core index inside one of this package's retrievers) for a given ``child_retriever``.
+core index inside one of this package's retrievers) for a given ``vectorstore``.
 """
 
 from __future__ import annotations
@@ -17,7 +17,8 @@ from langchain_core.vectorstores import VectorStore, VectorStoreRetriever
 from hybrid_retrievers import Doc
 from hybrid_retrievers.types import Hit
 
-from ._base import accepts_k, core_call_config
+from ._base import accepts_k
+from ._runconfig import core_call_config
 from ._convert import SCORE_KEYS, doc_to_document, document_score, document_to_doc
 from .vectorstores import SCORED_SEARCH_TYPES
 
@@ -37,7 +38,7 @@ class LangChainChildIndex:
         if not (callable(getattr(target, "add_documents", None))
                 and callable(getattr(target, "delete", None))):
             raise TypeError(
-                f"child_retriever {type(target).__name__} cannot index children: pass a "
+                f"vectorstore {type(target).__name__} cannot index children: pass a "
                 "LangChain vector store (Chroma, PGVector, InMemoryVectorStore...), its "
                 "as_retriever(), a retriever with add_documents() and delete(), or one of "
                 "this package's retrievers"
@@ -99,7 +100,7 @@ def as_child_searcher(child: Any) -> Any:
     if isinstance(child, VectorStoreRetriever):
         if child.search_type not in SCORED_SEARCH_TYPES:
             raise ValueError(
-                f"child_retriever has search_type={child.search_type!r}; parent/child search "
+                f"vectorstore has search_type={child.search_type!r}; parent/child search "
                 "needs ranked children: use 'similarity' (or pass the vector store itself)"
             )
         return LangChainChildIndex(child.vectorstore, search_kwargs=child.search_kwargs)

@@ -37,7 +37,7 @@ from hybrid_retrievers.types import Hit
 from hybrid_retrievers.validation import check_k_rrf, parse_enum
 
 from ._arguments import count_validator
-from ._base import StrictRetriever, current_config
+from ._runconfig import StrictRetriever, current_config
 from ._convert import FUSION_KEY, check_score_key
 from ._fusion_child import child_label, children_for, fused_documents
 

@@ -22,10 +22,7 @@ from ._convert import documents_to_docs
 from ._llm import LangChainGenerator, as_text_generator
 from .embeddings import as_embedder
 
-__all__ = ["HYDE_KEY", "HyDERetriever", "LangChainGenerator", "as_generator"]
-
-as_generator = as_text_generator
-"""Kept for compatibility: `langchain_hybrid_retrievers._llm.as_text_generator`."""
+__all__ = ["HYDE_KEY", "HyDERetriever", "LangChainGenerator", "as_text_generator"]
 
 HYDE_KEY = "hyde"
 """Metadata key of a returned document: ``{"passages", "fallback", "error", "mode"}``."""

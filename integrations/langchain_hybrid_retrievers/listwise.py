@@ -1,4 +1,4 @@
-"""`LLMReranker`: listwise reranking with any LangChain LLM, as a document compressor.
+"""`LLMRerankCompressor`: listwise reranking with any LangChain LLM, as a document compressor.
 
 The model is wrapped by ``_llm`` and the work done by the core's `LLMReranker`.
 """
@@ -9,18 +9,20 @@ from collections.abc import Callable
 from typing import Any
 
 from langchain_core.callbacks import Callbacks
-from hybrid_retrievers.rerank import DEFAULT_LLM_RERANK_PROMPT
-from hybrid_retrievers.rerank import LLMReranker as CoreLLMReranker
+from hybrid_retrievers.rerank import DEFAULT_LLM_RERANK_PROMPT, LLMReranker
 from hybrid_retrievers.timeout import DEFAULT_LLM_TIMEOUT
 
 from ._llm import LangChainGenerator, as_text_generator, llm_name
 from ._rerank import RerankCompressor
 
-__all__ = ["LLMReranker"]
+__all__ = ["LLMRerankCompressor"]
 
 
-class LLMReranker(RerankCompressor):
+class LLMRerankCompressor(RerankCompressor):
     """Listwise reranking by an LLM, failing safe (a document compressor).
+
+    The LangChain face of the core `hybrid_retrievers.LLMReranker`; the name says it is a
+    ``BaseDocumentCompressor`` (drop it into ``ContextualCompressionRetriever``).
 
     The LLM is asked for the order of the numbered documents; when its answer is unusable
     or it raises, the input order is kept and ``rerank_status`` / ``rerank_detail`` say
@@ -29,8 +31,8 @@ class LLMReranker(RerankCompressor):
     Example:
         >>> from langchain_core.documents import Document
         >>> from langchain_core.language_models import FakeListLLM
-        >>> from langchain_hybrid_retrievers import LLMReranker
-        >>> reranker = LLMReranker(llm=FakeListLLM(responses=["[2] > [1]"]), top_n=2)
+        >>> from langchain_hybrid_retrievers import LLMRerankCompressor
+        >>> reranker = LLMRerankCompressor(llm=FakeListLLM(responses=["[2] > [1]"]), top_n=2)
         >>> docs = [Document("cats sleep"), Document("wing lift and drag")]
         >>> [d.page_content for d in reranker.compress_documents(docs, "wing lift")]
         ['wing lift and drag', 'cats sleep']
@@ -58,7 +60,7 @@ class LLMReranker(RerankCompressor):
 
     def model_post_init(self, context: Any, /) -> None:
         generate, agenerate = self._generators(None)  # checks the llm
-        self._reranker = CoreLLMReranker(
+        self._reranker = LLMReranker(
             generate, agenerate=agenerate, top_n=self.top_n, window=self.window,
             step=self.step, prompt=self.prompt, max_passage_chars=self.max_passage_chars,
             name=llm_name(self.llm), timeout=self.timeout,

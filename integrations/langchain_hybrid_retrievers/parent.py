@@ -15,11 +15,7 @@ from langchain_core.documents import Document
 from langchain_core.stores import BaseStore
 from pydantic import field_validator
 
-from hybrid_retrievers.parent import (
-    SOURCE_ID_KEY,  # noqa: F401  (kept for compatibility)
-    ParentChildSearcher,
-    ParentStore,
-)
+from hybrid_retrievers.parent import ParentChildSearcher, ParentStore
 from hybrid_retrievers.types import Hit
 
 from ._arguments import count_validator
@@ -27,10 +23,9 @@ from ._base import CoreRetriever, Filter
 from ._convert import documents_to_docs
 from .child_index import LangChainChildIndex, as_child_searcher
 from .embeddings import as_embedder
-from .parent_store import DocumentStoreParents, LangChainParentStore, as_parent_store
+from .parent_store import LangChainParentStore, as_parent_store
 
 __all__ = [
-    "DocumentStoreParents",  # the former name of LangChainParentStore
     "LangChainChildIndex",
     "LangChainParentStore",
     "ParentDocumentRetriever",
@@ -103,7 +98,6 @@ class ParentDocumentRetriever(CoreRetriever):
         chunk_overlap: int = 50,
         embedding: Any = None,
         child_splitter: Any = None,
-        child_retriever: Any = None,
         vectorstore: Any = None,
         parent_splitter: Any = None,
         docstore: BaseStore[str, Document] | ParentStore | None = None,
@@ -112,20 +106,18 @@ class ParentDocumentRetriever(CoreRetriever):
         """Split parents into children, index the children, store the parents.
 
         The arguments are `ParentChildSearcher.from_docs`'s in LangChain's spelling:
-        ``embedding`` makes the children hybrid; ``child_retriever`` (or ``vectorstore``)
-        indexes them in a LangChain store or retriever (`LangChainChildIndex`);
+        ``embedding`` makes the children hybrid; ``vectorstore`` (the name LangChain's own
+        ``ParentDocumentRetriever`` gives the child store) indexes them in a LangChain
+        vector store, its ``as_retriever()``, an editable retriever or one of this
+        package's retrievers (`LangChainChildIndex`);
         ``docstore`` is a ``BaseStore[str, Document]`` or a core `ParentStore`.
         ``**kwargs`` are other retriever fields (``fetch_k``...).
         """
-        if vectorstore is not None:
-            if child_retriever is not None:
-                raise ValueError("pass child_retriever= or vectorstore= (the same), not both")
-            child_retriever = vectorstore
         searcher = ParentChildSearcher.from_docs(
             documents_to_docs(documents), chunk_size=chunk_size, chunk_overlap=chunk_overlap,
             splitter=child_splitter, parent_splitter=parent_splitter,
             embedder=None if embedding is None else as_embedder(embedding),
-            child_searcher=None if child_retriever is None else as_child_searcher(child_retriever),
+            child_searcher=None if vectorstore is None else as_child_searcher(vectorstore),
             parent_store=as_parent_store(docstore), k=k)
         return cls(searcher=searcher, k=k, **kwargs)
 

@@ -18,7 +18,7 @@ from hybrid_retrievers.parent import ParentStore
 
 from ._convert import copy_metadata, doc_to_document
 
-__all__ = ["DocumentStoreParents", "LangChainParentStore", "as_parent_store"]
+__all__ = ["LangChainParentStore", "as_parent_store"]
 
 
 class LangChainParentStore:
@@ -56,9 +56,6 @@ class LangChainParentStore:
     def __contains__(self, doc_id: object) -> bool:
         return isinstance(doc_id, str) and self.store.mget([doc_id])[0] is not None
 
-
-DocumentStoreParents = LangChainParentStore
-"""The former name of `LangChainParentStore`, kept for compatibility."""
 
 
 def as_parent_store(docstore: Any) -> Any:

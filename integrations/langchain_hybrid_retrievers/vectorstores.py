@@ -22,8 +22,8 @@ from langchain_core.vectorstores import VectorStore, VectorStoreRetriever
 from pydantic import Field
 
 from ._arguments import count_validator
-from ._base import StrictRetriever
 from ._convert import with_metadata
+from ._runconfig import StrictRetriever
 
 __all__ = ["SCORED_SEARCH_TYPES", "ScoredVectorStoreRetriever", "with_store_scores"]
 

@@ -18,6 +18,8 @@ from hybrid_retrievers.optional import require  # noqa: I001 (before the framewo
 
 require("llama_index.core", extra="llama-index", feature="llama_index_hybrid_retrievers")
 
+from hybrid_retrievers import __version__
+
 from .bm25 import BM25Retriever
 from .dense import DenseRetriever
 from .embeddings import LlamaIndexEmbedder
@@ -33,13 +35,11 @@ __all__ = [
     "CrossEncoderRerank",
     "DenseRetriever",
     "FusionRetriever",
-    "HybridRetriever",
     "HyDERetriever",
+    "HybridRetriever",
     "LLMRerank",
     "LlamaIndexEmbedder",
     "ParentDocumentRetriever",
     "SearcherRetriever",
     "__version__",
 ]
-
-from hybrid_retrievers import __version__

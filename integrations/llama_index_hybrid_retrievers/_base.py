@@ -3,7 +3,7 @@
 A retriever converts nodes and `QueryBundle`s, maps ``similarity_top_k`` onto the core's
 ``k``, wires callbacks and async, and delegates to the core. Here: the keyword arguments
 every retriever takes
-(`BuildOptions`, `SearcherOptions`, `IndexOptions`, `LoadOptions`), the state, search and
+(`BuildOptions`, `SearcherOptions`, `LoadOptions`), the state, search and
 persistence over one core searcher (`SearcherState`), editing (`CoreSearcherRetriever`)
 and the index retrievers' constructor and ``persist`` (`CoreIndexRetriever`).
 """
@@ -12,8 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-import warnings
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypedDict, TypeVar
 
 from llama_index.core.base.base_retriever import BaseRetriever
@@ -24,14 +23,7 @@ from llama_index.core.vector_stores.types import MetadataFilters
 from hybrid_retrievers.types import Doc, Hit, MetadataFilter
 from hybrid_retrievers.validation import check_k
 
-from ._convert import (
-    QueryChecked,
-    hit_to_node_with_score,
-    one_filter,
-    one_source,
-    source_nodes,
-    to_core_filter,
-)
+from ._convert import QueryChecked, hit_to_node_with_score, to_core_filter
 from ._editing import NodeEditing
 from ._nodes import NodeCache
 from ._persist import filter_from_json, filter_to_json, read_retriever, write_retriever
@@ -39,17 +31,15 @@ from ._persist import filter_from_json, filter_to_json, read_retriever, write_re
 if TYPE_CHECKING:  # typing.Unpack is Python 3.11+
     from typing_extensions import Unpack
 
-__all__ = ["BuildOptions", "CoreIndexRetriever", "CoreSearcherRetriever", "IndexOptions",
-           "LoadOptions", "SearcherOptions", "SearcherState", "SimilarityTopK", "one_filter",
-           "one_source", "source_nodes"]
+__all__ = ["BuildOptions", "CoreIndexRetriever", "CoreSearcherRetriever", "LoadOptions",
+           "SearcherOptions", "SearcherState", "SimilarityTopK", "refuse_arguments"]
 
 Filter = MetadataFilter | MetadataFilters | None
 S = TypeVar("S")  # the type of the core searcher
 
 
 class _Options(TypedDict, total=False):
-    filter: Filter  # a mapping, a callable over a core Doc, or MetadataFilters
-    filters: Filter  # LlamaIndex's spelling of filter
+    filters: Filter  # a mapping, a callable over a core Doc, or MetadataFilters
     callback_manager: CallbackManager | None
     verbose: bool
 
@@ -66,16 +56,18 @@ class SearcherOptions(BuildOptions, total=False):
     nodes: Iterable[BaseNode] | NodeCache | None  # the caller's nodes, handed back for hits
 
 
-class IndexOptions(SearcherOptions, total=False):
-    """`SearcherOptions` plus ``index=``, the deprecated name of the core index argument."""
-
-    index: Any
-
-
 class LoadOptions(_Options, total=False):
     """Keyword arguments of every ``from_persist_dir``; ``None`` keeps the saved value."""
 
     similarity_top_k: int | None
+
+
+def refuse_arguments(where: str, unexpected: Mapping[str, Any], hints: Mapping[str, str]) -> None:
+    """`TypeError` naming each of ``unexpected``'s keywords (with its hint: what to pass
+    instead) unless there are none; ``where`` names the callable refusing them."""
+    if unexpected:
+        parts = [f"{key!r} ({hints[key]})" if key in hints else repr(key) for key in unexpected]
+        raise TypeError(f"{where} got unexpected argument(s) {', '.join(parts)}")
 
 
 class SimilarityTopK:
@@ -113,15 +105,20 @@ class SearcherState(SimilarityTopK, Generic[S]):
         searcher: S,
         *,
         similarity_top_k: int = 4,
-        filter: Filter = None,
+        filters: Filter = None,
         nodes: Iterable[BaseNode] | NodeCache | None = None,
         callback_manager: CallbackManager | None = None,
         verbose: bool = False,
-        filters: Filter = None,
+        **unexpected: Any,
     ) -> None:
+        refuse_arguments(type(self).__name__, unexpected, {
+            "filter": "LlamaIndex spells it filters=, as VectorIndexRetriever does",
+            "index": f"pass the core index as {self.searcher_argument}= (in LlamaIndex, "
+                     "index= is a VectorStoreIndex)",
+        })
         self._check_searcher(searcher)
         self._searcher = searcher
-        self._filter = one_filter(filter, filters)
+        self._filter = filters
         self.similarity_top_k = similarity_top_k
         self._core_filter: Any = to_core_filter(self._filter)
         self._nodes = nodes if isinstance(nodes, NodeCache) else NodeCache(nodes or ())
@@ -141,11 +138,9 @@ class SearcherState(SimilarityTopK, Generic[S]):
         return self._searcher
 
     @property
-    def filter(self) -> MetadataFilter | MetadataFilters | None:
+    def filters(self) -> MetadataFilter | MetadataFilters | None:
         """The filter as given at construction."""
         return self._filter
-
-    filters = filter  # LlamaIndex's spelling
 
     # ------------------------------------------------------------------- search
 
@@ -191,18 +186,19 @@ class SearcherState(SimilarityTopK, Generic[S]):
 
     @classmethod
     def _load(cls, persist_dir: str | os.PathLike[str], load: Callable[[Any], Any],
-              legacy_kinds: tuple[str, ...] = (), **options: Unpack[LoadOptions]) -> Any:
+              bare_index_kind: str | None = None, **options: Unpack[LoadOptions]) -> Any:
         """``from_persist_dir``: ``load(folder)`` reads the core searcher; options that
-        are not ``None`` win over the saved settings."""
-        filter = one_filter(options.pop("filter", None), options.pop("filters", None))
+        are not ``None`` win over the saved settings. A folder holding a bare core index of
+        kind ``bare_index_kind`` (``"bm25"``...) loads too, with the default settings."""
+        filters = options.pop("filters", None)
         top_k = options.pop("similarity_top_k", None)
-        settings, fields, folder = read_retriever(persist_dir, cls.__name__, legacy_kinds)
+        settings, fields, folder = read_retriever(persist_dir, cls.__name__, bare_index_kind)
         saved_filter = filter_from_json(settings.get("filter"), str(persist_dir))
         searcher = load(folder)
         return cls(  # type: ignore[call-arg]
             searcher, nodes=NodeCache.from_json(fields, cls._stored_docs(searcher)),
             similarity_top_k=settings.get("similarity_top_k", 4) if top_k is None else top_k,
-            filter=saved_filter if filter is None else filter,
+            filters=saved_filter if filters is None else filters,
             **options, **cls._saved_options(settings),
         )
 
@@ -214,22 +210,7 @@ class CoreSearcherRetriever(SearcherState[S], NodeEditing, QueryChecked, BaseRet
 
 
 class CoreIndexRetriever(CoreSearcherRetriever[S]):
-    """A `CoreSearcherRetriever` over one core index (BM25, dense).
-
-    ``index=`` still works for the index argument, with a `DeprecationWarning` (in
-    LlamaIndex ``index=`` means a ``VectorStoreIndex``).
-    """
-
-    def __init__(self, core_index: S | None = None, *, index: Any = None,
-                 **options: Unpack[SearcherOptions]) -> None:
-        if index is not None:
-            if core_index is not None:
-                raise TypeError(f"pass {self.searcher_argument}= (index= is its old name), "
-                                "not both")
-            warnings.warn(f"{type(self).__name__}(index=...) is deprecated; pass "
-                          f"{self.searcher_argument}=...", DeprecationWarning, stacklevel=3)
-            core_index = index
-        super().__init__(core_index, **options)  # type: ignore[arg-type]
+    """A `CoreSearcherRetriever` over one core index (BM25, dense)."""
 
     @property
     def index(self) -> S:

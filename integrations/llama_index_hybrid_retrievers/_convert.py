@@ -2,8 +2,7 @@
 
 The text that is indexed is the node's own text (``MetadataMode.NONE``), so a metadata
 value never changes scores; the metadata is kept separately (copied) for filters.
-``from_defaults`` takes its nodes from exactly one source (`one_source`, `source_nodes`)
-and its filter as ``filter=`` or LlamaIndex's spelling ``filters=`` (`one_filter`).
+``from_defaults`` takes its nodes from exactly one source (`one_source`, `source_nodes`).
 `QueryChecked` refuses a query of the wrong type before LlamaIndex's instrumentation
 sees it (``BaseRetriever.retrieve(None)`` fails there with "2 validation errors for
 RetrievalStartEvent", which names neither the argument nor the fix).
@@ -21,20 +20,18 @@ from llama_index.core.vector_stores.utils import build_metadata_filter_fn
 
 from hybrid_retrievers.types import Doc, Hit, MetadataFilter
 
-from ._nodes import NodeCache, doc_to_text_node
+from ._nodes import NodeCache
 
 __all__ = [
     "FUSION_KEY",
     "QueryChecked",
     "as_node_list",
     "check_query_type",
-    "doc_to_text_node",
     "hit_to_node_with_score",
     "node_with_added_metadata",
     "node_with_score_to_hit",
     "node_to_doc",
     "nodes_to_docs",
-    "one_filter",
     "one_source",
     "source_nodes",
     "to_core_filter",
@@ -132,15 +129,8 @@ def to_core_filter(
             return build_metadata_filter_fn(lambda _id: doc.metadata, filters)(doc.id)
 
         return predicate
-    raise type_error("filter must be a mapping, a callable(Doc) -> bool or a llama_index "
+    raise type_error("filters must be a mapping, a callable(Doc) -> bool or a llama_index "
                      "MetadataFilters", filter)
-
-
-def one_filter(filter: Any, filters: Any) -> Any:
-    """``filter`` or LlamaIndex's spelling ``filters`` (``VectorIndexRetriever``'s), not both."""
-    if filter is not None and filters is not None:
-        raise ValueError("pass filter= or filters= (the same), not both")
-    return filters if filter is None else filter
 
 
 def one_source(note: str = "", **sources: Any) -> str:

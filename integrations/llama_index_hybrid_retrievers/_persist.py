@@ -7,8 +7,9 @@ Layout of ``persist_dir`` (written atomically; data only, never pickle)::
     nodes.json        node fields by id (see `NodeCache.to_json`)
     index/            the core index, in the core's own format (``BM25Index.load`` reads it)
 
-A directory holding a bare core index (what ``persist`` wrote before) still loads: its
-nodes come back as `TextNode`s and the settings are the defaults.
+A folder holding a bare core index (``BM25Index.save``..., and the children of a fusion
+folder saved by the LangChain adapter or the core) loads too: its nodes come back as
+`TextNode`s and the settings are the defaults.
 """
 
 from __future__ import annotations
@@ -51,7 +52,7 @@ def filter_to_json(filter: Any) -> Any:
             return {"type": "mapping", "value": dict(filter)}
     warnings.warn(
         f"the retriever's filter ({filter!r:.60}) is code or not JSON data and is not "
-        "saved; pass filter= to from_persist_dir again (or use MetadataFilters, which "
+        "saved; pass filters= to from_persist_dir again (or use MetadataFilters, which "
         "are saved)",
         UserWarning,
         stacklevel=3,
@@ -92,9 +93,10 @@ def write_retriever(
 
 
 def read_retriever(
-    persist_dir: str | os.PathLike[str], retriever_class: str, legacy_kinds: tuple[str, ...]
+    persist_dir: str | os.PathLike[str], retriever_class: str, bare_index_kind: str | None = None
 ) -> tuple[dict[str, Any], dict[str, Any], Path]:
-    """``(settings, node fields, core index folder)``; a bare core index gives ``({}, {}, persist_dir)``.
+    """``(settings, node fields, core index folder)`` of a retriever saved by ``persist``;
+    a bare core index of kind ``bare_index_kind`` gives ``({}, {}, persist_dir)``.
 
     Raises:
         IndexFormatError: a missing, corrupt or foreign directory, or one written by
@@ -104,8 +106,8 @@ def read_retriever(
     try:
         kind = json.loads((path / "manifest.json").read_text(encoding="utf-8")).get("kind")
     except (OSError, ValueError, AttributeError):
-        kind = None
-    if kind in legacy_kinds:
+        kind = None  # the full read below reports the problem
+    if bare_index_kind is not None and kind == bare_index_kind:
         return {}, {}, path
 
     def read(r: IndexReader) -> tuple[dict[str, Any], dict[str, Any], Path]:

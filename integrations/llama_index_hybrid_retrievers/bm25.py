@@ -8,7 +8,6 @@ nodes to `Doc`s, maps ``similarity_top_k`` onto the core's ``k``, wraps hits in 
 from __future__ import annotations
 
 import os
-import warnings
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
@@ -21,15 +20,8 @@ from hybrid_retrievers import Analyzer, BM25Index
 from hybrid_retrievers.text.bm25s import analyzer_from_bm25s
 from hybrid_retrievers.types import MetadataFilter
 
-from ._base import (
-    CoreIndexRetriever,
-    IndexOptions,
-    LoadOptions,
-    one_filter,
-    one_source,
-    source_nodes,
-)
-from ._convert import nodes_to_docs
+from ._base import CoreIndexRetriever, LoadOptions, SearcherOptions, refuse_arguments
+from ._convert import nodes_to_docs, one_source, source_nodes
 
 if TYPE_CHECKING:  # typing.Unpack is Python 3.11+
     from typing_extensions import Unpack
@@ -46,9 +38,9 @@ class BM25Retriever(CoreIndexRetriever[BM25Index]):
     Indexed text is the node's own text (``MetadataMode.NONE``). Only nodes matching at
     least one query term are returned.
 
-    The constructor takes the core index (``index=`` is its deprecated name) and the
-    `IndexOptions` (``filter`` is a mapping, a callable over a `Doc` or `MetadataFilters`,
-    applied before top-k; ``filters=`` is LlamaIndex's spelling).
+    The constructor takes the core index and the
+    `SearcherOptions` (``filters`` is a mapping, a callable over a `Doc` or `MetadataFilters`,
+    applied before top-k).
 
     Example:
         >>> from llama_index.core.schema import TextNode
@@ -66,8 +58,7 @@ class BM25Retriever(CoreIndexRetriever[BM25Index]):
     searcher_argument = "bm25_index"
     build_hint = "BM25Retriever.from_defaults(nodes=...)"
 
-    def __init__(self, bm25_index: BM25Index | None = None,
-                 **options: Unpack[IndexOptions]) -> None:
+    def __init__(self, bm25_index: BM25Index, **options: Unpack[SearcherOptions]) -> None:
         super().__init__(bm25_index, **options)
 
     @property
@@ -92,7 +83,6 @@ class BM25Retriever(CoreIndexRetriever[BM25Index]):
         b: float = 0.75,
         method: str = "lucene",
         delta: float | None = None,
-        filter: MetadataFilter | MetadataFilters | None = None,
         filters: MetadataFilters | MetadataFilter | None = None,
         callback_manager: CallbackManager | None = None,
         verbose: bool = False,
@@ -110,18 +100,10 @@ class BM25Retriever(CoreIndexRetriever[BM25Index]):
         (`hybrid_retrievers.text.bm25s`); ``k1``, ``b``, ``method`` and ``delta`` are
         `BM25Index.from_docs`'s; the rest are the constructor's.
         """
-        _refuse(unsupported)
-        where = one_filter(filter, filters)
-        if index is not None and bm25_index is not None:
-            raise ValueError("pass index= or bm25_index=, not both")
-        one_source(" (a core BM25Index goes in bm25_index=)", nodes=nodes, docstore=docstore,
-                   index=index if bm25_index is None else bm25_index)
-        if isinstance(index, BM25Index):
-            warnings.warn("BM25Retriever.from_defaults(index=<BM25Index>) is deprecated; pass "
-                          "bm25_index=", DeprecationWarning, stacklevel=2)
-            index, bm25_index = None, index
+        refuse_arguments("BM25Retriever.from_defaults", unsupported, _UNSUPPORTED)
+        one_source(nodes=nodes, docstore=docstore, index=index, bm25_index=bm25_index)
         analyzer = analyzer_from_bm25s(analyzer, language, stemmer, skip_stemming)
-        options = {"similarity_top_k": similarity_top_k, "filter": where,
+        options = {"similarity_top_k": similarity_top_k, "filters": filters,
                    "callback_manager": callback_manager, "verbose": verbose}
         if bm25_index is not None:
             if analyzer is not None:
@@ -131,8 +113,9 @@ class BM25Retriever(CoreIndexRetriever[BM25Index]):
             docstore = getattr(index, "docstore", None)
             if docstore is None:
                 raise TypeError(
-                    f"index must be a LlamaIndex index with a docstore (VectorStoreIndex...) "
-                    f"or a hybrid_retrievers BM25Index, got {type(index).__name__}"
+                    f"index must be a LlamaIndex index with a docstore (VectorStoreIndex...), "
+                    f"got {type(index).__name__}; a hybrid_retrievers BM25Index goes in "
+                    "bm25_index="
                 )
         node_list = source_nodes(nodes, docstore)
         core = BM25Index.from_docs(nodes_to_docs(node_list), analyzer=analyzer, k1=k1, b=b,
@@ -148,7 +131,7 @@ class BM25Retriever(CoreIndexRetriever[BM25Index]):
         `IndexFormatError` for a missing, corrupt or foreign directory.
         """
         return cls._load(persist_dir, lambda folder: BM25Index.load(folder, mmap=mmap),  # type: ignore[no-any-return]
-                         ("bm25",), **options)
+                         bare_index_kind="bm25", **options)
 
 
 _UNSUPPORTED = {
@@ -158,12 +141,5 @@ _UNSUPPORTED = {
     "existing_bm25": "pass bm25_index=<hybrid_retrievers.BM25Index> (e.g. BM25Index.load(path)), "
                      "or use BM25Retriever.from_persist_dir",
     "corpus": "pass nodes=, docstore= or index=",
+    "filter": "LlamaIndex spells it filters=, as VectorIndexRetriever does",
 }
-
-
-def _refuse(unsupported: dict[str, Any]) -> None:
-    if unsupported:
-        parts = [f"{k!r} ({_UNSUPPORTED[k]})" if k in _UNSUPPORTED else repr(k)
-                 for k in unsupported]
-        raise TypeError(f"BM25Retriever.from_defaults got unexpected argument(s) "
-                        f"{', '.join(parts)}")

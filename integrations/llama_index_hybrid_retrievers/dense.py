@@ -26,15 +26,8 @@ from hybrid_retrievers.vector.queries import (
     mean_vector,
 )
 
-from ._base import (
-    BuildOptions,
-    CoreIndexRetriever,
-    IndexOptions,
-    LoadOptions,
-    one_source,
-    source_nodes,
-)
-from ._convert import nodes_to_docs
+from ._base import BuildOptions, CoreIndexRetriever, LoadOptions, SearcherOptions
+from ._convert import nodes_to_docs, one_source, source_nodes
 from .embeddings import as_embedder
 
 if TYPE_CHECKING:  # typing.Unpack is Python 3.11+
@@ -55,8 +48,7 @@ class DenseRetriever(CoreIndexRetriever[VectorIndex]):
 
     Args:
         vector_index: The core index (shared, not copied); it must have an embedder.
-            ``index=`` is its deprecated name.
-        **options: `IndexOptions`, as for `BM25Retriever`.
+        **options: `SearcherOptions`, as for `BM25Retriever`.
 
     Example:
         >>> from llama_index.core.schema import TextNode
@@ -76,8 +68,7 @@ class DenseRetriever(CoreIndexRetriever[VectorIndex]):
     searcher_argument = "vector_index"
     build_hint = "DenseRetriever.from_defaults(nodes=..., embed_model=...)"
 
-    def __init__(self, vector_index: VectorIndex | None = None,
-                 **options: Unpack[IndexOptions]) -> None:
+    def __init__(self, vector_index: VectorIndex, **options: Unpack[SearcherOptions]) -> None:
         super().__init__(vector_index, **options)
         if self._searcher.embedder is None:
             raise ValueError(
@@ -130,7 +121,7 @@ class DenseRetriever(CoreIndexRetriever[VectorIndex]):
             persist_dir,
             lambda folder: VectorIndex.load(folder, as_embedder(embed_model), mmap=mmap,
                                             cache=cache),
-            ("vector",), **options)
+            bare_index_kind="vector", **options)
 
     # ---------------------------------------------------------------- search
 

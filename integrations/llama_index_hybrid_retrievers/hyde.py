@@ -23,10 +23,7 @@ from ._convert import as_node_list, nodes_to_docs, one_source
 from ._llm import LlamaIndexGenerator, as_text_generator
 from .embeddings import as_embedder
 
-__all__ = ["HyDERetriever", "LlamaIndexGenerator", "as_generator"]
-
-as_generator = as_text_generator
-"""Kept for compatibility: `llama_index_hybrid_retrievers._llm.as_text_generator`."""
+__all__ = ["HyDERetriever", "LlamaIndexGenerator", "as_text_generator"]
 
 
 class HyDERetriever(CoreSearcherRetriever[HyDESearcher]):
@@ -61,7 +58,6 @@ class HyDERetriever(CoreSearcherRetriever[HyDESearcher]):
         llm: Any,
         index: VectorIndex | None = None,
         similarity_top_k: int = 4,
-        filter: MetadataFilter | MetadataFilters | None = None,
         callback_manager: CallbackManager | None = None,
         verbose: bool = False,
         filters: MetadataFilters | MetadataFilter | None = None,
@@ -87,7 +83,7 @@ class HyDERetriever(CoreSearcherRetriever[HyDESearcher]):
         else:
             searcher = HyDESearcher.from_index(index, generate=generate, embedder=embedder,
                                                **options)
-        return cls(searcher, similarity_top_k=similarity_top_k, filter=filter, filters=filters,
+        return cls(searcher, similarity_top_k=similarity_top_k, filters=filters,
                    nodes=node_list, callback_manager=callback_manager, verbose=verbose)
 
     def _editable_indexes(self) -> list[Any]:

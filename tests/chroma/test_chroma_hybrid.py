@@ -227,7 +227,7 @@ def test_hyde_expansion_drives_the_chroma_search(hyde_store: Any) -> None:
 
     from hybrid_retrievers.hyde import HyDE, HyDESearcher
     from langchain_hybrid_retrievers import HyDERetriever
-    from langchain_hybrid_retrievers.hyde import as_generator
+    from langchain_hybrid_retrievers.hyde import as_text_generator
     from langchain_hybrid_retrievers.parent import LangChainChildIndex
 
     store = hyde_store
@@ -238,7 +238,7 @@ def test_hyde_expansion_drives_the_chroma_search(hyde_store: Any) -> None:
     llm = FakeListLLM(responses=[passage])
     # The query-expansion side: Chroma is searched with the query plus the passage, which
     # the store embeds with the collection's own embeddings.
-    hyde = HyDE(as_generator(llm), HashingEmbedder(ex.DIM), prompt="technical")
+    hyde = HyDE(as_text_generator(llm), HashingEmbedder(ex.DIM), prompt="technical")
     retriever = HyDERetriever(searcher=HyDESearcher(hyde, expand=LangChainChildIndex(store)), k=3)
     got = retriever.invoke(query)
     assert got[0].id == "img-07" and len(got) == 3

@@ -18,8 +18,9 @@ from pathlib import Path
 
 import numpy as np
 
-from hybrid_retrievers import BM25Index, EmbeddingCache, ParentChildSearcher, VectorIndex
+from hybrid_retrievers import BM25Index, ParentChildSearcher, VectorIndex
 from hybrid_retrievers.models import HashingEmbedder
+from hybrid_retrievers.vector import EmbeddingCache
 
 N_DOCS = 1500
 
@@ -150,7 +151,8 @@ def crash_points(root: Path, kind: str) -> dict:
 
 
 def first_rename(root: Path, kind: str) -> dict:
-    """The review's D3 case: die right after the first rename (or replace) of a save."""
+    """Die right after the first rename (or replace) of a save: the old index must stay
+    loadable, as the crash can come before the new one is complete."""
     build(kind, 0).save(root / "idx")
     new = build(kind, 1)
 

@@ -7,7 +7,8 @@ import math
 import numpy as np
 import pytest
 
-from hybrid_retrievers import Analyzer, BM25Index, Doc, Explanation, Hit
+from hybrid_retrievers import Analyzer, BM25Index, Doc, Hit
+from hybrid_retrievers.bm25 import BM25Explanation
 
 
 @pytest.fixture()
@@ -86,7 +87,7 @@ def test_explain_contributions_sum_to_score(index: BM25Index, method: str, passa
     query = "bm25 ranking function documents"
     for hit in idx.search(query, k=5, explain=True):
         expl = idx.explain(query, hit.id)
-        assert isinstance(expl, Explanation)
+        assert isinstance(expl, BM25Explanation)
         assert sum(t.contribution for t in expl.terms) == pytest.approx(hit.score, rel=1e-5)
         assert hit.explanation["bm25"]["score"] == pytest.approx(expl.score)
         assert expl.terms[0].doc_length == len(idx.analyzer.tokenize(hit.doc.text))

@@ -17,7 +17,7 @@ from hybrid_retrievers import BM25Index  # noqa: E402
 from hybrid_retrievers.bm25 import _numba as _bm25_kernels  # noqa: E402
 from hybrid_retrievers.bm25 import _numba_batch  # noqa: E402,F401  (binds the real kernels before any spy)
 from hybrid_retrievers.bm25 import kernels as bm25_blockmax  # noqa: E402
-from hybrid_retrievers.collection_stats import CollectionStats  # noqa: E402
+from hybrid_retrievers.bm25 import CollectionStats  # noqa: E402
 from hybrid_retrievers.selection import top_k  # noqa: E402
 
 METHODS = ["lucene", "robertson", "bm25l", "bm25+"]

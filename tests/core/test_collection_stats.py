@@ -6,7 +6,7 @@ import pytest
 
 from hybrid_retrievers.persistence import current_files
 from hybrid_retrievers import BM25Index
-from hybrid_retrievers.collection_stats import CollectionStats
+from hybrid_retrievers.bm25 import CollectionStats
 from hybrid_retrievers.datasets import load_dataset
 from hybrid_retrievers.persistence import IndexFormatError
 

@@ -113,7 +113,7 @@ def test_load_refuses_tampered_files(tmp_path) -> None:  # type: ignore[no-untyp
 def test_a_text_repeated_in_one_call_is_stored_once() -> None:
     import numpy as np
 
-    from hybrid_retrievers import EmbeddingCache
+    from hybrid_retrievers.vector import EmbeddingCache
 
     cache = EmbeddingCache()
     vectors = np.eye(3, dtype=np.float32)

@@ -1,4 +1,5 @@
-"""Equality-filter masks are cached by value, per index version (reliability review D13)."""
+"""Equality-filter masks are cached by value, per index version, so a repeated filter
+costs no scan and an edit never serves a stale mask."""
 
 from __future__ import annotations
 

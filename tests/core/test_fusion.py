@@ -3,7 +3,6 @@ FusionSearcher (concurrency, filters, fetch_k, weights rules)."""
 
 from __future__ import annotations
 
-import contextlib
 import doctest
 import math
 import threading
@@ -33,7 +32,7 @@ from hybrid_retrievers.fusion import (
     score_fusion,
     z_score_normalize,
 )
-from hybrid_retrievers.tokenization import Analyzer
+from hybrid_retrievers.text import Analyzer
 
 
 def ranking(*items: Any) -> list[Hit]:
@@ -320,9 +319,9 @@ def test_content_dedup_never_returns_an_id_twice():
         ({"weights": [1, "2"]}, TypeError, r"weights\[1\] must be a number"),
         ({"weights": [True, 1]}, TypeError, r"weights\[0\] must be a number"),
         ({"weights": 2.0}, TypeError, "weights must be a list of 2 numbers"),
-        ({"k": 0}, ValueError, r"k \(the RRF constant\) must be a finite number > 0, got 0"),
-        ({"k": -1.5}, ValueError, "got -1.5"),
-        ({"k": "60"}, TypeError, r"k \(the RRF constant\) must be a number"),
+        ({"k_rrf": 0}, ValueError, r"k_rrf \(the RRF constant\) must be a finite number > 0, got 0"),
+        ({"k_rrf": -1.5}, ValueError, "got -1.5"),
+        ({"k_rrf": "60"}, TypeError, r"k_rrf \(the RRF constant\) must be a number"),
         ({"names": ["a", "a"]}, ValueError, "names must be unique"),
         ({"names": ["a"]}, ValueError, "one name per source"),
         ({"dedup": "text"}, ValueError, r"dedup must be one of \['id', 'content'\], got 'text'"),
@@ -331,24 +330,16 @@ def test_content_dedup_never_returns_an_id_twice():
 )
 def test_rrf_validation(kwargs, error, pattern):
     args = {"rankings": [ranking("a"), ranking("b")], **kwargs}
-    # k= is the deprecated spelling of k_rrf= (its checks still name it k).
-    deprecated = pytest.warns(DeprecationWarning, match="k_rrf") if "k" in kwargs \
-        else contextlib.nullcontext()
-    with deprecated, pytest.raises(error, match=pattern):
+    with pytest.raises(error, match=pattern):
         reciprocal_rank_fusion(args.pop("rankings"), **args)
 
 
-def test_rrf_constant_is_k_rrf_and_k_is_deprecated():
+def test_rrf_constant_is_k_rrf():
     rankings = [ranking("a", "b"), ranking("b", "a")]
     fused = reciprocal_rank_fusion(rankings, k_rrf=10)
     assert fused[0].explanation["fusion"]["k_rrf"] == 10
-    with pytest.warns(DeprecationWarning, match="k_rrf"):
-        old = reciprocal_rank_fusion(rankings, k=10)
-    assert [(h.id, h.score) for h in old] == [(h.id, h.score) for h in fused]
     with pytest.raises(ValueError, match=r"k_rrf \(the RRF constant\)"):
         reciprocal_rank_fusion(rankings, k_rrf=0)
-    with pytest.raises(TypeError, match="once"):
-        reciprocal_rank_fusion(rankings, k=10, k_rrf=20)
 
 
 def test_unknown_mode_lists_the_enum_values():
@@ -740,12 +731,12 @@ def test_lexical_boost_rule_in_a_searcher_and_validation(bm25):
 def test_docstring_examples_run():
     import hybrid_retrievers.fusion as package
     from hybrid_retrievers.fusion import (
-        _common, candidates, concurrency, hybrid, modes, plan, rank, rules, score, searcher,
+        candidates, concurrency, hybrid, modes, plan, rank, rules, score, searcher,
     )
 
     failures = 0
-    for module in (package, _common, candidates, concurrency, hybrid, modes, plan, rank, rules,
-                   score, searcher):
+    for module in (package, candidates, concurrency, hybrid, modes, plan, rank, rules, score,
+                   searcher):
         failures += doctest.testmod(module, optionflags=doctest.ELLIPSIS).failed
     assert failures == 0
 

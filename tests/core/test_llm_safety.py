@@ -1,5 +1,5 @@
-"""LLM-facing parts never hang and never raise because of the model (issue 10 §4: D4, D5,
-D15, D20): timeouts on `LLMReranker` and `HyDE`, huge numbers in answers, prompt markers."""
+"""LLM-facing parts never hang and never raise because of the model: timeouts on
+`LLMReranker` and `HyDE`, huge numbers in answers, prompt markers forged by passages."""
 
 from __future__ import annotations
 
@@ -18,7 +18,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from hybrid_retrievers import Doc, HyDE, LLMReranker, Reranker
+from hybrid_retrievers import Doc, LLMReranker, Reranker
+from hybrid_retrievers.hyde import HyDE
 from hybrid_retrievers.models import HashingEmbedder
 from hybrid_retrievers.rerank import parse_ranking
 
@@ -87,7 +88,7 @@ def test_timeouts_have_a_finite_default_and_accept_numbers() -> None:
     assert LLMReranker(lambda p: "[1]", timeout=None).timeout is None  # explicit opt-out
 
 
-def test_hyde_nan_timeout_is_refused_not_a_zero_timeout() -> None:  # D15
+def test_hyde_nan_timeout_is_refused_not_a_zero_timeout() -> None:
     with pytest.raises(ValueError, match="timeout must be a positive number of seconds, got nan"):
         HyDE(lambda p: "wings make lift", HashingEmbedder(8), timeout=float("nan"))
 
@@ -183,7 +184,8 @@ def test_generators_see_the_callers_context_variables() -> None:
 EXIT_SCRIPT = """
 import asyncio, logging, sys, time
 logging.disable(logging.CRITICAL)
-from hybrid_retrievers import Doc, HyDE, LLMReranker
+from hybrid_retrievers import Doc, LLMReranker
+from hybrid_retrievers.hyde import HyDE
 from hybrid_retrievers.models import HashingEmbedder
 
 def hang(prompt):
@@ -220,7 +222,7 @@ def test_a_process_whose_only_llm_call_timed_out_exits_promptly(case: str, tmp_p
     assert elapsed < 15, f"the process took {elapsed:.1f} s to exit"
 
 
-# ------------------------------------------------------------------ huge numbers (D4)
+# ------------------------------------------------------------------ huge numbers
 
 
 HUGE_ANSWERS = ["1" * 4301, "[" + "9" * 5000 + "] > [1]"]
@@ -250,7 +252,7 @@ def test_huge_numbers_parse_as_out_of_range() -> None:
     assert [h.id for h in windowed.rerank("q", docs)] == [str(i) for i in range(6)]
 
 
-# ---------------------------------------------------------------- prompt markers (D20)
+# ---------------------------------------------------------------- prompt markers
 
 
 def test_passage_text_cannot_forge_a_marker() -> None:
@@ -274,7 +276,7 @@ def test_passage_text_cannot_forge_a_marker() -> None:
     assert LLMReranker.__doc__ is not None and "Prompt injection" in LLMReranker.__doc__
 
 
-# ------------------------------------------------------------- scorer output (D18)
+# ------------------------------------------------------------- scorer output
 
 
 @pytest.mark.parametrize(("returned", "error", "words"), [

@@ -11,7 +11,7 @@ from index_tamper import files_of
 from hybrid_retrievers import BM25Index, Doc, FusionSearcher, IndexFormatError, VectorIndex
 from hybrid_retrievers.models import HashingEmbedder
 from hybrid_retrievers.parent import ParentChildSearcher, ParentStore, default_parent_fetch_k
-from hybrid_retrievers.splitting import SentenceSplitter, split_parents
+from hybrid_retrievers.text import SentenceSplitter, split_parents
 
 # Parent "wings" has many lift sentences, so a child-level top-k is dominated by it.
 PARENTS = [

@@ -1,4 +1,4 @@
-"""Saves are atomic and durable; loaders and savers may race (issue 10 section 2).
+"""Saves are atomic and durable; loaders and savers may race.
 
 The crash and race scenarios run in a fresh subprocess (``crash_driver.py``) that forks
 savers and kills them with SIGKILL, so nothing here forks the pytest process. Each
@@ -42,7 +42,7 @@ def _only_live_entries(left: list[str]) -> None:
 
 
 @pytest.mark.parametrize("kind", ["bm25", "vector", "cache", "parent"])
-def test_D3_sigkill_at_every_step_of_a_save_leaves_old_or_new(tmp_path: Path, kind: str) -> None:
+def test_sigkill_at_every_step_of_a_save_leaves_old_or_new(tmp_path: Path, kind: str) -> None:
     out = drive(tmp_path, "crash_points", kind)
     outcomes = out["outcomes"]
     assert len(outcomes) == 2 * out["steps"] >= 10
@@ -57,14 +57,14 @@ def test_D3_sigkill_at_every_step_of_a_save_leaves_old_or_new(tmp_path: Path, ki
 
 
 @pytest.mark.parametrize("kind", ["bm25", "vector", "cache"])
-def test_D3_crash_right_after_the_first_rename_keeps_an_index(tmp_path: Path, kind: str) -> None:
+def test_crash_right_after_the_first_rename_keeps_an_index(tmp_path: Path, kind: str) -> None:
     out = drive(tmp_path, "first_rename", kind)
     assert out["code"] == -9
     assert out["gen"] == 1  # the first rename is the pointer switch: the new index is live
 
 
 @pytest.mark.parametrize("kind", ["bm25", "vector"])
-def test_D3_random_sigkill_during_saves(tmp_path: Path, kind: str) -> None:
+def test_random_sigkill_during_saves(tmp_path: Path, kind: str) -> None:
     out = drive(tmp_path, "random_kills", kind, 12, 1234)
     assert out["errors"] == []
     assert len(out["gens"]) == 12 and set(out["gens"]) <= {0, 1}
@@ -75,14 +75,14 @@ def test_D3_random_sigkill_during_saves(tmp_path: Path, kind: str) -> None:
 
 
 @pytest.mark.parametrize(("kind", "mmap"), [("bm25", False), ("bm25", True), ("vector", False)])
-def test_D3_loader_racing_a_saver_never_fails(tmp_path: Path, kind: str, mmap: bool) -> None:
+def test_loader_racing_a_saver_never_fails(tmp_path: Path, kind: str, mmap: bool) -> None:
     out = drive(tmp_path, "loader_race", kind, 1.2, int(mmap))
     assert out["n_errors"] == 0, out["errors"]
     assert out["ok"] >= 10
 
 
 @pytest.mark.parametrize("kind", ["bm25", "parent"])
-def test_D12_concurrent_savers_serialise_and_leave_no_copies(tmp_path: Path, kind: str) -> None:
+def test_concurrent_savers_serialise_and_leave_no_copies(tmp_path: Path, kind: str) -> None:
     out = drive(tmp_path, "concurrent_savers", kind, 3, 6)
     assert out["codes"] == [0, 0, 0] and out["errors"] == []
     assert out["gen"] in (0, 1, 2)
@@ -164,10 +164,10 @@ def test_save_refuses_foreign_paths(tmp_path: Path) -> None:
     assert os.listdir(tmp_path / "dir") == ["notes.txt"]
 
 
-# ---------------------------------------------------------------------- symlinks (D19)
+# ---------------------------------------------------------------------- symlinks
 
 
-def test_D19_saving_through_a_symlink_saves_into_its_target(tmp_path: Path) -> None:
+def test_saving_through_a_symlink_saves_into_its_target(tmp_path: Path) -> None:
     target = tmp_path / "real"
     BM25Index.from_texts(["old"], ids=["old"]).save(target)
     link = tmp_path / "link"
@@ -179,7 +179,7 @@ def test_D19_saving_through_a_symlink_saves_into_its_target(tmp_path: Path) -> N
     assert sorted(p.name for p in tmp_path.iterdir()) == ["link", "real"]  # no stray copies
 
 
-def test_D19_symlinks_inside_an_index_are_refused(tmp_path: Path) -> None:
+def test_symlinks_inside_an_index_are_refused(tmp_path: Path) -> None:
     index = BM25Index.from_texts(["a cat", "a dog"], ids=["c", "d"])
     path = tmp_path / "idx"
     index.save(path)
@@ -199,7 +199,7 @@ def test_D19_symlinks_inside_an_index_are_refused(tmp_path: Path) -> None:
         BM25Index.load(path)
 
 
-def test_D19_parent_child_children_symlinked_is_refused(tmp_path: Path) -> None:
+def test_parent_child_children_symlinked_is_refused(tmp_path: Path) -> None:
     s = ParentChildSearcher.from_texts(["Wings make lift. Flaps add lift."], ids=["p1"],
                                        chunk_size=20, chunk_overlap=0)
     s.save(tmp_path / "pcs")
@@ -211,7 +211,7 @@ def test_D19_parent_child_children_symlinked_is_refused(tmp_path: Path) -> None:
 
 
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
-def test_D18_fifo_directory_or_dev_zero_in_place_of_a_file(tmp_path: Path) -> None:
+def test_fifo_directory_or_dev_zero_in_place_of_a_file(tmp_path: Path) -> None:
     index = VectorIndex.from_vectors([[1.0, 0.0], [0.0, 1.0]], ids=["a", "b"])
     for kind, make in [
         ("FIFO", lambda p: os.mkfifo(p)),

@@ -1,8 +1,9 @@
-"""Loading trusts nothing; saved metadata round-trips exactly (issue 10 section 3).
+"""Loading trusts nothing; saved metadata round-trips exactly.
 
-Regression tests are named after the defects of the reliability review (D6, D7, D8,
-D10, D11, D14, D18). "Forged" files have every checksum recomputed, so they test the
-structural checks, not the checksums.
+Each section names the attack it refuses: edited settings, structurally invalid arrays,
+hostile file contents, swapped parent/child halves, metadata that is not JSON data, lone
+surrogates. "Forged" files have every checksum recomputed, so they test the structural
+checks, not the checksums.
 """
 
 from __future__ import annotations
@@ -22,14 +23,12 @@ from index_tamper import edit_manifest, files_of, rebind_pointer, rehash
 from hybrid_retrievers import (
     BM25Index,
     Doc,
-    EmbeddingCache,
     IndexFormatError,
     ParentChildSearcher,
-    ParentStore,
     VectorIndex,
 )
-from hybrid_retrievers.vector import HNSWConfig
-from hybrid_retrievers.vector import text_key
+from hybrid_retrievers.parent import ParentStore
+from hybrid_retrievers.vector import EmbeddingCache, HNSWConfig, text_key
 from hybrid_retrievers.models import HashingEmbedder
 from hybrid_retrievers.persistence import MANIFEST, read_index
 
@@ -54,7 +53,7 @@ def npy_edit(path: Path, name: str, edit: Callable[[np.ndarray], np.ndarray]) ->
     rehash(path)
 
 
-# ---------------------------------------------------------------------- D7
+# -------------- edited settings in a manifest are refused, never applied
 
 
 @pytest.mark.parametrize(
@@ -63,7 +62,7 @@ def npy_edit(path: Path, name: str, edit: Callable[[np.ndarray], np.ndarray]) ->
      ('"method": "lucene"', '"method": "robertson"'), ('"stemmer": "snowball"', '"stemmer": null')],
 )
 @pytest.mark.parametrize("mmap", [False, True])
-def test_D7_edited_manifest_parameters_are_refused(tmp_path: Path, old: str, new: str,
+def test_edited_manifest_parameters_are_refused(tmp_path: Path, old: str, new: str,
                                                    mmap: bool) -> None:
     path = bm25(tmp_path / "idx")
     manifest = files_of(path) / MANIFEST
@@ -75,17 +74,17 @@ def test_D7_edited_manifest_parameters_are_refused(tmp_path: Path, old: str, new
         BM25Index.load(path, mmap=mmap)
 
 
-def test_D7_review_reproduction_no_longer_changes_scores(tmp_path: Path) -> None:
+def test_an_edited_k1_in_the_manifest_pointer_does_not_change_scores(tmp_path: Path) -> None:
     path = bm25(tmp_path / "k1-idx")
     before = [(h.id, h.score) for h in BM25Index.load(path).search("wing lift")]
-    m = path / MANIFEST  # the review edited this file; it is now only the pointer
+    m = path / MANIFEST  # once the settings lived here; it is now only the pointer
     m.write_text(m.read_text().replace('"k1": 1.5', '"k1": 0.5'))
     idx = BM25Index.load(path)
     assert (idx.k1, idx.method) == (1.5, "lucene")
     assert [(h.id, h.score) for h in idx.search("wing lift")] == before
 
 
-def test_D7_edited_pointer_or_cache_model_entry_is_refused(tmp_path: Path) -> None:
+def test_edited_pointer_or_cache_model_entry_is_refused(tmp_path: Path) -> None:
     cache = EmbeddingCache()
     cache.embed(HashingEmbedder(8), ["a", "b"])
     cache.embed(HashingEmbedder(4), ["a"])
@@ -104,7 +103,7 @@ def test_D7_edited_pointer_or_cache_model_entry_is_refused(tmp_path: Path) -> No
         BM25Index.load(path)
 
 
-# ---------------------------------------------------------------------- D8
+# ----------------- structurally invalid postings and vectors are refused
 
 
 @pytest.mark.parametrize(
@@ -122,7 +121,7 @@ def test_D7_edited_pointer_or_cache_model_entry_is_refused(tmp_path: Path) -> No
     ],
 )
 @pytest.mark.parametrize("mode", ["plain", "mmap-verify"])
-def test_D8_structurally_invalid_postings_are_refused(tmp_path: Path, name: str, edit: Callable,
+def test_structurally_invalid_postings_are_refused(tmp_path: Path, name: str, edit: Callable,
                                                       match: str, mode: str) -> None:
     path = bm25(tmp_path / "idx")
     npy_edit(path, name, edit)
@@ -130,7 +129,7 @@ def test_D8_structurally_invalid_postings_are_refused(tmp_path: Path, name: str,
         BM25Index.load(path, mmap=mode != "plain", verify=mode != "plain")
 
 
-def test_D8_duplicate_posting_from_the_review_is_refused(tmp_path: Path) -> None:
+def test_a_duplicate_posting_is_refused(tmp_path: Path) -> None:
     BM25Index.from_texts(["cat", "cat dog", "dog"], ids=["a", "b", "c"]).save(tmp_path / "g")
     npy_edit(tmp_path / "g", "postings_docs.npy", lambda a: np.array([a[0], a[0], *a[2:]], a.dtype))
     with pytest.raises(IndexFormatError, match="postings_docs.npy"):
@@ -144,19 +143,19 @@ def test_D8_duplicate_posting_from_the_review_is_refused(tmp_path: Path) -> None
      (lambda a: np.full_like(a, np.inf), "NaN or infinite")],
 )
 @pytest.mark.parametrize("mode", ["plain", "mmap-verify"])
-def test_D8_bad_vectors_are_refused(tmp_path: Path, edit: Callable, match: str, mode: str) -> None:
+def test_bad_vectors_are_refused(tmp_path: Path, edit: Callable, match: str, mode: str) -> None:
     path = vector(tmp_path / "v")
     npy_edit(path, "vectors.npy", edit)
     with pytest.raises(IndexFormatError, match=match):
         VectorIndex.load(path, HashingEmbedder(8), mmap=mode != "plain", verify=mode != "plain")
 
 
-def test_D8_dot_metric_keeps_unnormalised_vectors(tmp_path: Path) -> None:
+def test_dot_metric_keeps_unnormalised_vectors(tmp_path: Path) -> None:
     VectorIndex.from_vectors([[3.0, 0.0], [0.0, 2.0]], ids=["a", "b"], metric="dot").save(tmp_path / "v")
     assert VectorIndex.load(tmp_path / "v", verify=True).get_vector("a").tolist() == [3.0, 0.0]
 
 
-def test_D8_mmap_verify_catches_a_flipped_byte_plain_mmap_does_not_read_it(tmp_path: Path) -> None:
+def test_mmap_verify_catches_a_flipped_byte_plain_mmap_does_not_read_it(tmp_path: Path) -> None:
     path = vector(tmp_path / "v")
     target = files_of(path) / "vectors.npy"
     data = bytearray(target.read_bytes())
@@ -169,14 +168,14 @@ def test_D8_mmap_verify_catches_a_flipped_byte_plain_mmap_does_not_read_it(tmp_p
     VectorIndex.load(path, mmap=True)  # documented: memory maps are checked on request only
 
 
-def test_D8_cheap_checks_run_even_with_mmap(tmp_path: Path) -> None:
+def test_cheap_checks_run_even_with_mmap(tmp_path: Path) -> None:
     path = bm25(tmp_path / "idx")
     npy_edit(path, "doc_lengths.npy", lambda a: -a)
     with pytest.raises(IndexFormatError, match="negative"):
         BM25Index.load(path, mmap=True)
 
 
-# ---------------------------------------------------------------------- D10
+# --- hostile file contents (headers, JSON, encodings, types) are refused
 
 
 def _header(shape: tuple[int, ...], descr: str = "<i4") -> bytes:
@@ -186,7 +185,7 @@ def _header(shape: tuple[int, ...], descr: str = "<i4") -> bytes:
     return buf.getvalue()
 
 
-def test_D10_forged_header_declaring_huge_shape_is_refused_before_allocating(tmp_path: Path) -> None:
+def test_forged_header_declaring_huge_shape_is_refused_before_allocating(tmp_path: Path) -> None:
     path = bm25(tmp_path / "idx")
     target = files_of(path) / "doc_lengths.npy"
     data = np.load(target).tobytes()
@@ -200,7 +199,7 @@ def test_D10_forged_header_declaring_huge_shape_is_refused_before_allocating(tmp
 
 
 @pytest.mark.parametrize("name", ["doc_lengths.npy", "postings_docs.npy"])
-def test_D10_npz_in_place_of_npy(tmp_path: Path, name: str) -> None:
+def test_npz_in_place_of_npy(tmp_path: Path, name: str) -> None:
     path = bm25(tmp_path / "idx")
     target = files_of(path) / name
     buf = io.BytesIO()
@@ -212,7 +211,7 @@ def test_D10_npz_in_place_of_npy(tmp_path: Path, name: str) -> None:
 
 
 @pytest.mark.parametrize("which", ["pointer", "manifest", "vocabulary.json", "docs.jsonl"])
-def test_D10_deeply_nested_json_is_refused(tmp_path: Path, which: str) -> None:
+def test_deeply_nested_json_is_refused(tmp_path: Path, which: str) -> None:
     path = bm25(tmp_path / "idx")
     nested = "[" * 100_000 + "]" * 100_000
     target = {"pointer": path / MANIFEST, "manifest": files_of(path) / MANIFEST}.get(
@@ -224,7 +223,7 @@ def test_D10_deeply_nested_json_is_refused(tmp_path: Path, which: str) -> None:
         BM25Index.load(path)
 
 
-def test_D10_invalid_utf8_in_docs_names_the_file(tmp_path: Path) -> None:
+def test_invalid_utf8_in_docs_names_the_file(tmp_path: Path) -> None:
     path = bm25(tmp_path / "idx")
     target = files_of(path) / "docs.jsonl"
     target.write_bytes(b"\xff" + target.read_bytes())
@@ -241,7 +240,7 @@ def test_D10_invalid_utf8_in_docs_names_the_file(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("bad", [None, 5, b"idx", 3.5, ["idx"], ""])
-def test_D10_path_of_the_wrong_type_names_path(tmp_path: Path, bad: Any) -> None:
+def test_path_of_the_wrong_type_names_path(tmp_path: Path, bad: Any) -> None:
     index = BM25Index.from_texts(["x"], ids=["x"])
     for call in (index.save, BM25Index.load, VectorIndex.load, EmbeddingCache.load,
                  ParentStore.load, ParentChildSearcher.load, EmbeddingCache().save):
@@ -249,7 +248,7 @@ def test_D10_path_of_the_wrong_type_names_path(tmp_path: Path, bad: Any) -> None
             call(bad)
 
 
-def test_D10_manifest_file_entry_with_a_string_byte_count(tmp_path: Path) -> None:
+def test_manifest_file_entry_with_a_string_byte_count(tmp_path: Path) -> None:
     path = bm25(tmp_path / "idx")
     manifest = json.loads((files_of(path) / MANIFEST).read_text())
     entry = manifest["files"]["docs.jsonl"]
@@ -260,7 +259,7 @@ def test_D10_manifest_file_entry_with_a_string_byte_count(tmp_path: Path) -> Non
         BM25Index.load(path)
 
 
-def test_D10_absurd_ann_config_is_refused(tmp_path: Path) -> None:
+def test_absurd_ann_config_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="at most"):
         HNSWConfig(m=10**9)
     with pytest.raises(TypeError, match="unknown HNSW config keys"):
@@ -272,7 +271,7 @@ def test_D10_absurd_ann_config_is_refused(tmp_path: Path) -> None:
         VectorIndex.load(path, HashingEmbedder(8))
 
 
-# ---------------------------------------------------------------------- D11
+# ------------- a parent/child index's two halves are bound to each other
 
 
 def _pcs(path: Path) -> Path:
@@ -282,7 +281,7 @@ def _pcs(path: Path) -> Path:
 
 
 @pytest.mark.parametrize("part", ["parents", "children"])
-def test_D11_parent_child_halves_cannot_be_swapped(tmp_path: Path, part: str) -> None:
+def test_parent_child_halves_cannot_be_swapped(tmp_path: Path, part: str) -> None:
     path = _pcs(tmp_path / "pcs")
     other = tmp_path / "other"
     if part == "parents":
@@ -301,17 +300,17 @@ def _mk(path: Path) -> Path:
     return path
 
 
-def test_D11_parent_child_round_trip_and_manifest_binds_both(tmp_path: Path) -> None:
+def test_parent_child_round_trip_and_manifest_binds_both(tmp_path: Path) -> None:
     path = _pcs(tmp_path / "pcs")
     files = json.loads((files_of(path) / MANIFEST).read_text())["files"]
     assert set(files) == {"parents/manifest.json", "children/manifest.json"}
     assert [h.id for h in ParentChildSearcher.load(path).search("lift")] == ["p1"]
 
 
-# ---------------------------------------------------------------------- D6
+# ------------- metadata is JSON data, refused otherwise at build or save
 
 
-def test_D6_non_str_metadata_keys_are_refused_at_build_time() -> None:
+def test_non_str_metadata_keys_are_refused_at_build_time() -> None:
     with pytest.raises(TypeError, match=r"int key 1.*must be str"):
         BM25Index.from_texts(["cat"], ids=["x"], metadatas=[{1: "int key", "1": "str key"}])
     with pytest.raises(TypeError, match="document 'x'"):
@@ -320,7 +319,7 @@ def test_D6_non_str_metadata_keys_are_refused_at_build_time() -> None:
         ParentStore([Doc("p", "t", {"a": [{2: 3}]})])
 
 
-def test_D6_tuples_and_non_json_values_are_refused_at_save_naming_the_key(tmp_path: Path) -> None:
+def test_tuples_and_non_json_values_are_refused_at_save_naming_the_key(tmp_path: Path) -> None:
     index = BM25Index.from_texts(["cat"], ids=["x"], metadatas=[{"t": (1, 2)}])
     assert [h.id for h in index.search("cat", filter={"t": (1, 2)})] == ["x"]  # fine in memory
     bm25(tmp_path / "idx")
@@ -333,7 +332,7 @@ def test_D6_tuples_and_non_json_values_are_refused_at_save_naming_the_key(tmp_pa
             VectorIndex.from_vectors([[1.0, 0.0]], ids=["y"], metadatas=[value]).save(tmp_path / "v")
 
 
-def test_D6_json_metadata_round_trips_exactly(tmp_path: Path) -> None:
+def test_json_metadata_round_trips_exactly(tmp_path: Path) -> None:
     meta = {"int": 1, "float": 0.1, "neg0": -0.0, "big": 2**70, "none": None, "bool": True,
             "list": [1, "a", [2.5, {"k": False}]], "dict": {"a": {"b": []}}, "uni": "é ✓ 🚀"}
     index = BM25Index.from_texts(["cat"], ids=["x"], metadatas=[meta])
@@ -343,7 +342,7 @@ def test_D6_json_metadata_round_trips_exactly(tmp_path: Path) -> None:
     assert [h.id for h in back.search("cat", filter={"list": [1, "a", [2.5, {"k": False}]]})] == ["x"]
 
 
-# ---------------------------------------------------------------------- D14
+# ----------------------------------- lone surrogates in text are refused
 
 
 @pytest.mark.parametrize(
@@ -359,19 +358,19 @@ def test_D6_json_metadata_round_trips_exactly(tmp_path: Path) -> None:
         lambda: BM25Index.from_docs([Doc("d", "x \ud800")]),
     ],
 )
-def test_D14_lone_surrogates_are_refused_at_build_time(build: Callable) -> None:
+def test_lone_surrogates_are_refused_at_build_time(build: Callable) -> None:
     with pytest.raises(ValueError, match="lone surrogate"):
         build()
 
 
-def test_D14_error_names_the_document() -> None:
+def test_error_names_the_document() -> None:
     with pytest.raises(ValueError, match=r"text of document 's'.*position 4"):
         BM25Index.from_docs([Doc("s", "cat \ud800 dog")])
     with pytest.raises(ValueError, match=r"texts\[1\]"):
         BM25Index.from_texts(["fine", "cat \ud800"])
 
 
-def test_D14_embedding_cache_refuses_surrogates_clearly() -> None:
+def test_embedding_cache_refuses_surrogates_clearly() -> None:
     cache = EmbeddingCache()
     with pytest.raises(ValueError, match=r"texts\[1\].*lone surrogate"):
         cache.embed(HashingEmbedder(8), ["ok", "bad \ud800"])
@@ -381,7 +380,7 @@ def test_D14_embedding_cache_refuses_surrogates_clearly() -> None:
         cache.put_many("model\ud800", ["a"], np.ones((1, 2), np.float32))
 
 
-def test_D14_surrogate_forged_into_a_saved_file_is_refused(tmp_path: Path) -> None:
+def test_surrogate_forged_into_a_saved_file_is_refused(tmp_path: Path) -> None:
     path = bm25(tmp_path / "idx")
     target = files_of(path) / "docs.jsonl"
     target.write_text(target.read_text().replace('"wings make lift"', '"wings \\ud800 lift"'))
@@ -503,7 +502,7 @@ def test_fuzz_every_file_of_every_kind_gives_only_index_format_errors(tmp_path: 
     assert tried >= 200 and refused >= tried * 0.8, (tried, refused, loaded)
 
 
-def test_D11_forged_child_without_parent_id_is_a_format_error(tmp_path: Path) -> None:
+def test_forged_child_without_parent_id_is_a_format_error(tmp_path: Path) -> None:
     path = _pcs(tmp_path / "pcs")
     docs = files_of(path) / "children" / "docs.jsonl"
     docs.write_text(docs.read_text().replace('"parent_id"', '"parent_xx"'))

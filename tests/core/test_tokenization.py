@@ -421,7 +421,7 @@ def test_cache_limit_is_read_from_the_analyzer_module(monkeypatch) -> None:
 
 def test_import_needs_no_optional_dependencies() -> None:
     code = (
-        "import sys; import hybrid_retrievers.tokenization as t; "
+        "import sys; import hybrid_retrievers.text as t; "
         "a = t.Analyzer(stopwords=None, stemmer=None); a.tokenize('x'); "
         "print('Stemmer' in sys.modules, 'tqdm' in sys.modules)"
     )

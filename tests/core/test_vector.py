@@ -602,8 +602,8 @@ def test_dense_modules_import_no_heavy_dependency() -> None:
     import sys
 
     code = (
-        "import sys; import hybrid_retrievers.vector, hybrid_retrievers.embedding_cache, "
-        "hybrid_retrievers.ann, hybrid_retrievers.models; "
+        "import sys; import hybrid_retrievers.vector, hybrid_retrievers.vector.embedding, "
+        "hybrid_retrievers.vector.ann, hybrid_retrievers.models; "
         "print([m for m in ('torch', 'sentence_transformers', 'transformers', 'faiss', 'tqdm') "
         "if m in sys.modules])"
     )

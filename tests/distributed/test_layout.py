@@ -7,7 +7,7 @@ import json
 import pytest
 
 from hybrid_retrievers import BM25Index, Doc, VectorIndex
-from hybrid_retrievers.collection_stats import CollectionStats
+from hybrid_retrievers.bm25 import CollectionStats
 from hybrid_retrievers.distributed import ShardedManifest, ShardHit, ShardServer, merge_top_k
 from hybrid_retrievers.distributed.corpus import iter_doc_batches
 from hybrid_retrievers.distributed.layout import load_shard, plan_shards, save_shard, shard_of

@@ -29,15 +29,13 @@ ray = pytest.importorskip("ray", reason="the [ray] extra is not installed")
 from hybrid_retrievers import (  # noqa: E402
     BM25Index,
     Doc,
-    EmbeddingCache,
     FusionSearcher,
-    HyDE,
     HyDESearcher,
     Reranker,
     RerankingSearcher,
     VectorIndex,
 )
-from hybrid_retrievers.collection_stats import CollectionStats  # noqa: E402
+from hybrid_retrievers.bm25 import CollectionStats  # noqa: E402
 from hybrid_retrievers.datasets import load_dataset  # noqa: E402
 from hybrid_retrievers.distributed import (  # noqa: E402
     PartialHits,
@@ -50,7 +48,9 @@ from hybrid_retrievers.distributed import (  # noqa: E402
     encode_corpus,
     shard_of,
 )
+from hybrid_retrievers.hyde import HyDE  # noqa: E402
 from hybrid_retrievers.models import HashingEmbedder  # noqa: E402
+from hybrid_retrievers.vector import EmbeddingCache  # noqa: E402
 
 pytestmark = [pytest.mark.ray, pytest.mark.filterwarnings("ignore::DeprecationWarning:ray.*")]
 

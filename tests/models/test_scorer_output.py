@@ -1,4 +1,4 @@
-"""A CrossEncoder look-alike whose ``predict`` returns non-numbers gets a clear error (D18)."""
+"""A CrossEncoder look-alike whose ``predict`` returns non-numbers gets a clear error."""
 
 from __future__ import annotations
 

@@ -80,7 +80,7 @@ async def test_create_retrieval_chain(documents: list[Document]) -> None:
         [("system", "Answer from the context:\n{context}"), ("human", "{input}")])
     retriever = RerankingRetriever(
         base_retriever=HybridRetriever.from_documents(documents, EMBED),
-        reranker=CrossEncoderReranker(model=WordOverlap()), top_n=2)
+        reranker=CrossEncoderReranker(model=WordOverlap()), k=2)
     chain = create_retrieval_chain(retriever,
                                    create_stuff_documents_chain(_chat("It is lift."), prompt))
     result = chain.invoke({"input": WING_QUERY})

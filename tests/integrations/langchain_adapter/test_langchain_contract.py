@@ -111,17 +111,13 @@ BUILDERS: dict[str, Case] = {
         reranker=lc.CrossEncoderReranker(model=WordOverlap()), k=3),
         score_key="relevance_score", lexical=True, provenance="previous_rank"),
     "rerank-listwise": Case(lambda d: lc.RerankingRetriever(
-        base_retriever=lc.BM25Retriever.from_documents(d), reranker=lc.LLMReranker(llm=ranking),
+        base_retriever=lc.BM25Retriever.from_documents(d), reranker=lc.LLMRerankCompressor(llm=ranking),
         k=3), score_key="relevance_score", lexical=True, provenance="previous_rank"),
     "scored-store": Case(lambda d: lc.ScoredVectorStoreRetriever(
         vectorstore=vector_store(d), k=3, score_method="raw"), rank_key=None),
 }
 
-_TOP_N = ("a bad per-call k is refused as 'top_n must ...' (k is an alias of top_n); "
-          "naming k follows once RerankingRetriever keeps k only")
 VIOLATIONS: Mapping[tuple[str, str], str] = {
-    ("rerank", "bad_k"): _TOP_N,
-    ("rerank-listwise", "bad_k"): _TOP_N,
 }
 """``{(builder, check): reason}``: known breaches, run as ``xfail(strict=True)``."""
 

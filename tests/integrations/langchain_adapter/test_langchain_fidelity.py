@@ -26,7 +26,7 @@ from langchain_hybrid_retrievers import (
     FusionRetriever,
     HybridRetriever,
     HyDERetriever,
-    LLMReranker,
+    LLMRerankCompressor,
     ParentDocumentRetriever,
     RerankingRetriever,
 )
@@ -114,7 +114,7 @@ def _assert_child_has_caller_config(run: dict[str, Any]) -> None:
     (lambda d, **kw: ParentDocumentRetriever.from_documents(d, **kw), "id_key", "Document.id"),
     (lambda d, **kw: RerankingRetriever(base_retriever=BM25Retriever.from_documents(d),
                                         reranker=CrossEncoderReranker(model=WordOverlap()), **kw),
-     "top_k", "top_n"),
+     "top_k", "is k"),
 ])
 def test_unknown_arguments_are_refused_with_the_equivalent(
     documents: list[Document], build: Any, argument: str, hint: str | None
@@ -174,7 +174,7 @@ async def test_config_reaches_fusion_reranker_and_parent_children(
                                          store.as_retriever()])
     reranking = RerankingRetriever(
         base_retriever=fusion,
-        reranker=LLMReranker(llm=FakeListLLM(responses=["[2] > [1]"] * 4)), top_n=2)
+        reranker=LLMRerankCompressor(llm=FakeListLLM(responses=["[2] > [1]"] * 4)), k=2)
     handler = Runs()
     await _call(reranking, WING_QUERY, asynchronous, handler)
     root = handler.root()
@@ -188,7 +188,7 @@ async def test_config_reaches_fusion_reranker_and_parent_children(
 
     # Parent/child over a plain editable LangChain retriever: its searches are child runs.
     parent = ParentDocumentRetriever.from_documents(
-        documents, child_retriever=_EditableRetriever(), chunk_size=60, chunk_overlap=0, k=2)
+        documents, vectorstore=_EditableRetriever(), chunk_size=60, chunk_overlap=0, k=2)
     handler = Runs()
     docs = await _call(parent, WING_QUERY, asynchronous, handler)
     assert len(docs) == 2
@@ -253,7 +253,7 @@ def test_parent_retriever_threshold_parent_splitter_and_as_retriever(
     store = InMemoryVectorStore(DeterministicFakeEmbedding(size=16))
     long = Document(id="book", page_content=" ".join(d.page_content for d in documents))
     retriever = ParentDocumentRetriever.from_documents(
-        [long], child_retriever=store.as_retriever(),
+        [long], vectorstore=store.as_retriever(),
         parent_splitter=RecursiveCharacterTextSplitter(chunk_size=300, chunk_overlap=0),
         child_splitter=RecursiveCharacterTextSplitter(chunk_size=60, chunk_overlap=0), k=4)
     docs = retriever.invoke(WING_QUERY)
@@ -263,8 +263,8 @@ def test_parent_retriever_threshold_parent_splitter_and_as_retriever(
     best = docs[0].metadata["score"]
     strict = retriever.model_copy(update={"score_threshold": best})
     assert [d.id for d in strict.invoke(WING_QUERY)] == [docs[0].id]
-    with pytest.raises(ValueError, match="not both"):
-        ParentDocumentRetriever.from_documents([long], vectorstore=store, child_retriever=store)
+    with pytest.raises(TypeError, match=r"'child_retriever' \(the child store is vectorstore="):
+        ParentDocumentRetriever.from_documents([long], child_retriever=store)
 
 
 # ------------------------------------------- item 4: fetch_k through wrappers
@@ -289,7 +289,7 @@ async def test_fetch_k_reaches_wrapped_children(
     docs = await fusion.ainvoke(query) if asynchronous else fusion.invoke(query)
     assert len(docs) == 5
     reranking = RerankingRetriever(base_retriever=child, reranker=CrossEncoderReranker(
-        model=WordOverlap()), fetch_k=5, top_n=10)
+        model=WordOverlap()), fetch_k=5, k=10)
     docs = await reranking.ainvoke(query) if asynchronous else reranking.invoke(query)
     assert len(docs) == 5
 
@@ -313,7 +313,7 @@ def _all_retrievers(docs: list[Document]) -> dict[str, Any]:
         "hyde": HyDERetriever.from_documents(docs, embedding=EMBED, llm=FakeListLLM(
             responses=["wing lift"] * 10), k=3),
         "rerank": RerankingRetriever(base_retriever=bm25, reranker=CrossEncoderReranker(
-            model=WordOverlap()), top_n=3),
+            model=WordOverlap()), k=3),
     }
 
 
@@ -341,7 +341,7 @@ def test_returned_metadata_shares_nothing_with_index_or_input(
 def test_compressor_output_shares_nothing_with_its_input(documents: list[Document]) -> None:
     docs = _nested(documents)
     for compressor in (CrossEncoderReranker(model=WordOverlap()),
-                       LLMReranker(llm=FakeListLLM(responses=["[1]"]))):
+                       LLMRerankCompressor(llm=FakeListLLM(responses=["[1]"]))):
         out = compressor.compress_documents(docs[:3], WING_QUERY)
         out[0].metadata["tags"].append("edited")
         assert all(d.metadata["tags"] == ["orig"] for d in docs)

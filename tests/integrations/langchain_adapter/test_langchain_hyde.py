@@ -19,7 +19,7 @@ from hybrid_retrievers import VectorIndex
 from hybrid_retrievers.hyde import HyDE, HyDESearcher
 from hybrid_retrievers.models import HashingEmbedder
 from langchain_hybrid_retrievers import DenseRetriever, HyDERetriever
-from langchain_hybrid_retrievers.hyde import LangChainGenerator, as_generator
+from langchain_hybrid_retrievers.hyde import LangChainGenerator, as_text_generator
 
 from corpora import CORPUS, WING_QUERY
 
@@ -137,6 +137,6 @@ def test_filter_and_validation() -> None:
     with pytest.raises(ValueError, match="k must be >= 1"):
         r.invoke(WING_QUERY, k=0)
     with pytest.raises(TypeError, match="llm"):
-        as_generator(42)
+        as_text_generator(42)
     with pytest.raises(ValueError, match="score_key"):
         HyDERetriever(searcher=r.searcher, score_key="hyde")

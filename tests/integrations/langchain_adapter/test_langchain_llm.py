@@ -51,10 +51,10 @@ def test_plain_callables_pass_through_and_others_are_refused() -> None:
         message_text({"text": "x"})
 
 
-def test_names_and_compatibility_aliases() -> None:
+def test_names_and_the_hyde_module_face() -> None:
     assert llm_name(FakeListLLM(responses=["x"])) == "FakeListLLM"
     assert llm_name(RunnableLambda(lambda p: p, name="mine")) == "mine"
-    assert hyde.as_generator is as_text_generator
+    assert hyde.as_text_generator is as_text_generator
     assert hyde.LangChainGenerator is LangChainGenerator
 
 

@@ -1,4 +1,4 @@
-"""A hung LLM behind the LangChain adapters falls back within the timeout (issue 10 §4)."""
+"""A hung LLM behind the LangChain adapters falls back within the timeout."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from langchain_core.documents import Document
 from langchain_core.runnables import RunnableLambda
 
 from hybrid_retrievers.models import HashingEmbedder
-from langchain_hybrid_retrievers import HyDERetriever, LLMReranker
+from langchain_hybrid_retrievers import HyDERetriever, LLMRerankCompressor
 
 DOCS = [Document(id="a", page_content="cats sleep"),
         Document(id="b", page_content="wing lift and drag")]
@@ -31,7 +31,7 @@ def _quiet(caplog: pytest.LogCaptureFixture) -> None:
 
 
 def test_default_timeouts_are_finite() -> None:
-    assert LLMReranker(llm=lambda p: "[1]").timeout == 30.0
+    assert LLMRerankCompressor(llm=lambda p: "[1]").timeout == 30.0
     retriever = HyDERetriever.from_documents(DOCS, embedding=HashingEmbedder(16),
                                              llm=lambda p: "wing")
     assert retriever.searcher.hyde.timeout == 30.0
@@ -39,7 +39,7 @@ def test_default_timeouts_are_finite() -> None:
 
 @pytest.mark.parametrize("wrap", [lambda f: f, RunnableLambda])
 def test_reranker_with_a_hung_llm_falls_back(wrap, release: threading.Event) -> None:
-    reranker = LLMReranker(llm=wrap(lambda p: release.wait(60) and "[2] > [1]"), timeout=0.2)
+    reranker = LLMRerankCompressor(llm=wrap(lambda p: release.wait(60) and "[2] > [1]"), timeout=0.2)
     start = time.monotonic()
     out = reranker.compress_documents(DOCS, "wing")
     assert time.monotonic() - start < 0.2 + SLACK
@@ -50,7 +50,7 @@ def test_reranker_with_a_hung_llm_falls_back(wrap, release: threading.Event) -> 
 
 async def test_async_reranker_with_a_hung_plain_callable_falls_back(
         release: threading.Event) -> None:
-    reranker = LLMReranker(llm=lambda p: release.wait(60) and "[2] > [1]", timeout=0.2)
+    reranker = LLMRerankCompressor(llm=lambda p: release.wait(60) and "[2] > [1]", timeout=0.2)
     start = time.monotonic()
     out = await reranker.acompress_documents(DOCS, "wing")
     assert time.monotonic() - start < 0.2 + SLACK

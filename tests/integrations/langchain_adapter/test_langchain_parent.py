@@ -101,21 +101,20 @@ def test_langchain_text_splitter_and_inmemory_store() -> None:
     r.delete(["sec-aero"])
     assert store.mget(["sec-aero"]) == [None]
     assert all(d.id != "sec-aero" for d in r.invoke(WING_QUERY))
-    # The docstore is wrapped as a LangChainParentStore (old name kept as an alias).
-    from langchain_hybrid_retrievers.parent import DocumentStoreParents, LangChainParentStore
+    # The docstore is wrapped as a LangChainParentStore.
+    from langchain_hybrid_retrievers.parent import LangChainParentStore
 
     assert isinstance(r.searcher.parent_store, LangChainParentStore)
-    assert DocumentStoreParents is LangChainParentStore
 
 
-def test_passed_in_child_retriever_gets_the_children() -> None:
+def test_a_retriever_passed_as_vectorstore_gets_the_children() -> None:
     child = BM25Retriever(index=BM25Index())
-    r = ParentDocumentRetriever.from_documents(_sections(), child_retriever=child, k=1)
+    r = ParentDocumentRetriever.from_documents(_sections(), vectorstore=child, k=1)
     assert len(child.index) > 4
     assert all("parent_id" in d.metadata for d in child.index.docs)
     assert r.invoke("sourdough")[0].id == "sec-cooking"
     with pytest.raises(TypeError, match="cannot index children.*vector store"):
-        ParentDocumentRetriever.from_documents(_sections(), child_retriever=_Opaque())
+        ParentDocumentRetriever.from_documents(_sections(), vectorstore=_Opaque())
 
 
 class _Opaque(BaseRetriever):  # wraps nothing of ours

@@ -1,4 +1,4 @@
-"""LangChain rerankers: `CrossEncoderReranker`, `LLMReranker` (compressors) and
+"""LangChain rerankers: `CrossEncoderReranker`, `LLMRerankCompressor` (compressors) and
 `RerankingRetriever`, including LangChain's standard retriever suite and
 ``ContextualCompressionRetriever``. Results are checked against the core rerankers."""
 
@@ -32,7 +32,7 @@ from hybrid_retrievers.rerank import Reranker
 from langchain_hybrid_retrievers import (
     BM25Retriever,
     CrossEncoderReranker,
-    LLMReranker,
+    LLMRerankCompressor,
     RerankingRetriever,
 )
 
@@ -126,7 +126,7 @@ def test_documents_without_ids_and_with_repeated_ids() -> None:
     # as in the core reranker.
     assert [d.page_content for d in out] == ["wing lift", "wing lift", "lift"]
     assert [d.metadata["previous_rank"] for d in out] == [1, 2, 3]
-    llm_out = LLMReranker(llm=lambda prompt: "[4] > [3] > [2] > [1]",
+    llm_out = LLMRerankCompressor(llm=lambda prompt: "[4] > [3] > [2] > [1]",
                           top_n=4).compress_documents(docs, "wing lift")
     assert [d.page_content for d in llm_out] == ["lift", "wing lift", "wing lift"]
     assert [d.metadata["previous_rank"] for d in llm_out] == [3, 2, 1]
@@ -270,7 +270,7 @@ def _four() -> list[Document]:
 async def test_llm_reranker_with_any_llm(llm: Any) -> None:
     if llm == "generic_chat":
         llm = GenericFakeChatModel(messages=iter([AIMessage("[3] > [1] > [4] > [2]")] * 2))
-    reranker = LLMReranker(llm=llm, top_n=3)
+    reranker = LLMRerankCompressor(llm=llm, top_n=3)
     docs = _four()
     out = reranker.compress_documents(docs, QUERY)
     assert [d.id for d in out] == [docs[2].id, docs[0].id, docs[3].id]
@@ -292,7 +292,7 @@ async def test_llm_reranker_with_any_llm(llm: Any) -> None:
 )
 def test_llm_reranker_malformed_answers(answer: str, status: str) -> None:
     docs = _four()
-    out = LLMReranker(llm=FakeListLLM(responses=[answer]), top_n=4).compress_documents(docs, QUERY)
+    out = LLMRerankCompressor(llm=FakeListLLM(responses=[answer]), top_n=4).compress_documents(docs, QUERY)
     assert out[0].metadata["rerank_status"] == status and out[0].metadata["rerank_detail"]
     expected = [1, 0, 2, 3] if status == "repaired" else [0, 1, 2, 3]
     assert [d.id for d in out] == [docs[i].id for i in expected]
@@ -304,7 +304,7 @@ async def test_raising_llm_keeps_the_input_order(caplog: pytest.LogCaptureFixtur
 
     docs = _four()
     for llm in (RunnableLambda(boom), boom):
-        reranker = LLMReranker(llm=llm, top_n=2)
+        reranker = LLMRerankCompressor(llm=llm, top_n=2)
         out = reranker.compress_documents(docs, QUERY)
         assert [d.id for d in out] == [docs[0].id, docs[1].id]
         assert out[0].metadata["rerank_status"] == "fallback"
@@ -317,7 +317,7 @@ async def test_raising_llm_keeps_the_input_order(caplog: pytest.LogCaptureFixtur
 async def test_llm_calls_go_through_callbacks_and_async_uses_ainvoke() -> None:
     handler = RecordingHandler()
     chat = FakeListChatModel(responses=["[2] > [1]"])
-    reranker = LLMReranker(llm=chat, top_n=2)
+    reranker = LLMRerankCompressor(llm=chat, top_n=2)
     reranker.compress_documents(_four()[:2], QUERY, callbacks=[handler])
     assert handler.chat_starts == 1
     calls: list[str] = []
@@ -334,7 +334,7 @@ async def test_llm_calls_go_through_callbacks_and_async_uses_ainvoke() -> None:
         return "[2] > [1]"
 
     runnable = RunnableLambda(func, afunc=afunc)
-    out = await LLMReranker(llm=runnable, top_n=2).acompress_documents(_four()[:2], QUERY)
+    out = await LLMRerankCompressor(llm=runnable, top_n=2).acompress_documents(_four()[:2], QUERY)
     assert calls == ["async"] and out[0].id == _four()[1].id
 
 
@@ -345,22 +345,22 @@ def test_llm_reranker_window_and_validation() -> None:
         seen.append(prompt)
         return "[1]"
 
-    LLMReranker(llm=llm, window=4, top_n=2).compress_documents(_documents(), QUERY)
+    LLMRerankCompressor(llm=llm, window=4, top_n=2).compress_documents(_documents(), QUERY)
     assert len(seen) > 1
     with pytest.raises((TypeError, ValidationError), match="llm must be"):
-        LLMReranker(llm=42)
+        LLMRerankCompressor(llm=42)
     with pytest.raises((ValueError, ValidationError), match="placeholders"):
-        LLMReranker(llm=llm, prompt="rank these")
+        LLMRerankCompressor(llm=llm, prompt="rank these")
     with pytest.raises(ValidationError, match="top_n"):
-        LLMReranker(llm=llm, top_n=0)
-    assert LLMReranker(llm=FakeListLLM(responses=["1"])).reranker.name
+        LLMRerankCompressor(llm=llm, top_n=0)
+    assert LLMRerankCompressor(llm=FakeListLLM(responses=["1"])).reranker.name
 
 
 def test_llm_reranker_in_contextual_compression_retriever() -> None:
     ccr_cls = _contextual_compression_retriever()
     base = _bm25()
     docs = base.invoke(QUERY)
-    retriever = ccr_cls(base_compressor=LLMReranker(llm=FakeListLLM(responses=["[4] > [3]"]),
+    retriever = ccr_cls(base_compressor=LLMRerankCompressor(llm=FakeListLLM(responses=["[4] > [3]"]),
                                                     top_n=2), base_retriever=base)
     assert [d.id for d in retriever.invoke(QUERY)] == [docs[3].id, docs[2].id]
 
@@ -369,7 +369,7 @@ def test_llm_reranker_in_contextual_compression_retriever() -> None:
 
 
 class TestRerankingRetrieverStandard(RetrieversIntegrationTests):
-    """LangChain's standard suite, with ``top_n`` as the number-of-results argument."""
+    """LangChain's standard suite, with ``k`` as the number-of-results argument."""
 
     @property
     def retriever_constructor(self) -> type[RerankingRetriever]:
@@ -386,33 +386,28 @@ class TestRerankingRetrieverStandard(RetrieversIntegrationTests):
 
     @property
     def num_results_arg_name(self) -> str:
-        return "top_n"
-
-
-class TestRerankingRetrieverStandardK(TestRerankingRetrieverStandard):
-    """The suite again with its default argument name ``k`` (constructor and per call)."""
-
-    @property
-    def num_results_arg_name(self) -> str:
         return "k"
 
 
-class TestLLMRerankingRetrieverStandard(TestRerankingRetrieverStandardK):
+class TestLLMRerankingRetrieverStandard(TestRerankingRetrieverStandard):
     """The suite over an LLM reranker (a fake LLM that keeps the input order)."""
 
     @property
     def retriever_constructor_params(self) -> dict[str, Any]:
         return {"base_retriever": _bm25(),
-                "reranker": LLMReranker(llm=FakeListLLM(responses=["[1] > [2] > [3]"] * 20))}
+                "reranker": LLMRerankCompressor(llm=FakeListLLM(responses=["[1] > [2] > [3]"] * 20))}
 
 
-def test_k_and_top_n_disagreeing_is_an_error() -> None:
-    with pytest.raises(ValueError, match="top_n or k"):
+def test_top_n_is_refused_with_a_hint_naming_k() -> None:
+    # k is "how many documents" on every retriever; top_n is the compressors' spelling.
+    with pytest.raises(TypeError, match=r"'top_n' \(a retriever's number of documents to return is k"):
         RerankingRetriever(base_retriever=_bm25(), reranker=CrossEncoderReranker(
-            model=OverlapScorer()), k=2, top_n=3)
-    same = RerankingRetriever(base_retriever=_bm25(), reranker=CrossEncoderReranker(
+            model=OverlapScorer()), top_n=3)
+    retriever = RerankingRetriever(base_retriever=_bm25(), reranker=CrossEncoderReranker(
         model=OverlapScorer()), k=2)
-    assert same.top_n == 2
+    assert retriever.k == 2
+    with pytest.raises(TypeError, match=r"invoke got an unexpected argument 'top_n' \(.*is k"):
+        retriever.invoke(QUERY, top_n=2)
 
 
 class SpyRetriever(BaseRetriever):
@@ -451,11 +446,11 @@ class NoKRetriever(BaseRetriever):
 
 async def test_fetch_k_is_passed_as_k_when_accepted() -> None:
     spy = SpyRetriever(inner=_bm25(), seen=[])
-    retriever = RerankingRetriever(base_retriever=spy, fetch_k=8, top_n=2,
+    retriever = RerankingRetriever(base_retriever=spy, fetch_k=8, k=2,
                                    reranker=CrossEncoderReranker(model=OverlapScorer()))
     out = retriever.invoke(QUERY)
     assert spy.seen == [8] and len(out) == 2
-    retriever.invoke(QUERY, fetch_k=5, top_n=3)
+    retriever.invoke(QUERY, fetch_k=5, k=3)
     assert spy.seen[-1] == 5
     assert len(await retriever.ainvoke(QUERY, k=1)) == 1
     assert spy.seen[-1] == 8
@@ -464,7 +459,7 @@ async def test_fetch_k_is_passed_as_k_when_accepted() -> None:
     none.invoke(QUERY)
     assert spy.seen[-1] is None
     sync_only = SyncOnlyKRetriever(inner=_bm25(), seen=[])
-    retriever = RerankingRetriever(base_retriever=sync_only, fetch_k=6, top_n=2,
+    retriever = RerankingRetriever(base_retriever=sync_only, fetch_k=6, k=2,
                                    reranker=CrossEncoderReranker(model=OverlapScorer()))
     retriever.invoke(QUERY)
     assert len(await retriever.ainvoke(QUERY)) == 2
@@ -474,7 +469,7 @@ async def test_fetch_k_is_passed_as_k_when_accepted() -> None:
 def test_results_equal_retrieve_then_rerank() -> None:
     base = _bm25()
     compressor = CrossEncoderReranker(model=OverlapScorer())
-    retriever = RerankingRetriever(base_retriever=base, reranker=compressor, fetch_k=10, top_n=4)
+    retriever = RerankingRetriever(base_retriever=base, reranker=compressor, fetch_k=10, k=4)
     expected = CrossEncoderReranker(model=OverlapScorer(), top_n=4).compress_documents(
         base.invoke(QUERY, k=10), QUERY)
     out = retriever.invoke(QUERY)
@@ -484,7 +479,7 @@ def test_results_equal_retrieve_then_rerank() -> None:
 
 def test_fetch_k_is_not_passed_when_not_accepted() -> None:
     base = NoKRetriever(docs=_documents(), seen=[])
-    retriever = RerankingRetriever(base_retriever=base, top_n=3,
+    retriever = RerankingRetriever(base_retriever=base, k=3,
                                    reranker=CrossEncoderReranker(model=OverlapScorer()))
     assert len(retriever.invoke(QUERY)) == 3 and base.seen == [{}]
 
@@ -495,23 +490,23 @@ def test_vector_store_retriever_gets_k() -> None:
 
     store = InMemoryVectorStore.from_documents(_documents(), DeterministicFakeEmbedding(size=16))
     scorer = OverlapScorer()
-    retriever = RerankingRetriever(base_retriever=store.as_retriever(), fetch_k=9, top_n=2,
+    retriever = RerankingRetriever(base_retriever=store.as_retriever(), fetch_k=9, k=2,
                                    reranker=CrossEncoderReranker(model=scorer))
     assert len(retriever.invoke(QUERY)) == 2 and scorer.sizes == [9]
 
 
-def test_any_compressor_is_cut_to_top_n() -> None:
+def test_any_compressor_is_cut_to_k() -> None:
     class KeepAll(BaseDocumentCompressor):
         def compress_documents(self, documents, query, callbacks=None):  # type: ignore[no-untyped-def]
             return list(reversed(documents))
 
-    retriever = RerankingRetriever(base_retriever=_bm25(), reranker=KeepAll(), top_n=2)
+    retriever = RerankingRetriever(base_retriever=_bm25(), reranker=KeepAll(), k=2)
     assert len(retriever.invoke(QUERY)) == 2
 
 
 async def test_llm_reranking_retriever_async() -> None:
-    retriever = RerankingRetriever(base_retriever=_bm25(), fetch_k=4, top_n=2,
-                                   reranker=LLMReranker(llm=FakeListLLM(responses=["[4] > [1]"])))
+    retriever = RerankingRetriever(base_retriever=_bm25(), fetch_k=4, k=2,
+                                   reranker=LLMRerankCompressor(llm=FakeListLLM(responses=["[4] > [1]"])))
     docs = _bm25().invoke(QUERY, k=4)
     out = await retriever.ainvoke(QUERY)
     assert [d.id for d in out] == [docs[3].id, docs[0].id]
@@ -521,11 +516,9 @@ def test_reranking_retriever_validation() -> None:
     reranker = CrossEncoderReranker(model=OverlapScorer())
     with pytest.raises(ValidationError, match="fetch_k"):
         RerankingRetriever(base_retriever=_bm25(), reranker=reranker, fetch_k=0)
-    with pytest.raises(ValidationError, match="top_n"):
-        RerankingRetriever(base_retriever=_bm25(), reranker=reranker, top_n=0)
+    with pytest.raises(ValidationError, match="k must be"):
+        RerankingRetriever(base_retriever=_bm25(), reranker=reranker, k=0)
     retriever = RerankingRetriever(base_retriever=_bm25(), reranker=reranker)
-    with pytest.raises(ValueError, match="not both"):
-        retriever.invoke(QUERY, top_n=2, k=3)
-    with pytest.raises(ValueError, match="top_n"):
+    with pytest.raises(ValueError, match="k must be"):
         retriever.invoke(QUERY, k=0)
-    assert len(retriever.invoke(QUERY, top_n=2, k=2)) == 2
+    assert len(retriever.invoke(QUERY, k=2)) == 2

@@ -86,7 +86,7 @@ def test_from_docstore_equals_from_nodes(nodes: list[TextNode]) -> None:
 def test_from_defaults_needs_exactly_one_source(nodes: list[TextNode]) -> None:
     docstore = SimpleDocumentStore()
     docstore.add_documents(nodes)
-    with pytest.raises(ValueError, match="exactly one of nodes=, docstore= or index=, got none"):
+    with pytest.raises(ValueError, match="exactly one of nodes=, docstore=, index= or bm25_index=, got none"):
         BM25Retriever.from_defaults()
     with pytest.raises(ValueError, match="got 2"):
         BM25Retriever.from_defaults(nodes=nodes, docstore=docstore)
@@ -137,7 +137,7 @@ def test_similarity_top_k_is_validated_on_assignment(retriever: BM25Retriever) -
 
 
 def test_mapping_and_callable_filters(nodes: list[TextNode]) -> None:
-    by_map = BM25Retriever.from_defaults(nodes=nodes, similarity_top_k=10, filter={"topic": "cooking"})
+    by_map = BM25Retriever.from_defaults(nodes=nodes, similarity_top_k=10, filters={"topic": "cooking"})
     results = by_map.retrieve("the bread")
     assert results and {r.node.metadata["topic"] for r in results} == {"cooking"}
 
@@ -147,7 +147,7 @@ def test_mapping_and_callable_filters(nodes: list[TextNode]) -> None:
         seen.append(doc)
         return doc.metadata["year"] >= 2000
 
-    by_fn = BM25Retriever.from_defaults(nodes=nodes, similarity_top_k=10, filter=recent)
+    by_fn = BM25Retriever.from_defaults(nodes=nodes, similarity_top_k=10, filters=recent)
     assert _ids(by_fn.retrieve(WING_QUERY)) == ["aero-4"]
     assert seen and all(isinstance(d, Doc) for d in seen)
 
@@ -159,8 +159,8 @@ def test_llama_index_metadata_filters(nodes: list[TextNode]) -> None:
             MetadataFilter(key="year", value=1965, operator=FilterOperator.GT),
         ]
     )
-    retriever = BM25Retriever.from_defaults(nodes=nodes, similarity_top_k=10, filter=filters)
-    assert retriever.filter is filters
+    retriever = BM25Retriever.from_defaults(nodes=nodes, similarity_top_k=10, filters=filters)
+    assert retriever.filters is filters
     want = retriever.index.search(
         WING_QUERY, 10, filter=lambda d: d.metadata["topic"] == "aero" and d.metadata["year"] > 1965
     )
@@ -170,7 +170,7 @@ def test_llama_index_metadata_filters(nodes: list[TextNode]) -> None:
 
 def test_bad_filter_kind_is_a_type_error(nodes: list[TextNode]) -> None:
     with pytest.raises(TypeError, match="filter"):
-        BM25Retriever.from_defaults(nodes=nodes, filter=42)  # type: ignore[arg-type]
+        BM25Retriever.from_defaults(nodes=nodes, filters=42)  # type: ignore[arg-type]
 
 
 # ------------------------------------------------------------------ immutability
@@ -287,24 +287,21 @@ def test_callback_manager_sees_retrieve_events(nodes: list[TextNode]) -> None:
     assert [n.node.node_id for n in pairs[0][1].payload["nodes"]] == _ids(results)
 
 
-def test_bm25_index_is_the_core_index_argument_and_index_is_deprecated(
-    retriever: BM25Retriever,
-) -> None:
+def test_bm25_index_is_the_core_index_argument(retriever: BM25Retriever) -> None:
     core = retriever.bm25_index
     assert core is retriever.index
     expected = _ids(retriever.retrieve(WING_QUERY))
     assert _ids(BM25Retriever(core).retrieve(WING_QUERY)) == expected
     assert _ids(BM25Retriever(bm25_index=core).retrieve(WING_QUERY)) == expected
     assert _ids(BM25Retriever.from_defaults(bm25_index=core).retrieve(WING_QUERY)) == expected
-    with pytest.warns(DeprecationWarning, match="bm25_index="):
-        old = BM25Retriever(index=core)
-    assert old.bm25_index is core and _ids(old.retrieve(WING_QUERY)) == expected
-    with pytest.warns(DeprecationWarning, match="bm25_index="):
-        old = BM25Retriever.from_defaults(index=core)
-    assert _ids(old.retrieve(WING_QUERY)) == expected
-    with pytest.raises(TypeError, match="not both"):
-        BM25Retriever(core, index=core)
-    with pytest.raises(ValueError, match="not both"):
+    # In LlamaIndex index= is a VectorStoreIndex: a core index there is refused with a hint.
+    with pytest.raises(TypeError, match="bm25_index"):
+        BM25Retriever(index=core)  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match=r"'index' \(pass the core index as bm25_index="):
+        BM25Retriever(core, index=core)  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match="a hybrid_retrievers BM25Index goes in bm25_index="):
+        BM25Retriever.from_defaults(index=core)
+    with pytest.raises(ValueError, match="got 2"):
         BM25Retriever.from_defaults(index=core, bm25_index=core)
     with pytest.raises(TypeError, match="bm25_index must be a hybrid_retrievers.BM25Index"):
         BM25Retriever(object())  # type: ignore[arg-type]

@@ -2,7 +2,7 @@
 
 str and `QueryBundle`, sync and async agree; node ids, metadata, relationships and
 excluded keys come back; persistence round-trips results and node fields; nodes can
-be inserted and deleted; an id replaced through ``.index`` returns the new text (D9).
+be inserted and deleted; an id replaced through ``.index`` returns the new text.
 """
 
 from __future__ import annotations
@@ -147,12 +147,13 @@ def test_persisted_filters_are_restored(tmp_path: Path) -> None:
         ids = [r.node.node_id for r in loaded.retrieve("bread dough wing lift")]
         assert ids and all(i.startswith("bread") for i in ids)
         assert ids == [r.node.node_id for r in filtered.retrieve("bread dough wing lift")]
-    callable_filter = BM25Retriever.from_defaults(nodes=make_nodes(), filter=lambda d: True)
+    callable_filter = BM25Retriever.from_defaults(nodes=make_nodes(), filters=lambda d: True)
     with pytest.warns(UserWarning, match="not saved"):
         callable_filter.persist(tmp_path / "c")
 
 
-def test_bare_core_index_directory_still_loads(tmp_path: Path) -> None:
+def test_a_bare_core_index_directory_loads(tmp_path: Path) -> None:
+    # What the core and the LangChain adapter save (fusion children too) loads here.
     retriever = BUILDERS["bm25"](make_nodes())
     retriever.index.save(tmp_path / "core")
     loaded = BM25Retriever.from_persist_dir(tmp_path / "core", similarity_top_k=3)
@@ -194,7 +195,7 @@ def test_delete_ref_doc_removes_a_source_document_s_nodes() -> None:
 
 @pytest.mark.parametrize("name", ["bm25", "dense"])
 def test_an_id_replaced_through_index_returns_the_new_text(name: str) -> None:
-    # reliability review D9: the stored document wins over a stale cached node.
+    # The stored document wins over a stale cached node: results never show old text.
     retriever = BUILDERS[name](make_nodes())
     retriever.index.delete(["aero-1"])
     retriever.index.add(["Brand new text about wing lift and lift."], ids=["aero-1"])

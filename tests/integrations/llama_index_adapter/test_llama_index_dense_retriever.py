@@ -310,7 +310,7 @@ def test_llama_index_embedder_rejects_bad_input_and_output() -> None:
 def test_mapping_and_callable_filters(nodes: list[TextNode]) -> None:
     emb = HashingEmbedder(dimension=DIM)
     by_map = DenseRetriever.from_defaults(
-        nodes=nodes, embed_model=emb, similarity_top_k=10, filter={"topic": "cooking"}
+        nodes=nodes, embed_model=emb, similarity_top_k=10, filters={"topic": "cooking"}
     )
     results = by_map.retrieve("the bread")
     assert len(results) == 3 and {r.node.metadata["topic"] for r in results} == {"cooking"}
@@ -322,7 +322,7 @@ def test_mapping_and_callable_filters(nodes: list[TextNode]) -> None:
         return doc.metadata["topic"] == "aero" and doc.metadata["year"] >= 2000
 
     by_fn = DenseRetriever.from_defaults(
-        nodes=nodes, embed_model=emb, similarity_top_k=10, filter=recent_aero
+        nodes=nodes, embed_model=emb, similarity_top_k=10, filters=recent_aero
     )
     assert sorted(_ids(by_fn.retrieve(WING_QUERY))) == ["aero-4", "aero-5"]
     assert seen and all(isinstance(d, Doc) for d in seen)
@@ -337,9 +337,9 @@ def test_llama_index_metadata_filters(nodes: list[TextNode]) -> None:
     )
     retriever = DenseRetriever.from_defaults(
         nodes=nodes, embed_model=HashingEmbedder(dimension=DIM), similarity_top_k=10,
-        filter=filters,
+        filters=filters,
     )
-    assert retriever.filter is filters
+    assert retriever.filters is filters
     want = retriever.index.search(
         WING_QUERY, 10, filter=lambda d: d.metadata["topic"] == "aero" and d.metadata["year"] > 1965
     )
@@ -350,7 +350,7 @@ def test_llama_index_metadata_filters(nodes: list[TextNode]) -> None:
 def test_bad_filter_kind_is_a_type_error(nodes: list[TextNode]) -> None:
     with pytest.raises(TypeError, match="filter"):
         DenseRetriever.from_defaults(
-            nodes=nodes, embed_model=MockEmbedding(embed_dim=4), filter=42  # type: ignore[arg-type]
+            nodes=nodes, embed_model=MockEmbedding(embed_dim=4), filters=42  # type: ignore[arg-type]
         )
 
 
@@ -594,19 +594,16 @@ def test_callback_manager_sees_retrieve_events(nodes: list[TextNode]) -> None:
     assert [n.node.node_id for n in pairs[0][1].payload["nodes"]] == _ids(results)
 
 
-def test_vector_index_is_the_core_index_argument_and_index_is_deprecated(
-    retriever: DenseRetriever,
-) -> None:
+def test_vector_index_is_the_core_index_argument(retriever: DenseRetriever) -> None:
     core = retriever.vector_index
     assert core is retriever.index
     expected = _ids(retriever.retrieve(WING_QUERY))
     assert _ids(DenseRetriever(core).retrieve(WING_QUERY)) == expected
     assert _ids(DenseRetriever(vector_index=core).retrieve(WING_QUERY)) == expected
-    with pytest.warns(DeprecationWarning, match="vector_index="):
-        old = DenseRetriever(index=core)
-    assert old.vector_index is core and _ids(old.retrieve(WING_QUERY)) == expected
-    with pytest.raises(TypeError, match="not both"):
-        DenseRetriever(core, index=core)
+    with pytest.raises(TypeError, match="vector_index"):
+        DenseRetriever(index=core)  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match=r"'index' \(pass the core index as vector_index="):
+        DenseRetriever(core, index=core)  # type: ignore[call-arg]
     with pytest.raises(TypeError, match="vector_index must be a hybrid_retrievers.VectorIndex"):
         DenseRetriever(object())  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="must have an embedder"):

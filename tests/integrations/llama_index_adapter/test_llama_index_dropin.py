@@ -54,8 +54,7 @@ def test_unsupported_arguments_name_the_alternative(nodes: list[TextNode]) -> No
         BM25Retriever.from_defaults(nodes=nodes, tokenizer=str.split)
     with pytest.raises(TypeError, match=r"'existing_bm25' \(.*from_persist_dir"):
         BM25Retriever.from_defaults(nodes=nodes, existing_bm25=object())
-    with pytest.raises(ValueError, match="filter= or filters="):
-        BM25Retriever.from_defaults(nodes=nodes, filter={"topic": "aero"},
-                                    filters=MetadataFilters(filters=[]))
+    with pytest.raises(TypeError, match=r"'filter' \(LlamaIndex spells it filters="):
+        BM25Retriever.from_defaults(nodes=nodes, filter={"topic": "aero"})
     with pytest.raises(ValueError, match="analyzer= or language="):
         BM25Retriever.from_defaults(nodes=nodes, analyzer=Analyzer(), language="en")

@@ -115,7 +115,7 @@ def test_from_defaults_settings(nodes: list[TextNode]) -> None:
     hybrid = HybridRetriever.from_defaults(
         nodes=iter(nodes), embed_model=HashingEmbedder(dimension=DIM), similarity_top_k=2,
         fetch_k=6, weights=[2, 1], mode="relative_score", k1=1.2, metric="dot",
-        names=["lex", "vec"], filter={"topic": "aero"},
+        names=["lex", "vec"], filters={"topic": "aero"},
     )
     assert hybrid.similarity_top_k == 2 and hybrid.weights == (2.0, 1.0)
     assert hybrid.mode == "relative_score" and hybrid.names == ("lex", "vec")

@@ -17,7 +17,7 @@ from llama_index.core.schema import TextNode
 
 from hybrid_retrievers.models import HashingEmbedder
 from llama_index_hybrid_retrievers import DenseRetriever, HyDERetriever
-from llama_index_hybrid_retrievers.hyde import as_generator
+from llama_index_hybrid_retrievers.hyde import as_text_generator
 
 from corpora import CORPUS, WING_QUERY
 
@@ -106,6 +106,6 @@ def test_validation() -> None:
     with pytest.raises(ValueError, match="exactly one"):
         HyDERetriever.from_defaults(embed_model=HashingEmbedder(8), llm=MockLLM())
     with pytest.raises(TypeError, match="llm"):
-        as_generator(3)
+        as_text_generator(3)
     with pytest.raises(TypeError, match="HyDESearcher"):
         HyDERetriever(object())  # type: ignore[arg-type]

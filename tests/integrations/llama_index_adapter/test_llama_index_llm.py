@@ -36,5 +36,5 @@ def test_plain_callables_pass_through_and_others_are_refused() -> None:
     assert as_text_generator(fn) is fn and llm_name(fn) == "fn"
     with pytest.raises(TypeError, match="llm must be"):
         as_text_generator(3)
-    assert hyde.as_generator is as_text_generator
+    assert hyde.as_text_generator is as_text_generator
     assert hyde.LlamaIndexGenerator is LlamaIndexGenerator

@@ -1,4 +1,4 @@
-"""A hung LLM behind the LlamaIndex adapters falls back within the timeout (issue 10 §4)."""
+"""A hung LLM behind the LlamaIndex adapters falls back within the timeout."""
 
 from __future__ import annotations
 

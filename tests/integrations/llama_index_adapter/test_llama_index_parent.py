@@ -68,7 +68,7 @@ def test_insert_delete_and_filters(retriever: ParentDocumentRetriever) -> None:
     retriever.delete(["sec-ribs"])
     assert all(n.node.node_id != "sec-ribs" for n in retriever.retrieve("ribs spars"))
     li_filter = MetadataFilters(filters=[ExactMatchFilter(key="topic", value="cooking")])
-    filtered = ParentDocumentRetriever(retriever.searcher, filter=li_filter)
+    filtered = ParentDocumentRetriever(retriever.searcher, filters=li_filter)
     assert [n.node.node_id for n in filtered.retrieve("oven bread")] == ["sec-cooking"]
 
 

@@ -1,5 +1,5 @@
-"""``retrieve(None)`` / ``retrieve(5)`` get our TypeError before LlamaIndex's instrumentation
-(reliability review D18), for every retriever; valid queries still emit one span."""
+"""``retrieve(None)`` / ``retrieve(5)`` get our TypeError naming the query before LlamaIndex's
+instrumentation fails on it, for every retriever; valid queries still emit one span."""
 
 from __future__ import annotations
 

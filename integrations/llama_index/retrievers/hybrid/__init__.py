@@ -21,6 +21,7 @@ from llama_index_hybrid_retrievers import (
     HyDERetriever,
     LlamaIndexEmbedder,
     ParentDocumentRetriever,
+    SearcherRetriever,
     __version__,
 )
 
@@ -28,9 +29,10 @@ __all__ = [
     "BM25Retriever",
     "DenseRetriever",
     "FusionRetriever",
-    "HybridRetriever",
     "HyDERetriever",
+    "HybridRetriever",
     "LlamaIndexEmbedder",
     "ParentDocumentRetriever",
+    "SearcherRetriever",
     "__version__",
 ]

@@ -1,0 +1,118 @@
+"""The public faces, pinned: a name joins or leaves a face only through a reviewed diff here.
+
+Each list is the package's ``__all__``, sorted, as langchain-chroma's ``test_imports.py``
+pins its one name. The root keeps the names a first task needs; everything else lives on
+its subpackage's face (``hybrid_retrievers.fusion.lexical_boost_rule``,
+``hybrid_retrievers.text.SentenceSplitter``...). Every listed name must import.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+import pytest
+
+FACES = {
+    "hybrid_retrievers": [
+        "Analyzer",
+        "BM25Index",
+        "Doc",
+        "Embedder",
+        "FusionMode",
+        "FusionSearcher",
+        "Hit",
+        "HyDESearcher",
+        "IndexFormatError",
+        "LLMReranker",
+        "MetadataFilter",
+        "PairScorer",
+        "ParentChildSearcher",
+        "Reranker",
+        "RerankingSearcher",
+        "Searcher",
+        "TextGenerator",
+        "VectorIndex",
+        "__version__",
+        "reciprocal_rank_fusion",
+    ],
+    "langchain_hybrid_retrievers": [
+        "BM25Retriever",
+        "CrossEncoderReranker",
+        "DenseRetriever",
+        "FusionRetriever",
+        "HyDERetriever",
+        "HybridRetriever",
+        "LLMRerankCompressor",
+        "LangChainEmbedder",
+        "LangChainParentStore",
+        "ParentDocumentRetriever",
+        "RerankingRetriever",
+        "ScoredVectorStoreRetriever",
+        "SearcherRetriever",
+        "__version__",
+    ],
+    "llama_index_hybrid_retrievers": [
+        "BM25Retriever",
+        "CrossEncoderRerank",
+        "DenseRetriever",
+        "FusionRetriever",
+        "HyDERetriever",
+        "HybridRetriever",
+        "LLMRerank",
+        "LlamaIndexEmbedder",
+        "ParentDocumentRetriever",
+        "SearcherRetriever",
+        "__version__",
+    ],
+    # LlamaIndex's integration paths: the same classes as llama_index_hybrid_retrievers.
+    "llama_index.retrievers.hybrid": [
+        "BM25Retriever",
+        "DenseRetriever",
+        "FusionRetriever",
+        "HyDERetriever",
+        "HybridRetriever",
+        "LlamaIndexEmbedder",
+        "ParentDocumentRetriever",
+        "SearcherRetriever",
+        "__version__",
+    ],
+    "llama_index.postprocessor.hybrid": [
+        "CrossEncoderRerank",
+        "LLMRerank",
+        "__version__",
+    ],
+}
+
+
+FRAMEWORK = {"langchain_hybrid_retrievers": "langchain_core",
+             "llama_index_hybrid_retrievers": "llama_index.core",
+             "llama_index.retrievers.hybrid": "llama_index.core",
+             "llama_index.postprocessor.hybrid": "llama_index.core"}
+"""The framework each adapter face needs (the test is skipped without it)."""
+
+
+def _face(module: str) -> object:
+    if module in FRAMEWORK:
+        pytest.importorskip(FRAMEWORK[module])
+    return importlib.import_module(module)
+
+
+@pytest.mark.parametrize("module", sorted(FACES))
+def test_all_is_pinned(module: str) -> None:
+    assert sorted(_face(module).__all__) == FACES[module]  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("module", sorted(FACES))
+def test_every_name_in_all_imports(module: str) -> None:
+    face = _face(module)
+    missing = [name for name in face.__all__ if not hasattr(face, name)]  # type: ignore[attr-defined]
+    assert not missing, f"{module}.__all__ names what it does not define: {missing}"
+
+
+@pytest.mark.parametrize("module", ["llama_index.retrievers.hybrid",
+                                    "llama_index.postprocessor.hybrid"])
+def test_llama_index_paths_give_the_package_classes(module: str) -> None:
+    face = _face(module)
+    package = importlib.import_module("llama_index_hybrid_retrievers")
+    assert all(getattr(face, name) is getattr(package, name)
+               for name in face.__all__)  # type: ignore[attr-defined]
