@@ -50,6 +50,7 @@ FACES = {
         "ScoredVectorStoreRetriever",
         "SearcherRetriever",
         "__version__",
+        "as_eval_callable",
     ],
     "llama_index_hybrid_retrievers": [
         "BM25Retriever",
@@ -63,6 +64,7 @@ FACES = {
         "ParentDocumentRetriever",
         "SearcherRetriever",
         "__version__",
+        "as_eval_callable",
     ],
     # LlamaIndex's integration paths: the same classes as llama_index_hybrid_retrievers.
     "llama_index.retrievers.hybrid": [

@@ -9,6 +9,7 @@ Example:
 from __future__ import annotations
 
 from hybrid_retrievers.evaluation.beir import BeirDataset, load_beir
+from hybrid_retrievers.evaluation.callers import Ranking, RankingCallable
 from hybrid_retrievers.evaluation.metrics import (
     DEFAULT_METRICS,
     MetricSpec,
@@ -31,6 +32,8 @@ __all__ = [
     "DEFAULT_METRICS",
     "EvaluationReport",
     "QueryDiff",
+    "Ranking",
+    "RankingCallable",
     "TABLE_METRICS",
     "evaluate",
     "MetricSpec",

@@ -1,32 +1,54 @@
 """Calling any retriever the same way: ``(query, k) -> [(doc_id, score), ...]``.
 
-`evaluate` puts our searchers, LangChain retrievers, LlamaIndex retrievers and plain
-callables side by side; this module turns each into one calling convention (and, where
-the retriever has one, a batch path) without importing either framework: the kind is
-read from the retriever's class hierarchy.
+`evaluate` puts our searchers and any other system side by side; this module turns
+each into one calling convention, and, where it has one, a batch path. It knows no
+framework: a LangChain or LlamaIndex retriever is wrapped by its adapter's
+``as_eval_callable(retriever)`` (`langchain_hybrid_retrievers.as_eval_callable`,
+`llama_index_hybrid_retrievers.as_eval_callable`), which returns a `RankingCallable`.
+
+What is accepted:
+
+* a searcher (``search(query, k)`` returning `Hit`s; ``search_many`` is its batch path);
+* a callable ``(query, k)`` returning doc ids, ``(doc_id, score)`` pairs or `Hit`s
+  (a `RankingCallable` also carries a batch path).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Ranking", "batch_caller_for", "caller_for"]
+__all__ = ["Ranking", "RankingCallable", "batch_caller_for", "caller_for"]
 
 Ranking = list[tuple[str, float]]
 """Doc ids with scores, best first."""
 
 
+@dataclass(frozen=True)
+class RankingCallable:
+    """A ``(query, k) -> Ranking`` callable with an optional batch path.
+
+    What framework adapters return for `evaluate` (``as_eval_callable``); usable by hand
+    for any other system.
+
+    Example:
+        >>> run = RankingCallable(lambda q, k: [("d1", 2.0), ("d2", 1.0)][:k])
+        >>> run("wing lift", 1)
+        [('d1', 2.0)]
+    """
+
+    call: Callable[[str, int], Ranking]
+    """``(query, k)`` -> up to ``k`` (doc_id, score) pairs, best first."""
+    batch: Callable[[list[str], int], list[Ranking]] | None = None
+    """``(queries, k)`` -> one ranking per query, or ``None`` (one query at a time)."""
+
+    def __call__(self, query: str, k: int) -> Ranking:
+        return self.call(query, k)
+
+
 def caller_for(retriever: Any, name: str) -> Callable[[str, int], Ranking]:
-    """A uniform ``(query, k) -> [(doc_id, score), ...]`` over any supported retriever."""
-    kinds = {c.__module__.split(".")[0] for c in type(retriever).__mro__}
-    if "langchain_core" in kinds and hasattr(retriever, "invoke"):
-        return _langchain_caller(retriever)
-    if "llama_index" in kinds and hasattr(retriever, "retrieve"):
-        def llama(query: str, k: int) -> Ranking:
-            nodes = retriever.retrieve(query)[:k]
-            return [(n.node.node_id, float(n.score or 0.0)) for n in nodes]
-        return llama
+    """A uniform ``(query, k) -> [(doc_id, score), ...]`` over a searcher or a callable."""
     if hasattr(retriever, "search"):
         def ours(query: str, k: int) -> Ranking:
             return [(h.doc.id, h.score) for h in retriever.search(query, k=k)]
@@ -35,69 +57,27 @@ def caller_for(retriever: Any, name: str) -> Callable[[str, int], Ranking]:
         def plain(query: str, k: int) -> Ranking:
             return [_as_pair(x) for x in retriever(query, k)][:k]
         return plain
+    hint = ""
+    if hasattr(retriever, "invoke") or hasattr(retriever, "retrieve"):
+        hint = (" A LangChain retriever is wrapped by "
+                "langchain_hybrid_retrievers.as_eval_callable(retriever), a LlamaIndex one by "
+                "llama_index_hybrid_retrievers.as_eval_callable(retriever).")
     raise TypeError(
         f"retriever {name!r} ({type(retriever).__name__}) is not supported: pass a searcher with "
-        ".search(query, k), a LangChain or LlamaIndex retriever, or a callable (query, k)"
+        f".search(query, k) or a callable (query, k) returning (doc_id, score) pairs.{hint}"
     )
 
 
 def batch_caller_for(retriever: Any) -> Callable[[list[str], int], list[Ranking]] | None:
     """``(queries, k) -> rankings`` through the retriever's batch path, or ``None``."""
-    kinds = {c.__module__.split(".")[0] for c in type(retriever).__mro__}
-    if "langchain_core" in kinds:
-        if not callable(getattr(retriever, "batch", None)):
-            return None
-        batch = _k_or_without(retriever.batch)
-
-        def lc_batch(queries: list[str], k: int) -> list[Ranking]:
-            return [_langchain_ranking(docs, k) for docs in batch(queries, k)]
-        return lc_batch
-    if "llama_index" in kinds:
-        return None  # BaseRetriever has no batch retrieval
+    if isinstance(retriever, RankingCallable):
+        return retriever.batch
     many = getattr(retriever, "search_many", None)
     if hasattr(retriever, "search") and callable(many):
         def ours(queries: list[str], k: int) -> list[Ranking]:
             return [[(h.doc.id, h.score) for h in hits] for hits in many(queries, k=k)]
         return ours
     return None
-
-
-def _langchain_caller(retriever: Any) -> Callable[[str, int], Ranking]:
-    invoke = _k_or_without(retriever.invoke)
-
-    def call(query: str, k: int) -> Ranking:
-        return _langchain_ranking(invoke(query, k), k)
-
-    return call
-
-
-def _k_or_without(method: Callable[..., Any]) -> Callable[[Any, int], Any]:
-    """``method(arg, k=k)``; once that raises TypeError (no ``k``), ``method(arg)`` from then on."""
-    takes_k = True
-
-    def call(arg: Any, k: int) -> Any:
-        nonlocal takes_k
-        if takes_k:
-            try:
-                return method(arg, k=k)
-            except TypeError:
-                takes_k = False
-        return method(arg)
-
-    return call
-
-
-def _langchain_ranking(docs: Sequence[Any], k: int) -> Ranking:
-    out = []
-    for i, d in enumerate(docs[:k]):
-        doc_id = d.id or d.metadata.get("id") or d.metadata.get("_id")
-        if doc_id is None:
-            raise ValueError(
-                "a LangChain Document came back without an id (Document.id or "
-                "metadata['id']); evaluation needs ids matching the dataset's"
-            )
-        out.append((str(doc_id), float(d.metadata.get("score", -i))))
-    return out
 
 
 def _as_pair(item: Any) -> tuple[str, float]:
@@ -107,3 +87,4 @@ def _as_pair(item: Any) -> tuple[str, float]:
         return item.doc.id, float(item.score)
     doc_id, score = item
     return str(doc_id), float(score)
+

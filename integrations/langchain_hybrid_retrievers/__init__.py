@@ -19,6 +19,7 @@ from .bm25 import BM25Retriever
 from .compressors import CrossEncoderReranker, LLMRerankCompressor, RerankingRetriever
 from .dense import DenseRetriever
 from .embeddings import LangChainEmbedder
+from .evaluation import as_eval_callable
 from .fusion import FusionRetriever
 from .hybrid import HybridRetriever
 from .hyde import HyDERetriever
@@ -30,4 +31,4 @@ from .vectorstores import ScoredVectorStoreRetriever
 __all__ = ["BM25Retriever", "CrossEncoderReranker", "DenseRetriever", "FusionRetriever",
            "HyDERetriever", "HybridRetriever", "LLMRerankCompressor", "LangChainEmbedder",
            "LangChainParentStore", "ParentDocumentRetriever", "RerankingRetriever",
-           "ScoredVectorStoreRetriever", "SearcherRetriever", "__version__"]
+           "ScoredVectorStoreRetriever", "SearcherRetriever", "__version__", "as_eval_callable"]

@@ -23,6 +23,7 @@ from hybrid_retrievers import __version__
 from .bm25 import BM25Retriever
 from .dense import DenseRetriever
 from .embeddings import LlamaIndexEmbedder
+from .evaluation import as_eval_callable
 from .fusion import FusionRetriever
 from .hybrid import HybridRetriever
 from .hyde import HyDERetriever
@@ -42,4 +43,5 @@ __all__ = [
     "ParentDocumentRetriever",
     "SearcherRetriever",
     "__version__",
+    "as_eval_callable",
 ]
