@@ -11,7 +11,8 @@ from typing import Any, TypeVar
 import numpy as np
 
 __all__ = ["check_count", "check_filter_values", "check_id_list", "check_k", "check_k_rrf",
-           "check_merge_threshold", "check_names", "check_queries", "check_query", "check_scores",
+           "check_merge_threshold", "check_names", "check_number", "check_queries",
+           "check_query", "check_scores",
            "check_str_items", "check_threshold", "check_weights", "parse_enum"]
 
 E = TypeVar("E", bound=Enum)
@@ -25,6 +26,35 @@ def check_k(k: Any, name: str = "k") -> int:
     if k < 1:
         raise ValueError(f"{name} must be >= 1, got {k}; ask for at least one result")
     return k
+
+
+def check_number(value: Any, name: str, *, low: float | None = None,
+                 high: float | None = None, integer: bool = False) -> Any:
+    """``value`` as an int (``integer=True``) or a finite float in ``[low, high]``.
+
+    The one number check: a bool, a str or anything that is not a real number is a
+    TypeError; NaN, infinity and a value out of range are a ValueError naming the rule.
+
+    Example:
+        >>> check_number(3, "batch_size", low=1, integer=True)
+        3
+        >>> check_number(0, "batch_size", low=1, integer=True)
+        Traceback (most recent call last):
+        ...
+        ValueError: batch_size must be >= 1, got 0
+    """
+    kind = "an int" if integer else "a number"
+    allowed = (int, np.integer) if integer else Real
+    if isinstance(value, bool) or not isinstance(value, allowed):
+        raise TypeError(f"{name} must be {kind}, got {type(value).__name__}: {value!r:.80}")
+    number = int(value) if integer else float(value)
+    if not integer and not math.isfinite(number):
+        raise ValueError(f"{name} must be a finite number, got {number}")
+    if low is not None and number < low:
+        raise ValueError(f"{name} must be >= {low:g}, got {number:g}")
+    if high is not None and number > high:
+        raise ValueError(f"{name} must be <= {high:g}, got {number:g}")
+    return number
 
 
 def _is_integer_like(value: Any) -> bool:

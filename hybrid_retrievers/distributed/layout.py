@@ -41,6 +41,7 @@ from ..persistence import (
     read_index,
 )
 from ..types import Doc, Hit
+from ..validation import check_number
 
 __all__ = [
     "ROUTING",
@@ -84,9 +85,7 @@ def plan_shards(ids: Iterable[str], n_shards: int) -> list[list[int]]:
 
 
 def check_n_shards(n_shards: Any) -> int:
-    if isinstance(n_shards, bool) or not isinstance(n_shards, (int, np.integer)) or n_shards < 1:
-        raise ValueError(f"n_shards must be a positive int, got {n_shards!r}")
-    return int(n_shards)
+    return check_number(n_shards, "n_shards", low=1, integer=True)
 
 
 def fair_cpus(ray: Any, n_actors: int, cap: float) -> float:

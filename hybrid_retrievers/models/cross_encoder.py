@@ -32,6 +32,7 @@ from numpy.typing import NDArray
 
 from ..optional import require
 from ..progress import progress
+from ..validation import check_number
 from .lazy import LazyModel, check_loading_options, instance_name
 from .names import DEFAULT_CROSS_ENCODER
 
@@ -103,9 +104,9 @@ class CrossEncoderScorer(LazyModel):
     ) -> None:
         backend, self._model_kwargs = check_loading_options(
             backend=backend, device=device, model_id=model_id, model_kwargs=model_kwargs)
-        self.batch_size = _positive_int(batch_size, "batch_size")
+        self.batch_size = check_number(batch_size, "batch_size", low=1, integer=True)
         if max_length is not None:
-            max_length = _positive_int(max_length, "max_length")
+            max_length = check_number(max_length, "max_length", low=1, integer=True)
         if activation not in ACTIVATIONS:
             raise ValueError(
                 f"activation must be one of {ACTIVATIONS!r}, got {activation!r}; use 'sigmoid' "
@@ -291,14 +292,6 @@ def _log_odds(logits: NDArray[np.float32], n: int) -> NDArray[np.float32]:
     if logits.shape[0] != n:
         raise ValueError(f"the model returned {logits.shape[0]} scores for {n} pairs")
     return logits
-
-
-def _positive_int(value: Any, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise TypeError(f"{name} must be a positive int, got {type(value).__name__}: {value!r}")
-    if value < 1:
-        raise ValueError(f"{name} must be >= 1, got {value}")
-    return int(value)
 
 
 def _check_pairs(pairs: Any) -> list[tuple[str, str]]:

@@ -16,6 +16,8 @@ from collections.abc import Sequence
 import numpy as np
 from numpy.typing import NDArray
 
+from ..validation import check_number
+
 __all__ = ["HashingEmbedder"]
 
 _WORD = re.compile(r"\w+", re.UNICODE)
@@ -40,14 +42,8 @@ class HashingEmbedder:
     """
 
     def __init__(self, dimension: int = 256, *, seed: int = 0) -> None:
-        if isinstance(dimension, bool) or not isinstance(dimension, (int, np.integer)):
-            raise TypeError(f"dimension must be an int, got {type(dimension).__name__}")
-        if dimension < 2:
-            raise ValueError(f"dimension must be >= 2, got {dimension}")
-        if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
-            raise TypeError(f"seed must be an int, got {type(seed).__name__}")
-        self._dimension = int(dimension)
-        self._seed = int(seed)
+        self._dimension = check_number(dimension, "dimension", low=2, integer=True)
+        self._seed = check_number(seed, "seed", integer=True)
         self._salt = str(self._seed).encode("ascii")
         self._buckets: dict[str, tuple[int, float]] = {}
         self.calls = 0

@@ -16,7 +16,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..optional import require
-from ..validation import check_str_items
+from ..validation import check_number, check_str_items
 from .backends import EXACT_BACKENDS
 from .lazy import LazyModel, check_loading_options, instance_name
 
@@ -80,8 +80,7 @@ class SentenceTransformerEmbedder(LazyModel):
     ) -> None:
         backend, self._model_kwargs = check_loading_options(
             backend=backend, device=device, model_id=model_id, model_kwargs=model_kwargs)
-        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-            raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
+        check_number(batch_size, "batch_size", low=1, integer=True)
         for name, value in (("query_prompt", query_prompt), ("document_prompt", document_prompt)):
             if value is not None and not isinstance(value, str):
                 raise TypeError(f"{name} must be a str or None, got {type(value).__name__}")

@@ -26,6 +26,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from ..types import Doc
+from ..validation import check_number
 
 __all__ = [
     "CHILD_INDEX_KEY",
@@ -86,8 +87,8 @@ class SentenceSplitter:
         *,
         length_function: Callable[[str], int] = len,
     ) -> None:
-        self.chunk_size = _check_int("chunk_size", chunk_size, low=1)
-        self.chunk_overlap = _check_int("chunk_overlap", chunk_overlap, low=0)
+        self.chunk_size = check_number(chunk_size, "chunk_size", low=1, integer=True)
+        self.chunk_overlap = check_number(chunk_overlap, "chunk_overlap", low=0, integer=True)
         if self.chunk_overlap >= self.chunk_size:
             raise ValueError(
                 f"chunk_overlap must be smaller than chunk_size, got chunk_overlap="
@@ -255,11 +256,3 @@ def split_parents(parents: Iterable[Doc], splitter: Any = None) -> list[Doc]:
             children.append(Doc(child_id(parent.id, position), chunk, meta))
             position += 1
     return children
-
-
-def _check_int(name: str, value: Any, *, low: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name} must be an int, got {type(value).__name__}: {value!r}")
-    if value < low:
-        raise ValueError(f"{name} must be >= {low}, got {value}")
-    return value

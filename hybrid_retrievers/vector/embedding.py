@@ -34,7 +34,7 @@ from numpy.typing import NDArray
 from ..documents import check_unicode
 from ..persistence import IndexFormatError, IndexReader, IndexWriter, atomic_index_dir, read_index
 from ..progress import progress
-from ..validation import check_str_items
+from ..validation import check_number, check_str_items
 
 __all__ = ["DEFAULT_BATCH_SIZE", "EmbeddingCache", "check_matrix", "check_model_id",
            "embed_texts", "embedder_dimension", "embedder_identity", "text_key"]
@@ -401,9 +401,7 @@ def embed_texts(
             "embedder must have an embed_documents(texts) method (the Embedder protocol), "
             f"got {type(embedder).__name__}"
         )
-    if (isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer))
-            or batch_size < 1):
-        raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
+    check_number(batch_size, "batch_size", low=1, integer=True)
     identity = embedder_identity(embedder, model_id)
     if cache is not None and identity is None:
         raise ValueError(

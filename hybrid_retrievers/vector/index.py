@@ -34,7 +34,7 @@ from ..documents import DocumentAccess, check_docs, make_docs
 from ..optional import require
 from ..persistence import AtomicSave, IndexReader, read_index
 from ..types import Doc, Hit, MetadataFilter
-from ..validation import check_id_list, check_k, check_queries, check_query
+from ..validation import check_id_list, check_k, check_number, check_queries, check_query
 from .ann import HNSWConfig
 from .editing import (
     Metadatas,
@@ -127,9 +127,7 @@ class VectorIndex(AtomicSave, DocumentAccess):
             )
         if cache is not None and not isinstance(cache, EmbeddingCache):
             raise TypeError(f"cache must be an EmbeddingCache or None, got {type(cache).__name__}")
-        if (isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer))
-                or batch_size < 1):
-            raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
+        batch_size = check_number(batch_size, "batch_size", low=1, integer=True)
         self._metric = metric
         self._embedder = embedder
         self._cache = cache

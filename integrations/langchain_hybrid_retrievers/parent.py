@@ -17,6 +17,7 @@ from pydantic import field_validator
 
 from hybrid_retrievers.parent import ParentChildSearcher, ParentStore
 from hybrid_retrievers.types import Hit
+from hybrid_retrievers.validation import check_threshold
 
 from ._arguments import count_validator
 from ._base import CoreRetriever, Filter
@@ -80,11 +81,7 @@ class ParentDocumentRetriever(CoreRetriever):
     @field_validator("score_threshold", mode="before")
     @classmethod
     def _check_threshold(cls, value: Any) -> float | None:
-        if value is None:
-            return None
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
-            raise ValueError(f"score_threshold must be a number or None, got {value!r}")
-        return float(value)
+        return check_threshold(value)
 
     _check_fetch_k = count_validator("fetch_k", optional=True)
 
