@@ -17,7 +17,6 @@ from llama_index.core.storage.docstore.types import BaseDocumentStore
 from llama_index.core.vector_stores.types import MetadataFilters
 
 from hybrid_retrievers import Analyzer, BM25Index
-from hybrid_retrievers.text.bm25s import analyzer_from_bm25s
 from hybrid_retrievers.types import MetadataFilter
 
 from ._base import CoreIndexRetriever, LoadOptions, SearcherOptions, refuse_arguments
@@ -97,7 +96,7 @@ class BM25Retriever(CoreIndexRetriever[BM25Index]):
         Exactly one source: ``nodes``, a ``docstore`` or a LlamaIndex ``index`` whose
         nodes are all indexed, or a core ``bm25_index`` used as it is. ``language`` /
         ``stemmer`` / ``skip_stemming`` are bm25s's spelling of an ``analyzer``
-        (`hybrid_retrievers.text.bm25s`); ``k1``, ``b``, ``method`` and ``delta`` are
+        (`analyzer_from_bm25s`); ``k1``, ``b``, ``method`` and ``delta`` are
         `BM25Index.from_docs`'s; the rest are the constructor's.
         """
         refuse_arguments("BM25Retriever.from_defaults", unsupported, _UNSUPPORTED)
@@ -143,3 +142,41 @@ _UNSUPPORTED = {
     "corpus": "pass nodes=, docstore= or index=",
     "filter": "LlamaIndex spells it filters=, as VectorIndexRetriever does",
 }
+
+
+# The bm25s library's tokenizer options (what llama-index-retrievers-bm25 takes: language,
+# a PyStemmer stemmer, skip_stemming) as one Analyzer, saved with the index. A PyStemmer
+# object is accepted only when it stems like the Snowball stemmer of ``language`` (the
+# analyzer uses that one, so the index can be saved).
+_PROBE = ["running", "connections", "generously", "nations", "happiness"]
+
+
+def analyzer_from_bm25s(analyzer: Analyzer | None, language: str | None, stemmer: Any,
+                        skip_stemming: bool) -> Analyzer | None:
+    """``analyzer``, or the `Analyzer` of the bm25s options (``None`` when none is given).
+
+    Raises:
+        ValueError: for ``analyzer`` together with a bm25s option, ``stemmer`` together
+            with ``skip_stemming``, or a PyStemmer stemmer that does not stem like
+            Snowball ``language`` (default English).
+    """
+    if language is None and stemmer is None and not skip_stemming:
+        return analyzer
+    if analyzer is not None:
+        raise ValueError("pass analyzer= or language= / stemmer= / skip_stemming=, not both")
+    if skip_stemming and stemmer is not None:
+        raise ValueError("pass stemmer= or skip_stemming=True, not both")
+    lang = "english" if language is None else language
+    spec: Any = "default"
+    if skip_stemming:
+        spec = None
+    elif callable(getattr(stemmer, "stemWords", None)):  # a PyStemmer Stemmer object
+        reference = Analyzer(lang, stopwords=None)
+        if [reference.tokenize(w)[0] for w in _PROBE] != list(stemmer.stemWords(_PROBE)):
+            raise ValueError(
+                f"the PyStemmer stemmer given does not stem like Snowball {lang!r}; pass "
+                "language= matching it (it sets the Snowball stemmer and stopwords)"
+            )
+    elif stemmer is not None:
+        spec = stemmer
+    return Analyzer(lang, stemmer=spec)
