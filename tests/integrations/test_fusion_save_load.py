@@ -26,8 +26,10 @@ def test_langchain_hybrid_and_nested_fusion_round_trip(tmp_path: Path) -> None:
     emb = HashingEmbedder(dimension=64)
     hybrid = HybridRetriever.from_texts(TEXTS, embedding=emb, ids=IDS, k=3, weights=[2, 1])
     hybrid.save_local(tmp_path / "hybrid")
-    loaded = HybridRetriever.load_local(tmp_path / "hybrid", embedding=emb)
+    # save_local is FusionSearcher.save: query-time fields (k...) are given to load_local.
+    loaded = HybridRetriever.load_local(tmp_path / "hybrid", embedding=emb, k=3)
     assert isinstance(loaded, HybridRetriever) and loaded.k == 3
+    assert loaded.searcher.plan.weights == (2.0, 1.0)
     assert [d.id for d in loaded.invoke(QUERY)] == [d.id for d in hybrid.invoke(QUERY)]
     assert loaded.invoke(QUERY)[0].metadata == hybrid.invoke(QUERY)[0].metadata
 
