@@ -1,8 +1,8 @@
 """The framework-neutral halves of saving and loading a fusion of saved indexes.
 
-`hybrid_retrievers.fusion.saved` writes and reads the folder; the LangChain and
-LlamaIndex fusion adapters add only their own class names and parameter names. What is
-the same for both lives here once: the settings a fusion records
+`hybrid_retrievers.fusion.saved` writes and reads the folder; `FusionSearcher.save` /
+`FusionSearcher.load` and the LangChain and LlamaIndex fusion adapters add only their own
+class names and parameter names. What is the same for all of them lives here once: the settings a fusion records
 (`fusion_settings`), loading each child by kind with one message for a missing
 model (`load_children`), and refusing to restore a callable weights rule that was
 never saved (`check_weights_restorable`).
@@ -18,7 +18,7 @@ from typing import Any
 __all__ = ["check_weights_restorable", "fusion_settings", "load_children"]
 
 ChildLoader = Callable[[Path, int], Any]
-"""``load(child folder, k)``: one saved child back as an adapter retriever."""
+"""``load(child folder, k)``: one saved child back (a core index or an adapter retriever)."""
 
 
 def fusion_settings(plan: Any, **extra: Any) -> dict[str, Any]:

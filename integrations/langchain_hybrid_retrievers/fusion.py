@@ -187,9 +187,9 @@ class FusionRetriever(StrictRetriever):
         return self._documents(plan.fuse(call, results))
 
     def save_local(self, folder_path: str | os.PathLike[str]) -> None:
-        """Save every child index (this package's BM25, dense or fusion retrievers, else
-        `TypeError`) and the settings to one folder; models and a callable ``weights``
-        rule are not saved (pass them to `load_local`)."""
+        """Save every child index (this package's BM25, dense, hybrid or fusion
+        retrievers, else `TypeError`) and the settings to one folder; models and a
+        callable ``weights`` rule are not saved (pass them to `load_local`)."""
         children = []
         for i, child in enumerate(self.retrievers):
             kind = child_kind(i, child, {"bm25": BM25Retriever, "vector": DenseRetriever,

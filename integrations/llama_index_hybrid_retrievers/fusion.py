@@ -160,7 +160,7 @@ class FusionRetriever(SimilarityTopK, QueryChecked, FusionEditing, BaseRetriever
     def persist(self, persist_dir: str | os.PathLike[str]) -> None:
         """Save every child index and the fusion settings to one directory (no pickle).
 
-        Children must be this package's BM25, dense or fusion retrievers (else
+        Children must be this package's BM25, dense, hybrid or fusion retrievers (else
         `TypeError`); models and a callable ``weights`` rule are not saved.
         """
         children = []
