@@ -57,7 +57,7 @@ from .dense import DenseRetriever
 from .hybrid import HybridRetriever
 from .vectorstores import with_store_scores
 
-__all__ = ["ChildSearcher", "FusionRetriever"]
+__all__ = ["FusionRetriever"]
 
 
 class FusionRetriever(StrictRetriever):

@@ -54,7 +54,7 @@ from .bm25 import BM25Retriever
 from .dense import DenseRetriever
 from .hybrid import HybridRetriever
 
-__all__ = ["FUSION_KEY", "ChildSearcher", "FusionRetriever", "copy_bundle"]
+__all__ = ["FUSION_KEY", "FusionRetriever"]
 
 # The saved settings the constructor takes (the LangChain adapter also writes its own).
 _CONSTRUCTOR_KEYS = ("weights", "mode", "k_rrf", "names", "dedup")
