@@ -46,38 +46,41 @@ def build_retrievers(
     cache: bool = True,
     log: Any = print,
 ) -> dict[str, object]:
-    """Build the named retrievers over ``docs``; dense ones share one encoding."""
+    """Build the named retrievers over ``docs``; dense ones share one encoding.
+
+    ``"hybrid"`` is the one hybrid recipe (`FusionSearcher.hybrid`, RRF); its BM25 and
+    dense indexes also serve ``"bm25"`` and ``"dense"`` when those are asked for too.
+    """
     from .. import BM25Index
 
+    hybrid = bm25 = vector = None
+    if "hybrid" in names:
+        hybrid = dense_index(docs, model, progress=progress, cache=cache, log=log, hybrid=True)
+        bm25, vector = hybrid.searchers
     out: dict[str, object] = {}
-    vector = None
-    bm25 = None
     for name in names:
         if name.startswith("bm25"):
             method = name.split("-", 1)[1] if "-" in name else "lucene"
-            out[name] = BM25Index.from_docs(docs, method=method)
-            if method == "lucene":
-                bm25 = out[name]
-        elif name in ("dense", "hybrid"):
+            out[name] = bm25 if method == "lucene" and bm25 is not None else \
+                BM25Index.from_docs(docs, method=method)
+        elif name == "dense":
             if vector is None:
                 vector = dense_index(docs, model, progress=progress, cache=cache, log=log)
-            if name == "dense":
-                out[name] = vector
-            else:
-                from ..fusion import FusionSearcher
-
-                if bm25 is None:
-                    bm25 = BM25Index.from_docs(docs)
-                out[name] = FusionSearcher([bm25, vector], mode="rrf", names=["bm25", "dense"])
+            out[name] = vector
+        elif name == "hybrid":
+            out[name] = hybrid
         else:
             raise ValueError(f"unknown retriever {name!r}; choose from {list(RETRIEVER_CHOICES)}")
     return out
 
 
 def dense_index(
-    docs: list[Any], model: str | None, *, progress: bool, cache: bool = True, log: Any = print
+    docs: list[Any], model: str | None, *, progress: bool, cache: bool = True, log: Any = print,
+    hybrid: bool = False,
 ) -> Any:
-    """A `VectorIndex` of ``docs``; vectors come from (and go to) the on-disk cache."""
+    """A `VectorIndex` of ``docs`` (with ``hybrid``: the hybrid recipe's `FusionSearcher`
+    of a `BM25Index` and that `VectorIndex`); vectors come from (and go to) the on-disk
+    cache."""
     from ..vector import EmbeddingCache
     from ..models import SentenceTransformerEmbedder, local_minilm_path
     from ..persistence import IndexFormatError
@@ -104,8 +107,15 @@ def dense_index(
                 log(f"Embedding cache at {folder} is unreadable ({exc}); rebuilding it.")
     cached = store.size(embedder.model_id) if store is not None else 0
     # Chunks of 64 texts: the bar moves every few seconds instead of every 1024 texts.
-    index = VectorIndex.from_docs(docs, embedder=embedder, cache=store, batch_size=64,
-                                  show_progress=progress)
+    dense = {"cache": store, "batch_size": 64}
+    if hybrid:
+        from ..fusion import FusionSearcher
+
+        index = FusionSearcher.hybrid([d.text for d in docs], embedder, [d.id for d in docs],
+                                      [d.metadata for d in docs], dense=dense,
+                                      show_progress=progress, mode="rrf")
+    else:
+        index = VectorIndex.from_docs(docs, embedder=embedder, show_progress=progress, **dense)
     if store is not None:
         encoded = store.misses
         if encoded:

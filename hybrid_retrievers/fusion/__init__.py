@@ -11,7 +11,8 @@ them, so fusion is planned in one place.
 
 Modules: ``candidates`` (identity, dedup, ties, provenance), ``rank`` (RRF), ``score``
 (normalisations, score fusion), ``modes`` (`FusionMode`, `fuse`), ``rules``
-(`lexical_boost_rule`), ``plan``, ``concurrency``, ``searcher``.
+(`lexical_boost_rule`), ``plan``, ``concurrency``, ``searcher`` (`FusionSearcher`, its
+hybrid recipe and save/load) and ``saved`` (the saved format).
 
 Conventions, shared by every mode:
 

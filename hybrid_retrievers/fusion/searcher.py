@@ -1,26 +1,29 @@
 """FusionSearcher: query several searchers concurrently and fuse their rankings.
 
-Also `FilteredSource`, which turns one index plus a metadata filter into a source of
-its own, so one index queried with several filters (text chunks next to image
-descriptions, say) becomes separate lists with their own weights.
+Also the one hybrid recipe (`FusionSearcher.hybrid`: BM25 + dense over the same texts,
+which the CLI, parent-document search and both framework adapters build), save/load
+(`FusionSearcher.save` / `FusionSearcher.load`, the format of `fusion.saved`), and
+`FilteredSource`, which turns one index plus a metadata filter into a source of its own,
+so one index queried with several filters (text chunks next to image descriptions, say)
+becomes separate lists with their own weights.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+import os
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from ..filters import check_filter, combine_filters
-from ..readonly import ReadOnly
+from ..persistence.composite import check_weights_restorable, fusion_settings, load_children
 from ..types import Hit, MetadataFilter
 from ..validation import check_k, check_queries, check_query
 from .candidates import Dedup
 from .concurrency import CallRunner
-from .modes import FusionMode, _fuse
-from .plan import DEFAULT_MIN_FETCH_K, FusionPlan, Weights, default_fetch_k
+from .modes import FusionMode
+from .plan import DEFAULT_MIN_FETCH_K, FusionCall, FusionPlan, Weights, default_fetch_k
 from .rank import DEFAULT_K_RRF
-from .settings import PlanSettings
+from .saved import child_kind, core_index_dir, read_fusion, save_fusion
 
 __all__ = ["FusionSearcher", "FilteredSource", "combine_filters", "default_fetch_k",
            "DEFAULT_MIN_FETCH_K"]
@@ -91,7 +94,7 @@ class FilteredSource:
 # ---------------------------------------------------------------------- the searcher
 
 
-class FusionSearcher(PlanSettings):
+class FusionSearcher:
     """Fuse several searchers (BM25, dense, filtered sources...) into one `Searcher`.
 
     Each search asks every child with a positive weight for ``fetch_k`` candidates, runs
@@ -239,28 +242,92 @@ class FusionSearcher(PlanSettings):
         return cls(sources, weights=w, names=list(filters), **options)
 
     @classmethod
-    def hybrid(cls, texts: Any, embedder: Any, ids: Any = None, metadatas: Any = None,
-               **options: Any) -> FusionSearcher:
-        """BM25 + dense over the same texts, fused: `hybrid_retrievers.fusion.hybrid`'s
-        `hybrid_searcher` (``options``: its ``bm25=`` / ``dense=`` settings and the
-        fusion's)."""
-        from .hybrid import hybrid_searcher
+    def hybrid(
+        cls,
+        texts: Iterable[str],
+        embedder: Any,
+        ids: Iterable[str] | None = None,
+        metadatas: Iterable[Mapping[str, Any] | None] | None = None,
+        *,
+        bm25: Mapping[str, Any] | None = None,
+        dense: Mapping[str, Any] | None = None,
+        show_progress: bool = False,
+        **fusion: Any,
+    ) -> FusionSearcher:
+        """The hybrid recipe: a `BM25Index` and a `VectorIndex` over the same texts, fused.
 
-        return hybrid_searcher(texts, embedder, ids, metadatas, **options)
+        The 90% case of this package in one call, and the only place it is written:
+        the CLI, parent-document search and both framework adapters' ``HybridRetriever``
+        call it, so they all build the same thing. Both indexes get the same ids and
+        metadata; the children are named ``"bm25"`` and ``"dense"``, BM25 first (so
+        `lexical_boost_rule` favours it for queries with codes, numbers or quotes). The
+        indexes' settings are passed through, not listed again here, so a new index
+        option needs no change to the recipe.
+
+        Example:
+            >>> from hybrid_retrievers.models import HashingEmbedder
+            >>> hybrid = FusionSearcher.hybrid(
+            ...     ["wings generate lift", "cats sleep", "lift and drag"],
+            ...     HashingEmbedder(dimension=64), ids=["a", "b", "c"])
+            >>> sorted(h.id for h in hybrid.search("wing lift", k=2))
+            ['a', 'c']
+            >>> hybrid.names
+            ('bm25', 'dense')
+
+        Args:
+            texts: the document texts (read once; both indexes get the same ids).
+            embedder: the dense model (a core `Embedder`).
+            ids, metadatas: as for `BM25Index.from_texts` (``None`` ids: content ids).
+            bm25: keyword arguments of `BM25Index.from_texts` (``analyzer``, ``k1``,
+                ``b``, ``method``, ``delta``).
+            dense: keyword arguments of `VectorIndex.from_texts` (``metric``,
+                ``batch_size``, ``cache``).
+            show_progress: progress bars while indexing (both indexes).
+            **fusion: the constructor's arguments (``mode``, ``weights``, ``fetch_k``...;
+                ``names`` defaults to ``["bm25", "dense"]``).
+        """
+        from ..bm25 import BM25Index
+        from ..vector import VectorIndex
+
+        if isinstance(texts, str):
+            raise TypeError("texts must be a list of str, got a single str; wrap it in a list")
+        text_list = list(texts)
+        id_list = None if ids is None else list(ids)
+        meta_list = None if metadatas is None else list(metadatas)
+        lexical = BM25Index.from_texts(text_list, id_list, meta_list,
+                                       show_progress=show_progress, **_options(bm25, "bm25"))
+        vectors = VectorIndex.from_texts(text_list, id_list, meta_list, embedder=embedder,
+                                         show_progress=show_progress,
+                                         **_options(dense, "dense"))
+        fusion.setdefault("names", ["bm25", "dense"])
+        return cls([lexical, vectors], **fusion)
 
     # ------------------------------------------------------------------ properties
 
-    searchers = ReadOnly[tuple[Any, ...]]("_children", "The children, in order.")
-    plan = ReadOnly[FusionPlan](
-        "_plan", "The fusion settings (mode, weights, ``k_rrf``, ``fetch_k``, names, dedup).")
-    names = ReadOnly[tuple[Any, ...]](
-        "_plan.names", "What each child is called in the provenance (a name, or its index).")
-    fetch_k = ReadOnly[int | None](
-        "_plan.fetch_k", "Candidates asked of each child (``None``: the default for each ``k``).")
+    @property
+    def searchers(self) -> tuple[Any, ...]:
+        """The children, in order."""
+        return self._children
+
+    @property
+    def plan(self) -> FusionPlan:
+        """The fusion settings (``mode``, ``weights``, ``k_rrf``, ``fetch_k``, ``names``,
+        ``dedup``), checked once at construction."""
+        return self._plan
+
+    @property
+    def names(self) -> tuple[Any, ...]:
+        """What each child is called in the provenance (a name, or its index)."""
+        return self._plan.names
+
+    @property
+    def fetch_k(self) -> int | None:
+        """Candidates asked of each child (``None``: the default for each ``k``)."""
+        return self._plan.fetch_k
 
     def __repr__(self) -> str:
         kids = ", ".join(type(c).__name__ for c in self._children)
-        return f"FusionSearcher([{kids}], mode={self.mode.value!r})"
+        return f"FusionSearcher([{kids}], mode={self._plan.mode.value!r})"
 
     # ------------------------------------------------------------------ searching
 
@@ -272,6 +339,7 @@ class FusionSearcher(PlanSettings):
         filter: MetadataFilter | None = None,
         weights: Weights | None = None,
         fetch_k: int | None = None,
+        mode: FusionMode | str | None = None,
     ) -> list[Hit]:
         """The fused top ``k`` for ``query``.
 
@@ -281,10 +349,11 @@ class FusionSearcher(PlanSettings):
             filter: passed to every child (combined with a `FilteredSource`'s own).
             weights: overrides the constructor's weights for this call.
             fetch_k: overrides the candidates asked of each child for this call.
+            mode: overrides the constructor's `FusionMode` for this call.
         """
         check_query(query)
         check_filter(filter)
-        call = self._plan.resolve(query, k, weights=weights, fetch_k=fetch_k)
+        call = self._plan.resolve(query, k, weights=weights, fetch_k=fetch_k, mode=mode)
         children = self._children
         calls = [_caller(children[i], query, call.fetch_k, filter) for i in call.active]
         return self._plan.fuse(call, self._runner.run(calls, self._label(call.active)))
@@ -311,7 +380,7 @@ class FusionSearcher(PlanSettings):
         active = tuple(i for i in range(plan.size) if any(w[i] > 0 for w in per_query))
         calls = [_many_caller(self._children[i], queries, n_fetch, filter) for i in active]
         results = self._runner.run(calls, self._label(active))
-        lists: dict[int, list[Sequence[Hit]]] = {}
+        lists: dict[int, Sequence[Sequence[Hit]]] = {}
         for i, batch in zip(active, results):
             if not isinstance(batch, Sequence) or len(batch) != len(queries):
                 raise TypeError(
@@ -319,11 +388,11 @@ class FusionSearcher(PlanSettings):
                     f"({len(queries)}), got {type(batch).__name__} of length "
                     f"{len(batch) if hasattr(batch, '__len__') else '?'}"
                 )
-            lists[i] = [plan.check_result(hits, i) for hits in batch]
+            lists[i] = batch
         out = []
-        for qi, w in enumerate(per_query):
-            rankings = [lists[i][qi] if i in lists else [] for i in range(plan.size)]
-            out.append(_fuse(rankings, plan.mode, w, plan.k_rrf, plan.names, plan.dedup, k))
+        for qi, (query, w) in enumerate(zip(queries, per_query)):
+            call = FusionCall(query, k, plan.mode, w, active, n_fetch)
+            out.append(plan.fuse(call, [lists[i][qi] for i in active]))  # checks each list
         return out
 
     # ------------------------------------------------------------------ threads
@@ -338,12 +407,104 @@ class FusionSearcher(PlanSettings):
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    _pool = ReadOnly[ThreadPoolExecutor | None](
-        "_runner._pool", "The runner's thread pool, while it exists.")
+    # ------------------------------------------------------------------ persistence
+
+    def save(self, path: str | os.PathLike[str]) -> None:
+        """Save the children and the fusion settings to the folder ``path``.
+
+        The format is `hybrid_retrievers.fusion.saved`'s (the one both framework
+        adapters write too): one sub-folder per child, each saved by its own ``save``
+        (a `BM25Index`, a `VectorIndex` or a nested `FusionSearcher`), bound by the
+        fusion's manifest. The save is atomic and checksummed like every index save
+        (`hybrid_retrievers.persistence`); no pickle, and no model: pass the embedder
+        to `load`. A callable ``weights`` rule is not saved either (`load` asks for it).
+
+        Raises:
+            TypeError: naming the child, for a child that is not one of those three
+                (a `FilteredSource`, a foreign searcher); nothing is written then.
+        """
+        kinds = {"bm25": _bm25_type(), "vector": _vector_type(), "fusion": FusionSearcher}
+        children = [(child_kind(i, child, kinds, "save"), child.save, {})
+                    for i, child in enumerate(self._children)]
+        save_fusion(path, children, fusion_settings(
+            self._plan, fetch_k=self._plan.fetch_k, max_workers=self._max_workers))
+
+    @classmethod
+    def load(
+        cls,
+        path: str | os.PathLike[str],
+        embedder: Any = None,
+        *,
+        mmap: bool = False,
+        **options: Any,
+    ) -> FusionSearcher:
+        """Load a fusion saved by `save` (or by an adapter's ``save_local`` / ``persist``).
+
+        Example:
+            >>> import tempfile
+            >>> from hybrid_retrievers.models import HashingEmbedder
+            >>> embedder = HashingEmbedder(dimension=64)
+            >>> hybrid = FusionSearcher.hybrid(["wings make lift", "cats sleep"], embedder,
+            ...                                ids=["a", "b"])
+            >>> with tempfile.TemporaryDirectory() as folder:
+            ...     hybrid.save(folder + "/hybrid")
+            ...     again = FusionSearcher.load(folder + "/hybrid", embedder)
+            >>> [h.id for h in again.search("wing lift", k=1)]
+            ['a']
+
+        Args:
+            embedder: the model the dense children were built with (as for
+                `VectorIndex.load`); required when the fusion holds one.
+            mmap: memory-map the children's arrays (see `BM25Index.load`).
+            **options: constructor arguments that replace the saved ones (``weights``
+                must be given again when the fusion had a callable rule).
+
+        Raises:
+            IndexFormatError: a missing, corrupt, foreign or tampered folder (a child
+                swapped for another saved index included).
+            ValueError: a dense child and no ``embedder``; a callable weights rule that
+                ``options`` does not give back.
+        """
+        settings, entries = read_fusion(path)
+        located = [(kind, core_index_dir(path, folder, child), child)
+                   for kind, folder, child in entries]
+        children = load_children(path, located, {
+            "bm25": lambda folder, _k: _bm25_type().load(folder, mmap=mmap),
+            "vector": lambda folder, _k: _vector_type().load(folder, embedder, mmap=mmap),
+            "fusion": lambda folder, _k: cls.load(folder, embedder, mmap=mmap),
+        }, model=embedder, model_arg="embedder", method="FusionSearcher.load")
+        check_weights_restorable(settings, options, path, "FusionSearcher.load")
+        saved = {key: settings[key] for key in _SAVED_ARGUMENTS if key in settings}
+        return cls(children, **{**saved, **options})
 
     def _label(self, active: Sequence[int]) -> Callable[[int], str]:
         names = self._plan.names
         return lambda j: f"FusionSearcher source {names[active[j]]!r}"
+
+
+_SAVED_ARGUMENTS = ("mode", "weights", "k_rrf", "fetch_k", "names", "max_workers", "dedup")
+"""The saved settings that are constructor arguments (an adapter's fusion saves more)."""
+
+
+def _options(options: Mapping[str, Any] | None, name: str) -> dict[str, Any]:
+    if options is None:
+        return {}
+    if not isinstance(options, Mapping):
+        raise TypeError(f"{name} must be a mapping of keyword arguments (e.g. {name}="
+                        f"{{...}}) or None, got {type(options).__name__}: {options!r:.80}")
+    return dict(options)
+
+
+def _bm25_type() -> type:
+    from ..bm25 import BM25Index
+
+    return BM25Index
+
+
+def _vector_type() -> type:
+    from ..vector import VectorIndex
+
+    return VectorIndex
 
 
 def _caller(child: Any, query: str, k: int, filter: Any) -> Callable[[], list[Hit]]:

@@ -41,15 +41,20 @@ key               meaning
 
 Layout: `store` (the parent stores), `searcher` (`ParentChildSearcher`: edits and the
 search loop), `grouping` (child hits -> parent hits, auto-merge), `leaves` (the
-editable indexes under a child searcher), `recipe` (``from_docs``: split, index,
-store) and `saving` (save/load). Import the public names from here.
+editable indexes under a child searcher) and `saving` (save/load); `searcher` also
+holds the recipe (``from_docs``: split, index, store). Import the public names from here.
 """
 
 from __future__ import annotations
 
 from .grouping import ParentGroup, UnmergedChild
-from .recipe import SOURCE_ID_KEY, default_child_index, split_into_parents
-from .searcher import ParentChildSearcher, default_parent_fetch_k
+from .searcher import (
+    SOURCE_ID_KEY,
+    ParentChildSearcher,
+    default_child_index,
+    default_parent_fetch_k,
+    split_into_parents,
+)
 from .store import ParentStore, ParentStoreLike
 
 __all__ = [

@@ -18,7 +18,7 @@ __all__ = ["check_child_searcher", "child_leaves", "existing_children"]
 
 def child_leaves(searcher: Any) -> list[Any]:
     """The editable indexes under ``searcher`` (each once, by identity)."""
-    from ..fusion import FilteredSource, FusionSearcher
+    from ..fusion.searcher import FilteredSource, FusionSearcher
 
     out: list[Any] = []
     seen: set[int] = set()

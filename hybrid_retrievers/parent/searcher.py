@@ -3,30 +3,45 @@
 The searcher owns the edits (``add``/``delete`` by parent id, reaching the parent store
 and every child index) and the search loop (ask for ``fetch_k`` children, double until
 ``k`` parents are found). Grouping and auto-merge are in `.grouping`, the child-index
-discovery in `.leaves`, the ``from_docs`` recipe in `.recipe` and save/load in `.saving`.
+discovery in `.leaves` and save/load in `.saving`. The one recipe for a parent/child
+searcher is here too (`ParentChildSearcher.from_docs`: split, index the children, store
+the parents; `from_texts` its raw-text form): the LangChain and LlamaIndex
+``ParentDocumentRetriever`` factories convert their documents, stores and indexes and
+call it instead of repeating these steps.
 """
 
 from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, Self
 
 from ..documents import check_docs, make_docs
 from ..readonly import ReadOnly
-from ..text.splitting import PARENT_ID_KEY, SentenceSplitter, split_parents
+from ..text.splitting import (
+    CHILD_INDEX_KEY,
+    PARENT_ID_KEY,
+    START_INDEX_KEY,
+    SentenceSplitter,
+    split_parents,
+)
 from ..types import Doc, Hit, MetadataFilter
 from ..validation import check_id_list, check_k, check_merge_threshold, check_query
-from . import recipe
 from .grouping import group_hits, resolve_items
 from .leaves import check_child_searcher, existing_children
 from .saving import load_parent_child, save_parent_child
 from .store import ParentStore, ParentStoreLike, check_parent_store
 
-__all__ = ["ParentChildSearcher", "default_parent_fetch_k"]
+__all__ = ["SOURCE_ID_KEY", "ParentChildSearcher", "default_child_index",
+           "default_parent_fetch_k", "split_into_parents"]
 
 _MAX_DOUBLINGS = 30
+
+SOURCE_ID_KEY = "source_id"
+"""Metadata key of a parent cut by ``parent_splitter``: the id of the document it came from."""
+
+_CHILD_KEYS = (PARENT_ID_KEY, CHILD_INDEX_KEY, START_INDEX_KEY)
 
 
 def default_parent_fetch_k(k: int) -> int:
@@ -38,6 +53,35 @@ def default_parent_fetch_k(k: int) -> int:
     the searcher doubles the request until it does.
     """
     return max(4 * k, 20)
+
+
+def default_child_index(children: list[Doc], embedder: Any = None) -> Any:
+    """BM25 over ``children``; with an ``embedder``, the hybrid recipe over them
+    (`FusionSearcher.hybrid`: RRF of BM25 and dense)."""
+    if embedder is None:
+        from ..bm25.index import BM25Index
+
+        return BM25Index.from_docs(children)
+    from ..fusion.searcher import FusionSearcher
+
+    return FusionSearcher.hybrid([c.text for c in children], embedder,
+                                 [c.id for c in children], [c.metadata for c in children])
+
+
+def split_into_parents(docs: Iterable[Doc], parent_splitter: Any) -> list[Doc]:
+    """Cut whole documents into parents (LangChain's ``parent_splitter`` step).
+
+    Each parent chunk gets id ``"<document id>:p<i>"`` and its document's metadata plus
+    ``source_id`` (the document's id), so the chunks can be traced back.
+    """
+    out = []
+    for chunk in split_parents(docs, parent_splitter):
+        metadata = {k: v for k, v in chunk.metadata.items() if k not in _CHILD_KEYS}
+        source = chunk.metadata[PARENT_ID_KEY]
+        metadata[SOURCE_ID_KEY] = source
+        position = chunk.metadata[CHILD_INDEX_KEY]
+        out.append(Doc(f"{source}:p{position}", chunk.text, metadata))
+    return out
 
 
 class ParentChildSearcher:
@@ -104,8 +148,79 @@ class ParentChildSearcher:
             pid: tuple(kids) for pid, kids in existing_children(self._leaves).items()
         }
 
-    from_docs = classmethod(recipe.from_docs)
-    from_texts = classmethod(recipe.from_texts)
+    @classmethod
+    def from_docs(
+        cls,
+        parents: Iterable[Doc],
+        *,
+        chunk_size: int = 400,
+        chunk_overlap: int = 50,
+        splitter: Any = None,
+        parent_splitter: Any = None,
+        embedder: Any = None,
+        child_index: Callable[[list[Doc]], Any] | None = None,
+        child_searcher: Any = None,
+        parent_store: ParentStoreLike | None = None,
+        k: int = 4,
+        fetch_k: int | None = None,
+        merge_threshold: float | None = None,
+    ) -> Self:
+        """Split ``parents``, index the children and store the parents.
+
+        Args:
+            parents: the parent documents (ids are kept).
+            chunk_size, chunk_overlap: for the default `SentenceSplitter` (characters).
+            splitter: any splitter instead (then ``chunk_size``/``chunk_overlap`` are unused).
+            parent_splitter: cut ``parents`` into smaller parents first (any splitter);
+                see `split_into_parents` for their ids and ``source_id`` metadata.
+            embedder: when given, children are indexed hybrid: a `FusionSearcher` (RRF)
+                over a `BM25Index` and a `VectorIndex` with this embedder; otherwise BM25.
+            child_index: a factory ``children -> searcher`` overriding both defaults.
+            child_searcher: an existing editable index (or `FusionSearcher`) to add the
+                children to instead of building one (``embedder`` is then unused); the
+                parents are added as by `ParentChildSearcher.add`.
+            parent_store: default a new `ParentStore`.
+            k, fetch_k, merge_threshold: as for the constructor.
+
+        Raises:
+            ValueError: no parents, duplicate ids, no parent with any text (when the
+                child index is built here), or both ``child_index`` and ``child_searcher``.
+        """
+        if child_index is not None and child_searcher is not None:
+            raise ValueError(
+                "pass child_index= (a factory) or child_searcher= (an index), not both")
+        parents = check_docs(parents)
+        if not parents:
+            raise ValueError("parents must hold at least one document, got none")
+        if parent_splitter is not None:
+            parents = split_into_parents(parents, parent_splitter)
+        if splitter is None:
+            splitter = SentenceSplitter(chunk_size, chunk_overlap)
+        options = {"k": k, "fetch_k": fetch_k, "splitter": splitter,
+                   "merge_threshold": merge_threshold}
+        if child_searcher is not None:
+            searcher = cls(child_searcher, parent_store, **options)
+            searcher.add(parents)
+            return searcher
+        children = split_parents(parents, splitter)
+        if not children:
+            raise ValueError("no parent has any text to split into children")
+        index = default_child_index(children, embedder) if child_index is None \
+            else child_index(children)
+        parent_store = check_parent_store(parent_store)
+        parent_store.put_many(parents)
+        return cls(index, parent_store, **options)
+
+    @classmethod
+    def from_texts(
+        cls,
+        texts: Iterable[str],
+        ids: Iterable[str] | None = None,
+        metadatas: Iterable[Mapping[str, Any] | None] | None = None,
+        **kwargs: Any,
+    ) -> Self:
+        """`from_docs` for raw texts (missing ids become content ids)."""
+        return cls.from_docs(make_docs(texts, ids, metadatas), **kwargs)
 
     # ---------------------------------------------------------------- properties
 

@@ -1,8 +1,8 @@
 """The framework-neutral halves of saving and loading a fusion of saved indexes.
 
-`hybrid_retrievers.fusion.saved` writes and reads the folder; the LangChain and
-LlamaIndex fusion adapters add only their own class names and parameter names. What is
-the same for both lives here once: the settings a fusion records
+`hybrid_retrievers.fusion.saved` writes and reads the folder; `FusionSearcher.save` /
+`FusionSearcher.load` and the LangChain and LlamaIndex fusion adapters add only their own
+class names and parameter names. What is the same for all of them lives here once: the settings a fusion records
 (`fusion_settings`), loading each child by kind with one message for a missing
 model (`load_children`), and refusing to restore a callable weights rule that was
 never saved (`check_weights_restorable`).
@@ -18,26 +18,27 @@ from typing import Any
 __all__ = ["check_weights_restorable", "fusion_settings", "load_children"]
 
 ChildLoader = Callable[[Path, int], Any]
-"""``load(child folder, k)``: one saved child back as an adapter retriever."""
+"""``load(child folder, k)``: one saved child back (a core index or an adapter retriever)."""
 
 
-def fusion_settings(retriever: Any, k: int, **extra: Any) -> dict[str, Any]:
-    """The settings a fusion adapter records: its depth ``k``, weights, mode, RRF
-    constant, names and dedup policy, then the adapter's own ``extra`` keys.
+def fusion_settings(plan: Any, **extra: Any) -> dict[str, Any]:
+    """The settings a saved fusion records: the weights, mode, RRF constant, names and
+    dedup policy of ``plan`` (a `FusionPlan`), then the saver's own ``extra`` keys (an
+    adapter's depth ``k``, the core's ``fetch_k``...).
 
     A callable weights rule is not saved; ``weights_callable`` records that there was
-    one, so that `check_weights_restorable` can ask for it on load.
+    one, so that `check_weights_restorable` can ask for it on load. Names that are only
+    the children's indexes are saved as ``None``.
     """
-    weights = retriever.weights
+    weights, names = plan.weights, tuple(plan.names)
     return {
-        "k": k,
         "weights": None if weights is None or callable(weights) else list(weights),
         "weights_callable": callable(weights),
-        "mode": retriever.mode.value,
-        "k_rrf": retriever.k_rrf,
+        "mode": plan.mode.value,
+        "k_rrf": plan.k_rrf,
+        "names": None if names == tuple(range(len(names))) else list(names),
+        "dedup": plan.dedup.value,
         **extra,
-        "names": None if retriever.names is None else list(retriever.names),
-        "dedup": retriever.dedup.value,
     }
 
 

@@ -3,21 +3,20 @@
 LangChain's ``BaseRetriever`` silently drops unknown constructor arguments; ours refuse
 them (`check_arguments`, naming the equivalent of a LangChain community argument from
 `ARGUMENT_HINTS`). `refuse_unknown` and `count_validator` make the pydantic validators
-every class uses; `pop_options` routes a recipe's keyword arguments to its parts.
+every class uses; `pop_options` takes a part's options out of a recipe's keyword arguments.
 """
 
 from __future__ import annotations
 
-import inspect
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from pydantic import ValidationInfo, field_validator, model_validator
 
 from hybrid_retrievers.validation import check_k
 
-__all__ = ["ARGUMENT_HINTS", "check_arguments", "count_validator", "keyword_options",
-           "pop_options", "refuse_unknown"]
+__all__ = ["ARGUMENT_HINTS", "check_arguments", "count_validator", "pop_options",
+           "refuse_unknown"]
 
 ARGUMENT_HINTS: Mapping[str, str] = {
     "preprocess_func": (
@@ -89,12 +88,6 @@ def count_validator(*fields: str, optional: bool = False) -> Any:
     def check(cls: type, value: Any, info: ValidationInfo) -> int | None:
         return None if optional and value is None else check_k(value, name=info.field_name)
     return field_validator(*fields, mode="before")(classmethod(check))  # type: ignore[arg-type]
-
-
-def keyword_options(method: Callable[..., Any]) -> tuple[str, ...]:
-    """The keyword-only parameter names of ``method`` (a recipe's options)."""
-    return tuple(p.name for p in inspect.signature(method).parameters.values()
-                 if p.kind is inspect.Parameter.KEYWORD_ONLY)
 
 
 def pop_options(kwargs: dict[str, Any], names: Iterable[str]) -> dict[str, Any]:

@@ -1,10 +1,13 @@
 """LangChain `FusionRetriever`: fuse any LangChain retrievers with the core's fusion.
 
 Planning, running and fusing are the core's (`hybrid_retrievers.fusion.FusionPlan`,
-`CallRunner`); this module wraps each child as a core searcher (``_fusion_child.py``)
-and converts the fused hits. Unlike ``EnsembleRetriever``, documents are identified by
-``Document.id``, sync children run concurrently too, the result is cut to ``k``, and
-every result keeps its fused score and provenance.
+`CallRunner`); this module wraps each child as a core searcher for one call
+(`ChildSearcher`), converts the fused hits, and saves and loads a fusion of this
+package's retrievers in the core's format (`hybrid_retrievers.fusion.saved`). Unlike
+``EnsembleRetriever``, documents are identified by ``Document.id``, sync children run
+concurrently too, the result is cut to ``k``, and every result keeps its fused score and
+provenance. For BM25 + dense over the same documents, `HybridRetriever` (``hybrid.py``)
+is one core searcher instead.
 """
 
 from __future__ import annotations
@@ -12,6 +15,8 @@ from __future__ import annotations
 import functools
 import os
 from collections.abc import Mapping, Sequence
+from dataclasses import KW_ONLY, dataclass
+from pathlib import Path
 from typing import Any
 
 from langchain_core.callbacks import (
@@ -21,6 +26,8 @@ from langchain_core.callbacks import (
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 from langchain_core.retrievers import RetrieverLike
+from langchain_core.runnables import RunnableConfig
+from langchain_core.runnables.config import patch_config
 from pydantic import PrivateAttr, field_validator, model_validator
 
 from hybrid_retrievers.fusion import (
@@ -33,15 +40,25 @@ from hybrid_retrievers.fusion import (
     gather_calls,
 )
 from hybrid_retrievers.fusion.plan import Weights
+from hybrid_retrievers.fusion.saved import child_kind, core_index_dir, read_fusion, save_fusion
+from hybrid_retrievers.persistence.composite import (
+    check_weights_restorable,
+    fusion_settings,
+    load_children,
+)
 from hybrid_retrievers.types import Hit
 from hybrid_retrievers.validation import check_k_rrf, parse_enum
 
 from ._arguments import count_validator
+from ._base import accepts_k
+from ._convert import FUSION_KEY, SCORE_KEYS, check_score_key, document_to_hit, hit_to_document
 from ._runconfig import StrictRetriever, current_config
-from ._convert import FUSION_KEY, check_score_key
-from ._fusion_child import child_label, children_for, fused_documents
+from .bm25 import BM25Retriever
+from .dense import DenseRetriever
+from .hybrid import HybridRetriever
+from .vectorstores import with_store_scores
 
-__all__ = ["FusionRetriever", "HybridRetriever"]
+__all__ = ["FusionRetriever"]
 
 
 class FusionRetriever(StrictRetriever):
@@ -50,7 +67,7 @@ class FusionRetriever(StrictRetriever):
     Each call asks every child whose weight is positive for ``fetch_k`` candidates, at the
     same time (threads carrying the LangChain context, at most ``max_concurrency``; async:
     ``asyncio.gather``), each as a child run tagged ``retriever_<n>`` as in
-    ``EnsembleRetriever`` (see ``_fusion_child.py``), fuses the lists and returns the top
+    ``EnsembleRetriever`` (see `ChildSearcher`), fuses the lists and returns the top
     ``k``: new documents (the best-ranked copy) with the fused score under ``score_key``,
     ``"rank"`` and the provenance under ``"fusion"`` (`hybrid_retrievers.fusion`).
     ``k``, ``weights``, ``mode`` and ``fetch_k`` can be overridden per call.
@@ -153,7 +170,7 @@ class FusionRetriever(StrictRetriever):
         """Invoke the children concurrently and return the fused top ``k``."""
         plan, call = self._resolve(query, k, weights, mode, fetch_k)
         config = current_config()
-        children = children_for(self, call, run_manager, config, asynchronous=False)
+        children = _children_for(self, call, run_manager, config, asynchronous=False)
         calls = [lambda c=c: c.search(query, call.fetch_k) for c in children]
         results = self._run(calls, call, config.get("max_concurrency"))
         return self._documents(plan.fuse(call, results))
@@ -165,27 +182,43 @@ class FusionRetriever(StrictRetriever):
     ) -> list[Document]:
         """Async `_get_relevant_documents`: ``asyncio.gather`` of the children's ``ainvoke``."""
         plan, call = self._resolve(query, k, weights, mode, fetch_k)
-        children = children_for(self, call, run_manager, current_config(), asynchronous=True)
+        children = _children_for(self, call, run_manager, current_config(), asynchronous=True)
         results = await gather_calls([c.asearch(query, call.fetch_k) for c in children],
                                      self._note(call))
         return self._documents(plan.fuse(call, results))
 
     def save_local(self, folder_path: str | os.PathLike[str]) -> None:
-        """Save every child index (this package's BM25, dense or fusion retrievers, else
-        `TypeError`) and the settings to one folder; models and a callable ``weights``
-        rule are not saved (pass them to `load_local`)."""
-        from ._saving import save_fusion_retriever
-
-        save_fusion_retriever(self, folder_path)
+        """Save every child index (this package's BM25, dense, hybrid or fusion
+        retrievers, else `TypeError`) and the settings to one folder; models and a
+        callable ``weights`` rule are not saved (pass them to `load_local`)."""
+        children = []
+        for i, child in enumerate(self.retrievers):
+            kind = child_kind(i, child, {"bm25": BM25Retriever, "vector": DenseRetriever,
+                                         "fusion": (FusionRetriever, HybridRetriever)}, "save")
+            children.append((kind, child.save_local, {"k": child.k}))
+        settings = fusion_settings(self._plan(), k=self.k, fetch_k=self.fetch_k,
+                                   pass_fetch_k=self.pass_fetch_k, score_key=self.score_key)
+        save_fusion(folder_path, children, settings)
 
     @classmethod
     def load_local(cls, folder_path: str | os.PathLike[str], embedding: Embeddings | Any = None,
                    **kwargs: Any) -> FusionRetriever:
         """Load a retriever saved with `save_local`; ``embedding`` is the dense children's
-        model, ``**kwargs`` replace saved fields. `IndexFormatError` for a bad folder."""
-        from ._saving import load_fusion_retriever
+        model, ``**kwargs`` replace saved fields. `IndexFormatError` for a bad folder.
 
-        return load_fusion_retriever(cls, folder_path, embedding, kwargs)
+        Reads the core's `FusionSearcher.save` folders too (a saved `HybridRetriever`),
+        and LlamaIndex's ``FusionRetriever.persist`` ones."""
+        settings, entries = read_fusion(folder_path)
+        located = [(kind, core_index_dir(folder_path, path, child), child)
+                   for kind, path, child in entries]
+        children = load_children(folder_path, located, {
+            "bm25": lambda path, k: BM25Retriever.load_local(path, k=k),
+            "vector": lambda path, k: DenseRetriever.load_local(path, embedding, k=k),
+            "fusion": lambda path, k: FusionRetriever.load_local(path, embedding, k=k),
+        }, model=embedding, model_arg="embedding", method="load_local")
+        check_weights_restorable(settings, kwargs, folder_path, "load_local")
+        fields = {key: value for key, value in settings.items() if key in cls.model_fields}
+        return cls(retrievers=children, **{**fields, **kwargs})
 
     def _plan(self) -> FusionPlan:
         """The core plan of the current fields (rebuilt only when a field changed)."""
@@ -196,7 +229,7 @@ class FusionRetriever(StrictRetriever):
             return cached[1]
         plan = FusionPlan(key[0], mode=self.mode, weights=self.weights, k_rrf=self.k_rrf,
                           fetch_k=self.fetch_k, names=self.names, dedup=self.dedup,
-                          describe=functools.partial(child_label, self))
+                          describe=functools.partial(_child_label, self))
         self._plan_cache = (key, plan)
         return plan
 
@@ -214,16 +247,84 @@ class FusionRetriever(StrictRetriever):
         return runner.run(calls, self._note(call), max_workers=max_concurrency)
 
     def _note(self, call: FusionCall) -> Any:  # names a failing child in the exception
-        return lambda j: f"FusionRetriever child {child_label(self, call.active[j])}"
+        return lambda j: f"FusionRetriever child {_child_label(self, call.active[j])}"
 
     def _documents(self, hits: list[Hit]) -> list[Document]:
-        return fused_documents(hits, self.score_key)
+        """New documents for fused hits: score under ``score_key``, provenance under
+        ``"fusion"``."""
+        return [hit_to_document(h, self.score_key, {FUSION_KEY: h.explanation[FUSION_KEY]})
+                for h in hits]
 
 
-def __getattr__(name: str) -> Any:
-    """``langchain_hybrid_retrievers.fusion.HybridRetriever`` (kept for compatibility)."""
-    if name == "HybridRetriever":
-        from .hybrid import HybridRetriever
 
-        return HybridRetriever
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+# ------------------------------------------------------------------ one child, one call
+
+
+@dataclass(slots=True)
+class ChildSearcher:
+    """``search(query, k)`` / ``asearch`` over one LangChain child, for one fusion call.
+
+    The core plans and fuses; what is LangChain's is how a child is asked (``invoke`` /
+    ``ainvoke`` with the caller's config, as a child run of the fusion tagged
+    ``retriever_<n>``, ``k=fetch_k`` when it takes it) and read back (`document_to_hit`:
+    ``Document.id`` is the identity, the score the first number under the score keys).
+    """
+
+    child: Any
+    config: RunnableConfig  # the caller's, with callbacks under the fusion run
+    _: KW_ONLY
+    pass_k: bool
+    keys: Sequence[str]  # metadata keys read as the score, in order
+    label: str
+
+    def search(self, query: str, k: int) -> list[Hit]:
+        kwargs = {"k": k} if self.pass_k else {}
+        return self._hits(self.child.invoke(query, self.config, **kwargs))
+
+    async def asearch(self, query: str, k: int) -> list[Hit]:
+        kwargs = {"k": k} if self.pass_k else {}
+        return self._hits(await self.child.ainvoke(query, self.config, **kwargs))
+
+    def _hits(self, docs: Any) -> list[Hit]:
+        if isinstance(docs, (str, bytes, Mapping)) or not isinstance(docs, Sequence):
+            raise TypeError(f"child {self.label} must return a list of Document, got "
+                            f"{type(docs).__name__}")
+        return [document_to_hit(d, pos, self.keys) for pos, d in enumerate(docs, 1)]
+
+
+def _child_label(fusion: Any, i: int) -> str:
+    """How error messages name child ``i``: ``retriever_<i + 1> ('name'), Type``."""
+    name = f" ({fusion.names[i]!r})" if fusion.names is not None else ""
+    return f"retriever_{i + 1}{name}, {type(fusion.retrievers[i]).__name__}"
+
+
+def _children_for(fusion: Any, call: FusionCall, run_manager: Any, config: RunnableConfig, *,
+                 asynchronous: bool) -> list[ChildSearcher]:
+    """The active children of one call of ``fusion`` (a `FusionRetriever`) as searchers.
+
+    Child ``i`` runs as a child run tagged ``retriever_<i + 1>``, asked with
+    ``k=fetch_k`` as ``pass_fetch_k`` says (``None``: when `accepts_k`). For the score
+    modes, a plain ``as_retriever()`` child is searched as a `ScoredVectorStoreRetriever`.
+    """
+    keys = (fusion.score_key, *(key for key in SCORE_KEYS if key != fusion.score_key))
+    out = []
+    for i in call.active:
+        child = fusion.retrievers[i]
+        passes = fusion.pass_fetch_k
+        if passes is None:
+            passes = _accepts_k(fusion._accepts, child, asynchronous)
+        if call.mode is not FusionMode.RRF:
+            child = with_store_scores(child)
+        child_run = patch_config(config, callbacks=run_manager.get_child(tag=f"retriever_{i + 1}"))
+        out.append(ChildSearcher(child, child_run, pass_k=passes, keys=keys,
+                                 label=_child_label(fusion, i)))
+    return out
+
+
+def _accepts_k(cache: dict[Any, Any], child: Any, asynchronous: bool) -> bool:
+    """`accepts_k`, remembered per child object (it reads signatures: ~60 µs a call)."""
+    key = (id(child), asynchronous)
+    hit = cache.get(key)
+    if hit is None or hit[0] is not child:
+        hit = cache[key] = (child, accepts_k(child, asynchronous=asynchronous))
+    return hit[1]

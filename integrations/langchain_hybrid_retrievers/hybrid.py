@@ -1,37 +1,60 @@
 """LangChain `HybridRetriever`: BM25 + dense over the same documents, fused, in one call.
 
-A `FusionRetriever` over a `BM25Retriever` and a `DenseRetriever` built from the same
-texts and ids; the plan, concurrency and fusion are the core's (see ``fusion.py``).
+A retriever over ONE core `FusionSearcher` built by the core's hybrid recipe
+(`FusionSearcher.hybrid`): per query one core call and one conversion of the fused hits
+to documents, as for `BM25Retriever`. `FusionRetriever` (``fusion.py``) is for fusing
+framework retrievers (vector stores, remote engines).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import Any
+import asyncio
+import json
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, ClassVar
 
+from langchain_core.callbacks import (
+    AsyncCallbackManagerForRetrieverRun,
+    CallbackManagerForRetrieverRun,
+)
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
-from langchain_core.retrievers import BaseRetriever
-from pydantic import model_validator
+from pydantic import field_validator
 
-from hybrid_retrievers.fusion import DEFAULT_K_RRF, FusionMode
+from hybrid_retrievers import BM25Index, VectorIndex
+from hybrid_retrievers.documents import make_docs
+from hybrid_retrievers.fusion import FusionMode, FusionSearcher
 from hybrid_retrievers.fusion.plan import Weights
+from hybrid_retrievers.multi_index import apply_to_all, check_known_ids
+from hybrid_retrievers.parent.leaves import child_leaves
+from hybrid_retrievers.persistence import current_files
+from hybrid_retrievers.types import Hit
 
-from ._arguments import keyword_options, pop_options
-from ._convert import Ids, Metadatas, copy_metadatas, documents_to_columns
-from .bm25 import BM25Retriever
-from .dense import DenseRetriever
-from .fusion import FusionRetriever
+from ._arguments import ARGUMENT_HINTS, check_arguments
+from ._base import CoreRetriever, Filter
+from ._convert import FUSION_KEY, Ids, Metadatas, copy_metadatas, documents_to_columns
+from .embeddings import as_embedder
 
 __all__ = ["HybridRetriever"]
 
 
-class HybridRetriever(FusionRetriever):
+class HybridRetriever(CoreRetriever):
     """BM25 + dense retrieval over the same documents, fused: the 90% case in one call.
 
-    `from_documents` / `from_texts` index the documents in a `BM25Retriever` and a
-    `DenseRetriever` (same ids) and fuse ``[bm25, dense]``, named ``"bm25"`` and
-    ``"dense"`` in the provenance; everything else is `FusionRetriever`'s.
+    `from_documents` / `from_texts` build one core `FusionSearcher` with the core's
+    hybrid recipe (`FusionSearcher.hybrid`: a `BM25Index` and a `VectorIndex` over the
+    same ids, named ``"bm25"`` and ``"dense"`` in the provenance). Each query is one
+    call to it and one conversion of the fused hits: new documents with the fused score
+    under ``score_key``, ``"rank"`` and the provenance under ``"fusion"``
+    (`hybrid_retrievers.fusion`). ``k``, ``filter``, ``weights``, ``mode`` and
+    ``fetch_k`` can be overridden per call.
+
+    Trade-off: the children are core indexes, not LangChain retrievers, so LangChain
+    traces show one ``HybridRetriever`` run and no per-child ``retriever_1`` /
+    ``retriever_2`` runs. For those, fuse LangChain retrievers with `FusionRetriever`
+    (at the cost of a framework round trip per child).
 
     Example:
         >>> from hybrid_retrievers.models import HashingEmbedder
@@ -42,52 +65,58 @@ class HybridRetriever(FusionRetriever):
         ... )
         >>> sorted(d.id for d in retriever.invoke("wing lift"))
         ['a', 'c']
+        >>> retriever.searcher.names
+        ('bm25', 'dense')
     """
 
-    @property
-    def bm25(self) -> BaseRetriever:
-        """The lexical child (``retrievers[0]``)."""
-        return self.retrievers[0]  # type: ignore[return-value]
+    searcher: FusionSearcher
+    """The core fusion that does all the work (children: its BM25 and dense indexes);
+    shared, not copied."""
 
-    @property
-    def dense(self) -> BaseRetriever:
-        """The dense child (``retrievers[1]``)."""
-        return self.retrievers[1]  # type: ignore[return-value]
+    reserved_key: ClassVar[str | None] = FUSION_KEY
 
-    @model_validator(mode="after")
-    def _check_children(self) -> HybridRetriever:
-        if len(self.retrievers) != 2:
-            raise ValueError(
-                "HybridRetriever needs exactly two retrievers [lexical, dense], got "
-                f"{len(self.retrievers)}; use FusionRetriever for any other set"
+    @field_validator("searcher", mode="before")
+    @classmethod
+    def _check_searcher(cls, value: Any) -> FusionSearcher:
+        if not isinstance(value, FusionSearcher):
+            raise TypeError(
+                "searcher must be a hybrid_retrievers.FusionSearcher, got "
+                f"{type(value).__name__}; build one with HybridRetriever.from_texts(...) "
+                "or FusionSearcher.hybrid(...), or wrap another searcher in SearcherRetriever"
             )
-        return self
+        return value
+
+    # ------------------------------------------------------------------ build
 
     @classmethod
     def from_texts(
         cls, texts: Iterable[str], embedding: Embeddings | Any, metadatas: Metadatas = None,
-        ids: Ids = None, *, k: int = 4, weights: Weights | None = None,
-        mode: FusionMode | str = FusionMode.RRF, k_rrf: float = DEFAULT_K_RRF,
-        fetch_k: int | None = None, **kwargs: Any,
+        ids: Ids = None, *, bm25: Mapping[str, Any] | None = None,
+        dense: Mapping[str, Any] | None = None, k: int = 4, **fusion: Any,
     ) -> HybridRetriever:
         """Index raw texts for BM25 and dense retrieval (same ids) and fuse the two.
 
-        The fusion arguments are `FusionRetriever` fields (``k`` is also each child's);
-        ``**kwargs`` are the keyword-only settings of `BM25Retriever.from_texts` and
-        `DenseRetriever.from_texts`, and other `FusionRetriever` fields.
+        Args:
+            texts, metadatas, ids: the documents (``None`` ids: content ids; metadata is
+                copied, nested values too).
+            embedding: a LangChain `Embeddings` or a core `Embedder`.
+            bm25: `BM25Index.from_texts` options (``k1``, ``b``, ``method``, ``delta``,
+                ``analyzer``).
+            dense: `VectorIndex.from_texts` options (``metric``, ``batch_size``,
+                ``cache``).
+            k: the default number of fused documents.
+            **fusion: `FusionSearcher` arguments (``mode``, ``weights``, ``k_rrf``,
+                ``fetch_k``, ``names``, ``dedup``, ``max_workers``); the retriever's own
+                fields (``filter``, ``score_key``, ``tags``...) are taken out first.
         """
-        if isinstance(texts, str):
-            raise TypeError("texts must be a list of str, got a single str; wrap it in a list")
-        text_list = list(texts)
-        meta_list = copy_metadatas(metadatas)
-        id_list = None if ids is None else list(ids)
-        bm25 = BM25Retriever.from_texts(text_list, meta_list, id_list, k=k,
-                                        **pop_options(kwargs, _BM25_OPTIONS))
-        dense = DenseRetriever.from_texts(text_list, embedding, meta_list, id_list, k=k,
-                                          **pop_options(kwargs, _DENSE_OPTIONS))
-        kwargs.setdefault("names", ["bm25", "dense"])
-        return cls(retrievers=[bm25, dense], k=k, weights=weights, mode=mode, k_rrf=k_rrf,
-                   fetch_k=fetch_k, **kwargs)
+        fields = {key: fusion.pop(key) for key in list(fusion) if key in cls.model_fields}
+        # A LangChain community spelling (``c``, ``top_k``...): refused with its hint.
+        check_arguments(cls, {key: value for key, value in fusion.items()
+                              if key in ARGUMENT_HINTS})
+        searcher = FusionSearcher.hybrid(texts, as_embedder(embedding), ids,
+                                         copy_metadatas(metadatas), bm25=bm25, dense=dense,
+                                         **fusion)
+        return cls(searcher=searcher, k=k, **fields)
 
     @classmethod
     def from_documents(cls, documents: Iterable[Document], embedding: Embeddings | Any,
@@ -97,6 +126,106 @@ class HybridRetriever(FusionRetriever):
         texts, ids, metadatas = documents_to_columns(documents)
         return cls.from_texts(texts, embedding, metadatas, ids, **kwargs)
 
+    # ------------------------------------------------------------------ children
 
-_BM25_OPTIONS = keyword_options(BM25Retriever.from_texts)
-_DENSE_OPTIONS = keyword_options(DenseRetriever.from_texts)
+    @property
+    def bm25(self) -> BM25Index:
+        """The core lexical index (the searcher's first child)."""
+        return self.searcher.searchers[0]  # type: ignore[no-any-return]
+
+    @property
+    def dense(self) -> VectorIndex:
+        """The core dense index (the searcher's second child)."""
+        return self.searcher.searchers[1]  # type: ignore[no-any-return]
+
+    # ------------------------------------------------------------------ search
+
+    def _extra(self, hit: Hit) -> Mapping[str, Any]:
+        return {FUSION_KEY: hit.explanation[FUSION_KEY]}
+
+    def _get_relevant_documents(
+        self, query: str, *, run_manager: CallbackManagerForRetrieverRun,
+        k: int | None = None, filter: Filter | None = None, weights: Weights | None = None,
+        mode: FusionMode | str | None = None, fetch_k: int | None = None,
+    ) -> list[Document]:
+        """The fused top ``k`` for ``query``: one core call, one conversion."""
+        top, where = self._resolve(k, filter)
+        return self._documents(self.searcher.search(query, top, filter=where, weights=weights,
+                                                    mode=mode, fetch_k=fetch_k))
+
+    async def _aget_relevant_documents(
+        self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun,
+        k: int | None = None, filter: Filter | None = None, weights: Weights | None = None,
+        mode: FusionMode | str | None = None, fetch_k: int | None = None,
+    ) -> list[Document]:
+        """Async `_get_relevant_documents`, in a worker thread (the event loop never
+        runs the search)."""
+        return await asyncio.to_thread(
+            self._get_relevant_documents, query, run_manager=run_manager,  # type: ignore[arg-type]
+            k=k, filter=filter, weights=weights, mode=mode, fetch_k=fetch_k)
+
+    # ------------------------------------------------------------------ edits
+
+    def add_documents(self, documents: Iterable[Document]) -> list[str]:
+        """Add documents to both indexes; returns their ids (``Document.id`` or content ids).
+
+        Raises:
+            ValueError: if an id is already indexed (nothing is added then).
+        """
+        texts, ids, metadatas = documents_to_columns(documents)
+        return self.add_texts(texts, metadatas, ids)
+
+    def add_texts(self, texts: Iterable[str], metadatas: Metadatas = None,
+                  ids: Ids = None) -> list[str]:
+        """Add raw texts to both indexes (all or nothing); returns the ids added."""
+        docs = make_docs(texts, ids, copy_metadatas(metadatas))
+        added = [d.id for d in docs]
+        apply_to_all(child_leaves(self.searcher), lambda leaf: leaf.add_docs(docs),
+                     lambda leaf: leaf.delete(added))
+        return added
+
+    def delete(self, ids: Sequence[str]) -> None:
+        """Remove documents by id from both indexes.
+
+        Raises:
+            KeyError: naming unknown ids (nothing is deleted then).
+        """
+        id_list = [ids] if isinstance(ids, str) else list(ids)
+        leaves = child_leaves(self.searcher)
+        check_known_ids(id_list, leaves, "the index")
+        for leaf in leaves:
+            leaf.delete(id_list)
+
+    # ------------------------------------------------------------------ persistence
+
+    def save_local(self, folder_path: str | os.PathLike[str]) -> None:
+        """Save the fusion to a folder: `FusionSearcher.save` (both indexes and the fusion
+        settings; JSON + ``.npy``, no pickle, no model). Query-time settings (``k``,
+        ``filter``, ``score_key``) are not saved: pass them to `load_local`."""
+        self.searcher.save(folder_path)
+
+    @classmethod
+    def load_local(cls, folder_path: str | os.PathLike[str], embedding: Embeddings | Any = None,
+                   *, mmap: bool = False, **kwargs: Any) -> HybridRetriever:
+        """Load a retriever saved with `save_local` (`FusionSearcher.load`; a LlamaIndex
+        ``HybridRetriever.persist`` folder too) with the model it was built with;
+        ``**kwargs`` are retriever fields. `IndexFormatError` for a bad folder."""
+        if embedding is None:
+            raise ValueError(
+                f"{str(folder_path)!r} holds a dense index: pass embedding= (the model the "
+                "index was built with) to HybridRetriever.load_local"
+            )
+        searcher = FusionSearcher.load(_fusion_folder(folder_path), as_embedder(embedding),
+                                       mmap=mmap)
+        return cls(searcher=searcher, **kwargs)
+
+
+def _fusion_folder(folder: str | os.PathLike[str]) -> Path:
+    """The core fusion folder: ``folder``, or the ``index/`` that LlamaIndex's persisted
+    ``HybridRetriever`` keeps beside its node fields."""
+    path = Path(folder)
+    try:
+        kind = json.loads((path / "manifest.json").read_text(encoding="utf-8")).get("kind")
+    except (OSError, ValueError, AttributeError):
+        return path
+    return current_files(path) / "index" if kind == "llama_index_retriever" else path

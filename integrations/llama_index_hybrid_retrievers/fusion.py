@@ -2,15 +2,18 @@
 
 Planning (per-call weights, which children to ask), running and fusing are the core's
 (`hybrid_retrievers.fusion.FusionPlan`, `CallRunner`); this module wraps each child as a
-core searcher (``_fusion_child.py``: its own `QueryBundle` copy, spans and callbacks
-nested) and turns fused hits back into the children's nodes by id. Unlike LlamaIndex's
-``QueryFusionRetriever``: no LLM is needed, weights count in RRF mode too, nodes are
-identified by ``node_id``, the caller's nodes and scores are never modified, and every
-result says where it came from. `HybridRetriever` (BM25 + dense) is in ``hybrid.py``.
+core searcher (`ChildSearcher`: its own `QueryBundle` copy, spans and callbacks nested),
+turns fused hits back into the children's nodes by id, and persists a fusion of this
+package's retrievers in the core's format (`hybrid_retrievers.fusion.saved`). Unlike
+LlamaIndex's ``QueryFusionRetriever``: no LLM is needed, weights count in RRF mode too,
+nodes are identified by ``node_id``, the caller's nodes and scores are never modified,
+and every result says where it came from. `HybridRetriever` (BM25 + dense over the same
+nodes, one core searcher) is in ``hybrid.py``.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -29,24 +32,41 @@ from hybrid_retrievers.fusion import (
     gather_calls,
 )
 from hybrid_retrievers.fusion.plan import Weights
-from hybrid_retrievers.fusion.settings import PlanSettings
+from hybrid_retrievers.fusion.saved import child_kind, read_fusion, save_fusion
+from hybrid_retrievers.persistence.composite import (
+    check_weights_restorable,
+    fusion_settings,
+    load_children,
+)
+from hybrid_retrievers.types import Hit
 from hybrid_retrievers.validation import check_k, check_names
 
 from ._base import SimilarityTopK
-from ._convert import FUSION_KEY, QueryChecked, type_error
+from ._convert import (
+    FUSION_KEY,
+    QueryChecked,
+    node_with_added_metadata,
+    node_with_score_to_hit,
+    type_error,
+)
 from ._editing import FusionEditing
-from ._fusion_child import ChildSearcher, fused_nodes
+from .bm25 import BM25Retriever
+from .dense import DenseRetriever
+from .hybrid import HybridRetriever
 
-__all__ = ["FUSION_KEY", "FusionRetriever", "HybridRetriever"]
+__all__ = ["FUSION_KEY", "FusionRetriever"]
+
+# The saved settings the constructor takes (the LangChain adapter also writes its own).
+_CONSTRUCTOR_KEYS = ("weights", "mode", "k_rrf", "names", "dedup")
 
 
-class FusionRetriever(PlanSettings, SimilarityTopK, QueryChecked, FusionEditing, BaseRetriever):
+class FusionRetriever(SimilarityTopK, QueryChecked, FusionEditing, BaseRetriever):
     """Fuse the rankings of several LlamaIndex retrievers into one (RRF by default).
 
     Each query goes to every child whose weight is positive, at the same time (threads
     carrying the caller's context, or gathered coroutines), so spans and callback traces
     nest under the fusion's. Each child gets its own copy of the `QueryBundle` and returns
-    its own ``similarity_top_k`` candidates (see ``_fusion_child.py``); the core fuses
+    its own ``similarity_top_k`` candidates (see `ChildSearcher`); the core fuses
     the lists and cuts them to ``similarity_top_k``.
 
     Returned nodes: new `NodeWithScore` objects with the fused score and a **copy** of
@@ -129,17 +149,33 @@ class FusionRetriever(PlanSettings, SimilarityTopK, QueryChecked, FusionEditing,
         """The children's names as given (``None``: their indexes)."""
         return self._names
 
+    @property
+    def plan(self) -> FusionPlan:
+        """The fusion settings (``mode``, ``weights``, ``k_rrf``, ``dedup``), checked once
+        at construction."""
+        return self._plan
+
     # ----------------------------------------------------------- persistence
 
     def persist(self, persist_dir: str | os.PathLike[str]) -> None:
         """Save every child index and the fusion settings to one directory (no pickle).
 
-        Children must be this package's BM25, dense or fusion retrievers (else
+        Children must be this package's BM25, dense, hybrid or fusion retrievers (else
         `TypeError`); models and a callable ``weights`` rule are not saved.
         """
-        from ._saving import persist_fusion_retriever
-
-        persist_fusion_retriever(self, persist_dir)
+        children = []
+        for i, child in enumerate(self._retrievers):
+            kind = child_kind(i, child, {"bm25": BM25Retriever, "vector": DenseRetriever,
+                                         "fusion": (FusionRetriever, HybridRetriever)},
+                              "persist")
+            # A core-index retriever persists its index in "index/" beside its node
+            # fields; "index_dir" lets the core and the LangChain adapter load the index.
+            extra = {"k": child.similarity_top_k}
+            if not isinstance(child, FusionRetriever):
+                extra["index_dir"] = "index"
+            children.append((kind, child.persist, extra))
+        save_fusion(persist_dir, children,
+                    fusion_settings(self._plan, k=self._similarity_top_k))
 
     @classmethod
     def from_persist_dir(
@@ -151,22 +187,36 @@ class FusionRetriever(PlanSettings, SimilarityTopK, QueryChecked, FusionEditing,
         ``embed_model`` is the dense children's model; ``kwargs`` replace saved
         constructor arguments. `IndexFormatError` for a missing, corrupt or foreign one.
         """
-        from ._saving import load_fusion_retriever
-
-        return load_fusion_retriever(cls, persist_dir, embed_model, kwargs)
+        settings, entries = read_fusion(persist_dir)
+        # A fusion child that keeps its index in "index/" is a persisted HybridRetriever.
+        entries = [("hybrid" if kind == "fusion" and "index_dir" in child else kind, path, child)
+                   for kind, path, child in entries]
+        children = load_children(persist_dir, entries, {
+            "bm25": lambda path, top: BM25Retriever.from_persist_dir(path, similarity_top_k=top),
+            "vector": lambda path, top: DenseRetriever.from_persist_dir(
+                path, embed_model=embed_model, similarity_top_k=top),
+            "fusion": lambda path, top: FusionRetriever.from_persist_dir(
+                path, embed_model=embed_model, similarity_top_k=top),
+            "hybrid": lambda path, top: HybridRetriever.from_persist_dir(
+                path, embed_model=embed_model, similarity_top_k=top),
+        }, model=embed_model, model_arg="embed_model", method="from_persist_dir")
+        check_weights_restorable(settings, kwargs, persist_dir, "from_persist_dir")
+        saved = {key: value for key, value in settings.items() if key in _CONSTRUCTOR_KEYS}
+        saved["similarity_top_k"] = settings.get("k", 4)
+        return cls(children, **{**saved, **kwargs})
 
     # ---------------------------------------------------------------- search
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         call, children = self._children(query_bundle)
         results = self._runner.run([c.search for c in children.values()], self._note(call))
-        return fused_nodes(self._plan.fuse(call, results), children)
+        return _fused_nodes(self._plan.fuse(call, results), children)
 
     async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         call, children = self._children(query_bundle)
         results = await gather_calls([c.asearch() for c in children.values()],
                                      self._note(call))
-        return fused_nodes(self._plan.fuse(call, results), children)
+        return _fused_nodes(self._plan.fuse(call, results), children)
 
     def _children(self, query_bundle: QueryBundle) -> tuple[Any, dict[int, ChildSearcher]]:
         """The call's plan, and each active child as a searcher (by child index)."""
@@ -182,10 +232,64 @@ class FusionRetriever(PlanSettings, SimilarityTopK, QueryChecked, FusionEditing,
         return lambda j: f"FusionRetriever child {self._label(call.active[j])}"
 
 
-def __getattr__(name: str) -> Any:
-    """``llama_index_hybrid_retrievers.fusion.HybridRetriever`` (kept for compatibility)."""
-    if name == "HybridRetriever":
-        from .hybrid import HybridRetriever
 
-        return HybridRetriever
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+# ------------------------------------------------------------ one child, one call
+
+
+def copy_bundle(query_bundle: QueryBundle) -> QueryBundle:
+    """A shallow copy, so a child that sets ``bundle.embedding`` changes only its own."""
+    copied = dataclasses.replace(query_bundle)
+    if query_bundle.custom_embedding_strs is not None:
+        copied.custom_embedding_strs = list(query_bundle.custom_embedding_strs)
+    return copied
+
+
+class ChildSearcher:
+    """``search()`` / ``asearch()`` over one LlamaIndex child, for one fusion call.
+
+    A child is asked with ``retrieve`` / ``aretrieve`` on its own copy of the
+    `QueryBundle` (spans and callback events nest under the fusion's; a child writing
+    ``bundle.embedding`` changes only its copy) and its nodes are read by
+    `node_with_score_to_hit`. It keeps the nodes it returned by id, so a fused hit goes
+    back to the child's node by the provenance's ``(index, id)``.
+
+    LlamaIndex retrievers have no per-call top-k: a child returns its own
+    ``similarity_top_k`` nodes, so ``k`` is accepted and not passed on.
+    """
+
+    __slots__ = ("child", "bundle", "label", "nodes")
+
+    def __init__(self, child: Any, query_bundle: QueryBundle, label: str) -> None:
+        self.child = child
+        self.bundle = copy_bundle(query_bundle)
+        self.label = label
+        self.nodes: dict[str, NodeWithScore] = {}  # node_id -> the first one returned
+
+    def search(self, query: str = "", k: int | None = None) -> list[Hit]:
+        return self._hits(self.child.retrieve(self.bundle))
+
+    async def asearch(self, query: str = "", k: int | None = None) -> list[Hit]:
+        return self._hits(await self.child.aretrieve(self.bundle))
+
+    def _hits(self, nodes: Any) -> list[Hit]:
+        if isinstance(nodes, (str, bytes, Mapping)) or not isinstance(nodes, Sequence):
+            raise TypeError(f"child {self.label} must return a list of NodeWithScore, got "
+                            f"{type(nodes).__name__}")
+        hits = [node_with_score_to_hit(nws, pos) for pos, nws in enumerate(nodes, 1)]
+        for hit, nws in zip(hits, nodes):
+            self.nodes.setdefault(hit.id, nws)
+        return hits
+
+
+def _fused_nodes(hits: Sequence[Hit],
+                 children: Mapping[int, ChildSearcher]) -> list[NodeWithScore]:
+    """New `NodeWithScore` objects for fused hits: a copy of the best-ranked child node
+    (the first source at the hit's best rank) with the provenance under ``"fusion"``."""
+    out = []
+    for hit in hits:
+        fusion = hit.explanation[FUSION_KEY]
+        best = next(s for s in fusion["sources"] if s["rank"] == fusion["best_rank"])
+        source = children[best["index"]].nodes[best["id"]].node
+        node = node_with_added_metadata(source, {FUSION_KEY: fusion})
+        out.append(NodeWithScore(node=node, score=float(hit.score)))
+    return out

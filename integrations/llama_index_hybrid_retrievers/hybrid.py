@@ -1,29 +1,36 @@
 """LlamaIndex `HybridRetriever`: BM25 + dense over the same nodes, fused, in one call.
 
-A `FusionRetriever` over a `BM25Retriever` and a `DenseRetriever` built from the same
-nodes; the plan, concurrency and fusion are the core's (see ``fusion.py``).
+A retriever over ONE core `FusionSearcher` built by the core's hybrid recipe
+(`FusionSearcher.hybrid`), like `BM25Retriever` over one `BM25Index`: per query one core
+call and one conversion of the fused hits to nodes. `FusionRetriever` (``fusion.py``)
+is for fusing framework retrievers (vector stores, remote engines).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import os
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.base.embeddings.base import BaseEmbedding
-from llama_index.core.schema import BaseNode
+from llama_index.core.callbacks import CallbackManager
+from llama_index.core.schema import BaseNode, NodeWithScore
 from llama_index.core.storage.docstore.types import BaseDocumentStore
 
-from hybrid_retrievers import Analyzer
-from hybrid_retrievers.fusion import DEFAULT_K_RRF, Dedup, FusionMode, default_fetch_k
-from hybrid_retrievers.fusion.plan import Weights
-from hybrid_retrievers.validation import check_k
-from hybrid_retrievers.vector import DEFAULT_BATCH_SIZE, EmbeddingCache
+from hybrid_retrievers import BM25Index, VectorIndex
+from hybrid_retrievers.fusion import FusionSearcher
+from hybrid_retrievers.parent.leaves import child_leaves
+from hybrid_retrievers.types import Doc, Hit
 
-from ._base import BuildOptions
-from .bm25 import BM25Retriever
-from .dense import DenseRetriever
-from .fusion import FusionRetriever
+from ._base import CoreSearcherRetriever, Filter, LoadOptions, refuse_arguments
+from ._convert import (
+    FUSION_KEY,
+    node_with_added_metadata,
+    nodes_to_docs,
+    one_source,
+    source_nodes,
+)
+from .embeddings import as_embedder
 
 if TYPE_CHECKING:  # typing.Unpack is Python 3.11+
     from typing_extensions import Unpack
@@ -31,13 +38,23 @@ if TYPE_CHECKING:  # typing.Unpack is Python 3.11+
 __all__ = ["HybridRetriever"]
 
 
-class HybridRetriever(FusionRetriever):
+class HybridRetriever(CoreSearcherRetriever[FusionSearcher]):
     """BM25 + dense retrieval over the same nodes, fused: the 90% case in one call.
 
-    `from_defaults` indexes the nodes in a `BM25Retriever` and a `DenseRetriever`, each
-    returning ``fetch_k`` candidates, and fuses ``[bm25, dense]`` (named ``"bm25"`` and
-    ``"dense"``); everything else is `FusionRetriever`'s. Setting ``similarity_top_k``
-    later changes the fused cut only, not the children's depth.
+    `from_defaults` builds one core `FusionSearcher` with the core's hybrid recipe
+    (`FusionSearcher.hybrid`: a `BM25Index` and a `VectorIndex` over the same nodes,
+    named ``"bm25"`` and ``"dense"``). Each query is one call to it: the children are
+    asked for ``fetch_k`` candidates resolved per call (default
+    ``max(similarity_top_k, 20)``, so setting ``similarity_top_k`` later deepens them
+    too), and the fused hits become nodes once. Returned nodes are as for
+    `FusionRetriever`: the caller's node (while it agrees with the index; else a
+    `TextNode` of the stored document), copied with the provenance under
+    ``metadata["fusion"]``, excluded from its LLM and embedding text.
+
+    The constructor takes the `FusionSearcher` and the `SearcherOptions`. Queries are
+    text: a `QueryBundle`'s ``embedding`` / ``custom_embedding_strs`` are not used (fuse
+    a `DenseRetriever` in a `FusionRetriever` for that). Edits (`insert_nodes`,
+    `delete_nodes`) reach both indexes.
 
     Example:
         >>> from llama_index.core.schema import TextNode
@@ -51,23 +68,8 @@ class HybridRetriever(FusionRetriever):
         ['a', 'c']
     """
 
-    def __init__(self, retrievers: Sequence[BaseRetriever], **kwargs: Any) -> None:
-        if isinstance(retrievers, Sequence) and len(retrievers) != 2:
-            raise ValueError(
-                "HybridRetriever needs exactly two retrievers [lexical, dense], got "
-                f"{len(retrievers)}; use FusionRetriever for any other set"
-            )
-        super().__init__(retrievers, **kwargs)
-
-    @property
-    def bm25(self) -> BaseRetriever:
-        """The lexical child (``retrievers[0]``)."""
-        return self.retrievers[0]
-
-    @property
-    def dense(self) -> BaseRetriever:
-        """The dense child (``retrievers[1]``)."""
-        return self.retrievers[1]
+    searcher_type = FusionSearcher
+    build_hint = "HybridRetriever.from_defaults(nodes=..., embed_model=...)"
 
     @classmethod
     def from_defaults(
@@ -76,43 +78,87 @@ class HybridRetriever(FusionRetriever):
         docstore: BaseDocumentStore | None = None,
         *,
         embed_model: BaseEmbedding | Any,
-        fetch_k: int | None = None,
-        weights: Weights | None = None,
-        mode: FusionMode | str = FusionMode.RRF,
-        k_rrf: float = DEFAULT_K_RRF,
-        names: Sequence[str] | None = ("bm25", "dense"),
-        dedup: Dedup | str = Dedup.ID,
-        max_workers: int | None = None,
-        analyzer: Analyzer | None = None,
-        k1: float = 1.5,
-        b: float = 0.75,
-        method: str = "lucene",
-        delta: float | None = None,
-        metric: str = "cosine",
-        cache: EmbeddingCache | None = None,
-        batch_size: int = DEFAULT_BATCH_SIZE,
-        **options: Unpack[BuildOptions],
+        bm25: Mapping[str, Any] | None = None,
+        dense: Mapping[str, Any] | None = None,
+        similarity_top_k: int = 4,
+        filters: Filter = None,
+        callback_manager: CallbackManager | None = None,
+        verbose: bool = False,
+        **fusion: Any,
     ) -> HybridRetriever:
         """Index nodes (or every node of a docstore: exactly one) for BM25 and dense; fuse.
 
-        ``fetch_k`` is each child's depth (default ``max(similarity_top_k, 20)``); the
-        fusion settings are `FusionRetriever`'s (``weights`` is ``[bm25, dense]``), the
-        BM25 and dense ones `BM25Retriever.from_defaults`' and
-        `DenseRetriever.from_defaults`'. ``options``: ``similarity_top_k`` counts fused
-        nodes; the filter, callback manager and ``verbose`` go to all three.
+        Args:
+            embed_model: a LlamaIndex `BaseEmbedding` or a core `Embedder` (required).
+            bm25: `BM25Index.from_texts` options (``k1``, ``b``, ``method``, ``delta``,
+                ``analyzer``).
+            dense: `VectorIndex.from_texts` options (``metric``, ``batch_size``,
+                ``cache``).
+            similarity_top_k, filters, callback_manager, verbose: the
+                constructor's (``similarity_top_k`` counts fused nodes).
+            **fusion: `FusionSearcher` arguments (``fetch_k``, ``weights``, ``mode``,
+                ``k_rrf``, ``names``, ``dedup``, ``max_workers``).
         """
-        if nodes is not None and not isinstance(nodes, BaseNode):
-            nodes = list(nodes)  # both children read them
-        top_k = options.pop("similarity_top_k", 4)
-        depth = default_fetch_k(check_k(top_k, name="similarity_top_k")) \
-            if fetch_k is None else check_k(fetch_k, name="fetch_k")
-        children: dict[str, Any] = {**options, "similarity_top_k": depth}
-        bm25 = BM25Retriever.from_defaults(nodes, docstore, analyzer=analyzer, k1=k1, b=b,
-                                           method=method, delta=delta, **children)
-        dense = DenseRetriever.from_defaults(nodes, docstore, embed_model=embed_model,
-                                             metric=metric, cache=cache,
-                                             batch_size=batch_size, **children)
-        return cls([bm25, dense], similarity_top_k=top_k, weights=weights, mode=mode,
-                   k_rrf=k_rrf, names=names, dedup=dedup, max_workers=max_workers,
-                   callback_manager=options.get("callback_manager"),
-                   verbose=options.get("verbose", False))
+        refuse_arguments("HybridRetriever.from_defaults",
+                         {key: fusion.pop(key) for key in ("filter", "index") if key in fusion},
+                         {"filter": "LlamaIndex spells it filters=, as VectorIndexRetriever does",
+                          "index": "pass nodes= or docstore=; a built core FusionSearcher goes "
+                                   "to HybridRetriever(searcher)"})
+        one_source(nodes=nodes, docstore=docstore)
+        node_list = source_nodes(nodes, docstore)
+        docs = nodes_to_docs(node_list)
+        searcher = FusionSearcher.hybrid(
+            [d.text for d in docs], as_embedder(embed_model), [d.id for d in docs],
+            [d.metadata for d in docs], bm25=bm25, dense=dense, show_progress=verbose, **fusion)
+        return cls(searcher, nodes=node_list, similarity_top_k=similarity_top_k,
+                   filters=filters, callback_manager=callback_manager, verbose=verbose)
+
+    @property
+    def bm25(self) -> BM25Index:
+        """The core lexical index (the searcher's first child)."""
+        return self._searcher.searchers[0]  # type: ignore[no-any-return]
+
+    @property
+    def dense(self) -> VectorIndex:
+        """The core dense index (the searcher's second child)."""
+        return self._searcher.searchers[1]  # type: ignore[no-any-return]
+
+    def _editable_indexes(self) -> list[Any]:
+        return child_leaves(self._searcher)
+
+    def _wrap(self, hits: Iterable[Hit]) -> list[NodeWithScore]:
+        """New nodes for fused hits: the caller's node (`NodeCache.node_for`), copied with
+        the provenance under ``"fusion"``."""
+        return [NodeWithScore(node=node_with_added_metadata(
+                    self._nodes.node_for(hit.doc), {FUSION_KEY: hit.explanation[FUSION_KEY]}),
+                    score=float(hit.score)) for hit in hits]
+
+    # ----------------------------------------------------------- persistence
+
+    @staticmethod
+    def _stored_docs(searcher: Any) -> Iterable[Doc]:
+        return child_leaves(searcher)[0].docs  # type: ignore[no-any-return]
+
+    def persist(self, persist_dir: str | os.PathLike[str]) -> None:
+        """Save the retriever: the fusion under ``index/`` (`FusionSearcher.save`), the
+        node fields, ``similarity_top_k`` and the filter (data only, never pickle)."""
+        self._write(persist_dir)
+
+    @classmethod
+    def from_persist_dir(
+        cls, persist_dir: str | os.PathLike[str], *, embed_model: BaseEmbedding | Any = None,
+        mmap: bool = False, **options: Unpack[LoadOptions],
+    ) -> HybridRetriever:
+        """Load a retriever saved with `persist` (or a `FusionSearcher.save` folder, such
+        as the LangChain ``HybridRetriever.save_local``'s) with the model it was built
+        with; ``options`` (`LoadOptions`) default to the saved ones. `IndexFormatError`
+        for a missing, corrupt or foreign directory."""
+        if embed_model is None:
+            raise ValueError(
+                f"{str(persist_dir)!r} holds a dense index: pass embed_model= (the model the "
+                "index was built with) to HybridRetriever.from_persist_dir"
+            )
+        return cls._load(  # type: ignore[no-any-return]
+            persist_dir,
+            lambda folder: FusionSearcher.load(folder, as_embedder(embed_model), mmap=mmap),
+            bare_index_kind="fusion", **options)

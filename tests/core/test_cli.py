@@ -75,9 +75,12 @@ def test_demo_with_a_reranker_adds_a_row(monkeypatch, capsys) -> None:
 
     from hybrid_retrievers.cli import _build
 
-    def fake_dense(docs, model, **kwargs):
-        from hybrid_retrievers import VectorIndex
+    def fake_dense(docs, model, hybrid=False, **kwargs):
+        from hybrid_retrievers import FusionSearcher, VectorIndex
 
+        if hybrid:
+            return FusionSearcher.hybrid([d.text for d in docs], HashingEmbedder(64),
+                                         [d.id for d in docs], [d.metadata for d in docs])
         return VectorIndex.from_docs(docs, embedder=HashingEmbedder(64))
 
     monkeypatch.setattr(_build, "dense_index", fake_dense)
@@ -258,3 +261,7 @@ def test_dense_index_caches_embeddings_on_disk_and_keeps_inner_bars_off(
     assert "50 distinct texts read" in logged[1] and ", 0 encoded" in logged[1]
     assert str(tmp_path / "cache" / "embeddings") in logged[1]
     assert first.search("flow", k=3) == second.search("flow", k=3)
+    # The hybrid row is the hybrid recipe over the same cached vectors.
+    hybrid = _build.dense_index(docs, "any-model", progress=False, log=logged.append, hybrid=True)
+    assert "50 distinct texts read" in logged[2] and hybrid.names == ("bm25", "dense")
+    assert hybrid.searchers[1].search("flow", k=3) == first.search("flow", k=3)

@@ -609,11 +609,19 @@ def test_child_errors_propagate_with_the_source_name():
 
 
 def test_context_manager_closes_the_pool():
-    with FusionSearcher([Spy(list("ab")), Spy(list("ba"))]) as hybrid:
+    workers: list[threading.Thread] = []
+
+    class Second(Spy):
+        def search(self, query, k=10, *, filter=None):
+            workers.append(threading.current_thread())
+            return super().search(query, k, filter=filter)
+
+    with FusionSearcher([Spy(list("ab")), Second(list("ba"))]) as hybrid:
         hybrid.search("q", k=2)
-        assert hybrid._pool is not None
-    assert hybrid._pool is None
+        assert workers[0] is not threading.current_thread()  # a pool thread
+    assert not workers[0].is_alive()  # closed: its thread was joined
     assert ids(hybrid.search("q", k=2)) == ["a", "b"]  # a new pool on demand
+    assert workers[1] is not workers[0] and workers[1].is_alive()
     hybrid.close()
 
 
@@ -731,12 +739,12 @@ def test_lexical_boost_rule_in_a_searcher_and_validation(bm25):
 def test_docstring_examples_run():
     import hybrid_retrievers.fusion as package
     from hybrid_retrievers.fusion import (
-        candidates, concurrency, hybrid, modes, plan, rank, rules, score, searcher,
+        candidates, concurrency, modes, plan, rank, rules, score, searcher,
     )
 
     failures = 0
-    for module in (package, candidates, concurrency, hybrid, modes, plan, rank, rules, score,
-                   searcher):
+    for module in (package, candidates, concurrency, modes, plan, rank, rules,
+                   score, searcher):
         failures += doctest.testmod(module, optionflags=doctest.ELLIPSIS).failed
     assert failures == 0
 
@@ -749,9 +757,10 @@ def test_protocol_names_and_numpy_weights(bm25, dense):
     hybrid = FusionSearcher([bm25, dense], weights=np.array([2.0, 1.0]))
     assert isinstance(hybrid, Searcher)
     assert isinstance(FilteredSource(bm25, {"topic": "aero"}), Searcher)
-    assert hybrid.names == (0, 1) and hybrid.weights == (2.0, 1.0)
-    assert hybrid.mode is FusionMode.RRF and hybrid.k_rrf == 60 and hybrid.fetch_k is None
-    assert hybrid.dedup is Dedup.ID and hybrid.searchers == (bm25, dense)
+    assert hybrid.names == (0, 1) and hybrid.plan.weights == (2.0, 1.0)
+    assert hybrid.plan.mode is FusionMode.RRF and hybrid.plan.k_rrf == 60
+    assert hybrid.fetch_k is None and hybrid.plan.dedup is Dedup.ID
+    assert hybrid.searchers == (bm25, dense)
     named = FusionSearcher([FilteredSource(bm25, {"topic": "aero"}, name="aero"), dense])
     assert named.names == ("aero", 1)
     hits = named.search(WING_QUERY, k=2)

@@ -10,7 +10,6 @@ import pytest
 from corpora import CORPUS, WING_QUERY
 from hybrid_retrievers import BM25Index, Doc, FusionSearcher, Hit
 from hybrid_retrievers.fusion import CallRunner, FusionPlan, gather_calls, run_calls
-from hybrid_retrievers.fusion.hybrid import hybrid_searcher
 from hybrid_retrievers.models import HashingEmbedder
 from hybrid_retrievers.vector import VectorIndex
 
@@ -119,4 +118,6 @@ def test_hybrid_recipe_equals_the_hand_built_fusion():
     assert [(h.id, h.score) for h in got] == [(h.id, h.score) for h in expected]
     assert recipe.names == ("bm25", "dense")
     with pytest.raises(TypeError, match="single str"):
-        hybrid_searcher("one text", emb)
+        FusionSearcher.hybrid("one text", emb)
+    with pytest.raises(TypeError, match="bm25 must be a mapping"):
+        FusionSearcher.hybrid(texts, emb, bm25=1.2)

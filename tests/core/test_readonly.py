@@ -49,5 +49,5 @@ def test_library_settings_are_read_only() -> None:
         index.k1 = 2.0
     fused = FusionSearcher([index, index], names=["a", "b"], fetch_k=7)
     assert (fused.names, fused.fetch_k) == (("a", "b"), 7)
-    with pytest.raises(AttributeError, match="read-only"):
+    with pytest.raises(AttributeError):
         fused.names = ("c", "d")

@@ -389,14 +389,14 @@ def test_langchain_fusion_over_sharded_children(sharded_bm25: ShardedSearcher,
     from langchain_hybrid_retrievers import (
         BM25Retriever,
         DenseRetriever,
-        HybridRetriever,
+        FusionRetriever,
         SearcherRetriever,
     )
 
-    sharded = HybridRetriever(
+    sharded = FusionRetriever(
         retrievers=[SearcherRetriever(searcher=sharded_bm25), SearcherRetriever(
             searcher=sharded_dense)], names=["bm25", "dense"], k=5)
-    local = HybridRetriever(retrievers=[BM25Retriever(index=whole_bm25),
+    local = FusionRetriever(retrievers=[BM25Retriever(index=whole_bm25),
                                         DenseRetriever(index=whole_dense)],
                             names=["bm25", "dense"], k=5)
     for q in queries[:5]:
@@ -442,7 +442,8 @@ def test_llama_index_fusion_over_sharded_children(sharded_bm25: ShardedSearcher,
         [n.node.node_id for n in local.retrieve(queries[0])]
 
 
-# LangChain's standard retriever suite over a HybridRetriever whose children are sharded.
+# LangChain's standard retriever suite over a HybridRetriever whose core fusion's children
+# are sharded.
 _SHARDED: dict[str, ShardedSearcher] = {}
 
 try:
@@ -464,11 +465,8 @@ class TestShardedHybridRetrieverStandard(RetrieversIntegrationTests):  # type: i
 
     @property
     def retriever_constructor_params(self) -> dict[str, Any]:
-        from langchain_hybrid_retrievers import SearcherRetriever
-
-        return {"retrievers": [SearcherRetriever(searcher=_SHARDED["bm25"]),
-                               SearcherRetriever(searcher=_SHARDED["dense"])],
-                "names": ["bm25", "dense"]}
+        return {"searcher": FusionSearcher([_SHARDED["bm25"], _SHARDED["dense"]],
+                                           names=["bm25", "dense"])}
 
     @property
     def retriever_query_example(self) -> str:

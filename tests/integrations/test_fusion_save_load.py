@@ -26,8 +26,10 @@ def test_langchain_hybrid_and_nested_fusion_round_trip(tmp_path: Path) -> None:
     emb = HashingEmbedder(dimension=64)
     hybrid = HybridRetriever.from_texts(TEXTS, embedding=emb, ids=IDS, k=3, weights=[2, 1])
     hybrid.save_local(tmp_path / "hybrid")
-    loaded = HybridRetriever.load_local(tmp_path / "hybrid", embedding=emb)
+    # save_local is FusionSearcher.save: query-time fields (k...) are given to load_local.
+    loaded = HybridRetriever.load_local(tmp_path / "hybrid", embedding=emb, k=3)
     assert isinstance(loaded, HybridRetriever) and loaded.k == 3
+    assert loaded.searcher.plan.weights == (2.0, 1.0)
     assert [d.id for d in loaded.invoke(QUERY)] == [d.id for d in hybrid.invoke(QUERY)]
     assert loaded.invoke(QUERY)[0].metadata == hybrid.invoke(QUERY)[0].metadata
 
@@ -70,14 +72,38 @@ def test_llama_index_hybrid_round_trip_and_cross_framework(tmp_path: Path) -> No
     hybrid = HybridRetriever.from_defaults(nodes=nodes, embed_model=emb, similarity_top_k=3)
     hybrid.persist(tmp_path / "li")
     loaded = HybridRetriever.from_persist_dir(tmp_path / "li", embed_model=emb)
-    assert loaded.similarity_top_k == 3 and loaded.bm25.similarity_top_k == 20
+    assert loaded.similarity_top_k == 3 and loaded.searcher.fetch_k is None  # per call
     expected = [n.node.node_id for n in hybrid.retrieve(QUERY)]
     assert [n.node.node_id for n in loaded.retrieve(QUERY)] == expected
     # The LangChain adapter reads the same folder, and the other way round.
-    lc = LCHybrid.load_local(tmp_path / "li", embedding=emb)
+    # (A bare FusionSearcher folder keeps no query-time settings: k is given again.)
+    lc = LCHybrid.load_local(tmp_path / "li", embedding=emb, k=3)
     assert [d.id for d in lc.invoke(QUERY)] == expected
     lc.save_local(tmp_path / "lc")
-    back = HybridRetriever.from_persist_dir(tmp_path / "lc", embed_model=emb)
+    back = HybridRetriever.from_persist_dir(tmp_path / "lc", embed_model=emb,
+                                            similarity_top_k=3)
     assert [n.node.node_id for n in back.retrieve(QUERY)] == expected
     with pytest.raises(ValueError, match="embed_model="):
         HybridRetriever.from_persist_dir(tmp_path / "li")
+
+
+def test_llama_index_fusion_with_a_hybrid_child_round_trips(tmp_path: Path) -> None:
+    from llama_index.core.schema import TextNode
+
+    from hybrid_retrievers import FusionSearcher
+    from llama_index_hybrid_retrievers import BM25Retriever, FusionRetriever, HybridRetriever
+
+    emb = HashingEmbedder(dimension=64)
+    nodes = [TextNode(id_=i, text=t) for i, t in zip(IDS, TEXTS)]
+    hybrid = HybridRetriever.from_defaults(nodes=nodes, embed_model=emb, similarity_top_k=3)
+    nested = FusionRetriever([hybrid, BM25Retriever.from_defaults(nodes=nodes[:3])],
+                             names=["hybrid", "small"], similarity_top_k=2)
+    nested.persist(tmp_path / "nested")
+    again = FusionRetriever.from_persist_dir(tmp_path / "nested", embed_model=emb)
+    assert isinstance(again.retrievers[0], HybridRetriever)
+    assert again.retrievers[0].similarity_top_k == 3 and again.names == ("hybrid", "small")
+    expected = [n.node.node_id for n in nested.retrieve(QUERY)]
+    assert [n.node.node_id for n in again.retrieve(QUERY)] == expected
+    # The core reads the same folder (each child's index under its index_dir).
+    core = FusionSearcher.load(tmp_path / "nested", emb)
+    assert [h.id for h in core.search(QUERY, 2, fetch_k=3)] == expected

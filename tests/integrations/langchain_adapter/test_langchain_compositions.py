@@ -97,6 +97,5 @@ async def test_astream_events_of_an_lcel_rag_chain(documents: list[Document]) ->
     events = [(e["event"], e["name"]) async for e in chain.astream_events(WING_QUERY,
                                                                           version="v2")]
     starts = [name for event, name in events if event == "on_retriever_start"]
-    assert starts[0] == "HybridRetriever" and set(starts[1:]) == {"BM25Retriever",
-                                                                  "DenseRetriever"}
+    assert starts == ["HybridRetriever"]  # one core searcher: no per-child runs
     assert ("on_chat_model_end", "GenericFakeChatModel") in events

@@ -31,7 +31,7 @@ from langchain_tests.integration_tests import RetrieversIntegrationTests
 from pydantic import ValidationError
 
 import langchain_hybrid_retrievers
-from hybrid_retrievers import FusionSearcher
+from hybrid_retrievers import BM25Index, FusionSearcher, VectorIndex
 from hybrid_retrievers.fusion import default_fetch_k, fuse, lexical_boost_rule
 from hybrid_retrievers.models import HashingEmbedder
 from langchain_hybrid_retrievers import (
@@ -57,6 +57,17 @@ def documents() -> list[Document]:
 @pytest.fixture
 def hybrid(documents: list[Document]) -> HybridRetriever:
     return HybridRetriever.from_documents(documents, HashingEmbedder(dimension=DIM))
+
+
+@pytest.fixture
+def fused(hybrid: HybridRetriever) -> FusionRetriever:
+    """The same BM25 + dense pair as LangChain retrievers under a `FusionRetriever`."""
+    return FusionRetriever(retrievers=_children(hybrid), names=["bm25", "dense"])
+
+
+def _children(hybrid: HybridRetriever) -> list[BaseRetriever]:
+    """The hybrid's two core indexes, each behind its LangChain retriever."""
+    return [BM25Retriever(index=hybrid.bm25), DenseRetriever(index=hybrid.dense)]
 
 
 def _ids(docs: list[Document]) -> list[str | None]:
@@ -144,7 +155,7 @@ class TestHybridRetrieverStandard(RetrieversIntegrationTests):
     def retriever_constructor_params(self) -> dict[str, Any]:
         docs = [Document(id=i, page_content=t, metadata=dict(m)) for i, t, m in CORPUS]
         built = HybridRetriever.from_documents(docs, HashingEmbedder(dimension=DIM))
-        return {"retrievers": built.retrievers, "names": ["bm25", "dense"]}
+        return {"searcher": built.searcher}
 
     @property
     def retriever_query_example(self) -> str:
@@ -159,28 +170,30 @@ def test_package_exports() -> None:
 # ------------------------------------------------------------ same as the core
 
 
-def test_hybrid_equals_core_fusion_searcher(hybrid: HybridRetriever) -> None:
-    assert isinstance(hybrid.bm25, BM25Retriever) and isinstance(hybrid.dense, DenseRetriever)
-    assert hybrid.bm25.index.ids == hybrid.dense.index.ids
-    core = FusionSearcher([hybrid.bm25.index, hybrid.dense.index], names=["bm25", "dense"])
+def test_hybrid_equals_core_fusion_searcher(hybrid: HybridRetriever,
+                                           fused: FusionRetriever) -> None:
+    assert isinstance(hybrid.bm25, BM25Index) and isinstance(hybrid.dense, VectorIndex)
+    assert hybrid.bm25.ids == hybrid.dense.ids
+    core = FusionSearcher([hybrid.bm25, hybrid.dense], names=["bm25", "dense"])
     for query in QUERIES:
         for k in (1, 4, 12):
             hits = core.search(query, k)
-            docs = hybrid.invoke(query, k=k)
-            assert _ids(docs) == [h.id for h in hits]
-            assert [d.metadata["score"] for d in docs] == [h.score for h in hits]
-            assert [d.metadata["rank"] for d in docs] == list(range(1, len(docs) + 1))
-            assert [d.metadata["fusion"] for d in docs] == [
-                h.explanation["fusion"] for h in hits
-            ]
+            # The hybrid (one core searcher) and a FusionRetriever over the same indexes
+            # behind LangChain retrievers give the core's answer.
+            for docs in (hybrid.invoke(query, k=k), fused.invoke(query, k=k)):
+                assert _ids(docs) == [h.id for h in hits]
+                assert [d.metadata["score"] for d in docs] == [h.score for h in hits]
+                assert [d.metadata["rank"] for d in docs] == list(range(1, len(docs) + 1))
+                assert [d.metadata["fusion"] for d in docs] == [
+                    h.explanation["fusion"] for h in hits
+                ]
 
 
 def test_provenance_records_each_child_rank_and_score(hybrid: HybridRetriever) -> None:
     fetch = default_fetch_k(4)
-    per_child = {
-        "bm25": hybrid.bm25.invoke(WING_QUERY, k=fetch),
-        "dense": hybrid.dense.invoke(WING_QUERY, k=fetch),
-    }
+    lexical, dense = _children(hybrid)
+    per_child = {"bm25": lexical.invoke(WING_QUERY, k=fetch),
+                 "dense": dense.invoke(WING_QUERY, k=fetch)}
     docs = hybrid.invoke(WING_QUERY)
     assert len(docs) == 4
     for doc in docs:
@@ -221,8 +234,8 @@ def test_score_mode_equals_core_fuse_on_the_same_lists() -> None:
 def test_every_mode_runs_and_per_call_mode_overrides(hybrid: HybridRetriever, mode: str) -> None:
     docs = hybrid.invoke(WING_QUERY, mode=mode)
     assert len(docs) == 4 and docs[0].metadata["fusion"]["mode"] == mode
-    assert hybrid.mode == "rrf"  # the override did not stick
-    fixed = FusionRetriever(retrievers=hybrid.retrievers, mode=mode)
+    assert hybrid.searcher.plan.mode.value == "rrf"  # the override did not stick
+    fixed = FusionRetriever(retrievers=_children(hybrid), mode=mode)
     assert _ids(fixed.invoke(WING_QUERY)) == _ids(docs)
 
 
@@ -330,7 +343,7 @@ def test_documents_without_ids_get_a_content_id_of_their_text() -> None:
 
 
 def test_fusion_beats_ensemble_retriever_on_final_top_k(hybrid: HybridRetriever) -> None:
-    ensemble = EnsembleRetriever(retrievers=hybrid.retrievers, weights=[0.5, 0.5])
+    ensemble = EnsembleRetriever(retrievers=_children(hybrid), weights=[0.5, 0.5])
     assert len(ensemble.invoke(WING_QUERY)) > 4  # no final top-k
     assert len(hybrid.invoke(WING_QUERY)) == 4
 
@@ -358,7 +371,7 @@ def test_weights_change_the_order() -> None:
 
 def test_callable_weights_see_the_query(hybrid: HybridRetriever) -> None:
     rule = lexical_boost_rule(0, boost=3.0)
-    fusion = FusionRetriever(retrievers=hybrid.retrievers, weights=rule)
+    fusion = FusionRetriever(retrievers=_children(hybrid), weights=rule)
     coded = fusion.invoke("wing lift 1958")[0].metadata["fusion"]["sources"]
     plain = fusion.invoke(WING_QUERY)[0].metadata["fusion"]["sources"]
     assert {s["index"]: s["weight"] for s in coded} == {0: 3.0, 1: 1.0}
@@ -366,7 +379,7 @@ def test_callable_weights_see_the_query(hybrid: HybridRetriever) -> None:
 
 
 def test_bad_arguments_are_clear_errors(hybrid: HybridRetriever) -> None:
-    children = hybrid.retrievers
+    children = _children(hybrid)
     with pytest.raises(ValidationError, match="one weight per source"):
         FusionRetriever(retrievers=children, weights=[1.0])
     with pytest.raises(ValidationError, match="at least one weight > 0"):
@@ -385,8 +398,12 @@ def test_bad_arguments_are_clear_errors(hybrid: HybridRetriever) -> None:
         FusionRetriever(retrievers=children[0])
     with pytest.raises(ValidationError, match="score_key"):
         FusionRetriever(retrievers=children, score_key="fusion")
-    with pytest.raises(ValidationError, match="exactly two"):
-        HybridRetriever(retrievers=children[:1])
+    with pytest.raises(TypeError, match="searcher must be a hybrid_retrievers.FusionSearcher"):
+        HybridRetriever(searcher=hybrid.bm25)
+    with pytest.raises(ValidationError, match="score_key"):
+        HybridRetriever(searcher=hybrid.searcher, score_key="fusion")
+    with pytest.raises(TypeError, match="bm25 must be a mapping"):
+        HybridRetriever.from_texts(["a"], HashingEmbedder(dimension=DIM), bm25=1.2)
     with pytest.raises(ValueError, match="k must be >= 1"):
         hybrid.invoke(WING_QUERY, k=0)  # 0 is not replaced by the default
     with pytest.raises(ValueError, match="query"):
@@ -531,7 +548,7 @@ class RunRecorder(BaseCallbackHandler):
 
 def _check_tree(recorder: RunRecorder) -> None:
     roots = [s for s in recorder.starts if s["parent"] is None]
-    assert len(roots) == 1 and roots[0]["name"] == "HybridRetriever"
+    assert len(roots) == 1 and roots[0]["name"] == "FusionRetriever"
     children = [s for s in recorder.starts if s["parent"] == roots[0]["run_id"]]
     assert sorted(s["name"] for s in children) == ["BM25Retriever", "DenseRetriever"]
     assert {t for s in children for t in s["tags"] if t.startswith("retriever_")} == {
@@ -539,36 +556,44 @@ def _check_tree(recorder: RunRecorder) -> None:
     assert all("outer" in s["tags"] and s["metadata"].get("user") == "u1" for s in children)
 
 
-def test_child_runs_are_children_of_the_fusion_run(hybrid: HybridRetriever) -> None:
+def test_child_runs_are_children_of_the_fusion_run(fused: FusionRetriever) -> None:
     recorder = RunRecorder()
-    hybrid.invoke(WING_QUERY, config={"callbacks": [recorder], "tags": ["outer"],
-                                      "metadata": {"user": "u1"}})
+    fused.invoke(WING_QUERY, config={"callbacks": [recorder], "tags": ["outer"],
+                                     "metadata": {"user": "u1"}})
     assert len(recorder.starts) == 3
     _check_tree(recorder)
+
+
+def test_hybrid_is_one_run_without_child_runs(hybrid: HybridRetriever) -> None:
+    """The documented trade-off: one core searcher, so no retriever_1/retriever_2 runs."""
+    recorder = RunRecorder()
+    hybrid.invoke(WING_QUERY, config={"callbacks": [recorder], "tags": ["outer"]})
+    assert [(s["name"], s["parent"]) for s in recorder.starts] == [("HybridRetriever", None)]
 
 
 @pytest.mark.asyncio
-async def test_async_child_runs_are_children_of_the_fusion_run(hybrid: HybridRetriever) -> None:
+async def test_async_child_runs_are_children_of_the_fusion_run(fused: FusionRetriever) -> None:
     recorder = RunRecorder()
-    await hybrid.ainvoke(WING_QUERY, config={"callbacks": [recorder], "tags": ["outer"],
-                                             "metadata": {"user": "u1"}})
+    await fused.ainvoke(WING_QUERY, config={"callbacks": [recorder], "tags": ["outer"],
+                                            "metadata": {"user": "u1"}})
     assert len(recorder.starts) == 3
     _check_tree(recorder)
 
 
-def test_inside_an_lcel_chain(hybrid: HybridRetriever) -> None:
-    recorder = RunRecorder()
-    chain = hybrid | RunnableLambda(lambda docs: [d.id for d in docs])
-    ids = chain.invoke(WING_QUERY, config={"callbacks": [recorder]})
-    assert ids == _ids(hybrid.invoke(WING_QUERY))
-    assert len(recorder.starts) == 3  # the fusion run and its two children
+def test_inside_an_lcel_chain(hybrid: HybridRetriever, fused: FusionRetriever) -> None:
+    for retriever, runs in ((fused, 3), (hybrid, 1)):  # FusionRetriever: and its two children
+        recorder = RunRecorder()
+        chain = retriever | RunnableLambda(lambda docs: [d.id for d in docs])
+        ids = chain.invoke(WING_QUERY, config={"callbacks": [recorder]})
+        assert ids == _ids(hybrid.invoke(WING_QUERY))
+        assert len(recorder.starts) == runs
 
 
 # ------------------------------------------------------------------ nesting
 
 
 def test_nested_fusion_keeps_the_inner_provenance(hybrid: HybridRetriever) -> None:
-    outer = FusionRetriever(retrievers=[hybrid, hybrid.bm25], names=["hybrid", "bm25"])
+    outer = FusionRetriever(retrievers=[hybrid, _children(hybrid)[0]], names=["hybrid", "bm25"])
     docs = outer.invoke(WING_QUERY)
     sources = docs[0].metadata["fusion"]["sources"]
     inner = next(s for s in sources if s["source"] == "hybrid")
@@ -609,12 +634,13 @@ def test_from_texts_equals_from_documents(documents: list[Document]) -> None:
 def test_hybrid_settings_are_passed_on(documents: list[Document]) -> None:
     hybrid = HybridRetriever.from_documents(
         documents, HashingEmbedder(dimension=DIM), k=2, weights=[2, 1],
-        mode="relative_score", fetch_k=7, k1=1.2, b=0.5, metric="dot", tags=["hy"],
-        names=["lex", "vec"],
+        mode="relative_score", fetch_k=7, bm25={"k1": 1.2, "b": 0.5}, dense={"metric": "dot"},
+        tags=["hy"], names=["lex", "vec"],
     )
-    assert hybrid.k == 2 and hybrid.fetch_k == 7 and hybrid.mode == "relative_score"
-    assert hybrid.weights == (2.0, 1.0) and hybrid.names == ["lex", "vec"]
-    assert hybrid.bm25.index.k1 == 1.2 and hybrid.dense.index.metric == "dot"
+    plan = hybrid.searcher.plan
+    assert hybrid.k == 2 and plan.fetch_k == 7 and plan.mode.value == "relative_score"
+    assert plan.weights == (2.0, 1.0) and plan.names == ("lex", "vec")
+    assert hybrid.bm25.k1 == 1.2 and hybrid.dense.metric == "dot" and hybrid.tags == ["hy"]
     docs = hybrid.invoke(WING_QUERY)
     assert len(docs) == 2 and {s["source"] for s in docs[0].metadata["fusion"]["sources"]} \
         <= {"lex", "vec"}
@@ -623,5 +649,19 @@ def test_hybrid_settings_are_passed_on(documents: list[Document]) -> None:
 def test_hybrid_without_ids_gets_the_same_content_ids_in_both_indexes() -> None:
     texts = ["wing lift", "bread dough", "wing lift"]
     hybrid = HybridRetriever.from_texts(texts, HashingEmbedder(dimension=DIM))
-    assert hybrid.bm25.index.ids == hybrid.dense.index.ids
-    assert len(set(hybrid.bm25.index.ids)) == 3
+    assert hybrid.bm25.ids == hybrid.dense.ids
+    assert len(set(hybrid.bm25.ids)) == 3
+
+
+def test_hybrid_edits_reach_both_indexes(hybrid: HybridRetriever) -> None:
+    added = hybrid.add_documents([Document(id="new", page_content="wing lift wing lift flaps")])
+    assert added == ["new"] and "new" in hybrid.bm25 and "new" in hybrid.dense
+    assert "new" in _ids(hybrid.invoke("flaps"))
+    with pytest.raises(ValueError):  # already indexed: nothing is added
+        hybrid.add_texts(["other text", "again"], ids=["other", "new"])
+    assert "other" not in hybrid.bm25 and "other" not in hybrid.dense
+    with pytest.raises(KeyError, match="missing"):
+        hybrid.delete(["new", "missing"])
+    assert "new" in hybrid.bm25
+    hybrid.delete(["new"])
+    assert "new" not in hybrid.bm25 and "new" not in hybrid.dense

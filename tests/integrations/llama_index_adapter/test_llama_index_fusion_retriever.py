@@ -13,6 +13,7 @@ import asyncio
 import copy
 import threading
 import time
+from typing import Any
 
 import pytest
 from llama_index.core import VectorStoreIndex
@@ -25,7 +26,7 @@ from llama_index.core.retrievers import QueryFusionRetriever
 from llama_index.core.schema import MetadataMode, NodeWithScore, QueryBundle, TextNode
 
 import llama_index_hybrid_retrievers
-from hybrid_retrievers import FusionSearcher
+from hybrid_retrievers import BM25Index, FusionSearcher, VectorIndex
 from hybrid_retrievers.fusion import lexical_boost_rule
 from hybrid_retrievers.models import HashingEmbedder
 from llama_index_hybrid_retrievers import (
@@ -49,6 +50,12 @@ def nodes() -> list[TextNode]:
 @pytest.fixture
 def hybrid(nodes: list[TextNode]) -> HybridRetriever:
     return HybridRetriever.from_defaults(nodes=nodes, embed_model=HashingEmbedder(dimension=DIM))
+
+
+def _children(hybrid: HybridRetriever, top_k: int = 20, **options: Any) -> list[BaseRetriever]:
+    """The hybrid's two core indexes, each behind its LlamaIndex retriever."""
+    return [BM25Retriever(hybrid.bm25, similarity_top_k=top_k, **options),
+            DenseRetriever(hybrid.dense, similarity_top_k=top_k, **options)]
 
 
 def _ids(results: list[NodeWithScore]) -> list[str]:
@@ -98,35 +105,43 @@ def test_package_exports() -> None:
 
 
 def test_hybrid_equals_core_fusion_searcher(hybrid: HybridRetriever) -> None:
-    assert isinstance(hybrid.bm25, BM25Retriever) and isinstance(hybrid.dense, DenseRetriever)
-    assert hybrid.bm25.similarity_top_k == hybrid.dense.similarity_top_k == 20
-    core = FusionSearcher([hybrid.bm25.index, hybrid.dense.index], names=["bm25", "dense"])
+    assert isinstance(hybrid.bm25, BM25Index) and isinstance(hybrid.dense, VectorIndex)
+    core = FusionSearcher([hybrid.bm25, hybrid.dense], names=["bm25", "dense"])
+    # The same indexes behind LlamaIndex retrievers, fused by a FusionRetriever.
+    fused = FusionRetriever(_children(hybrid), names=["bm25", "dense"])
     for query in QUERIES:
         hits = core.search(query, 4)
-        results = hybrid.retrieve(query)
-        assert _ids(results) == [h.id for h in hits]
-        assert [r.score for r in results] == [h.score for h in hits]
-        assert [r.node.metadata["fusion"] for r in results] == [
-            h.explanation["fusion"] for h in hits
-        ]
+        for results in (hybrid.retrieve(query), fused.retrieve(query)):
+            assert _ids(results) == [h.id for h in hits]
+            assert [r.score for r in results] == [h.score for h in hits]
+            assert [r.node.metadata["fusion"] for r in results] == [
+                h.explanation["fusion"] for h in hits
+            ]
+
+
+def test_depth_is_resolved_per_call(hybrid: HybridRetriever) -> None:
+    core = FusionSearcher([hybrid.bm25, hybrid.dense], names=["bm25", "dense"])
+    hybrid.similarity_top_k = 30  # the children are asked max(30, 20), not a frozen 20
+    assert _ids(hybrid.retrieve(WING_QUERY)) == [h.id for h in core.search(WING_QUERY, 30)]
 
 
 def test_from_defaults_settings(nodes: list[TextNode]) -> None:
     hybrid = HybridRetriever.from_defaults(
         nodes=iter(nodes), embed_model=HashingEmbedder(dimension=DIM), similarity_top_k=2,
-        fetch_k=6, weights=[2, 1], mode="relative_score", k1=1.2, metric="dot",
-        names=["lex", "vec"], filters={"topic": "aero"},
+        fetch_k=6, weights=[2, 1], mode="relative_score", bm25={"k1": 1.2},
+        dense={"metric": "dot"}, names=["lex", "vec"], filters={"topic": "aero"},
     )
-    assert hybrid.similarity_top_k == 2 and hybrid.weights == (2.0, 1.0)
-    assert hybrid.mode == "relative_score" and hybrid.names == ("lex", "vec")
-    assert hybrid.bm25.similarity_top_k == hybrid.dense.similarity_top_k == 6
-    assert hybrid.bm25.index.k1 == 1.2 and hybrid.dense.index.metric == "dot"
+    plan = hybrid.searcher.plan
+    assert hybrid.similarity_top_k == 2 and plan.weights == (2.0, 1.0)
+    assert plan.mode.value == "relative_score" and plan.names == ("lex", "vec")
+    assert plan.fetch_k == 6
+    assert hybrid.bm25.k1 == 1.2 and hybrid.dense.metric == "dot"
     results = hybrid.retrieve(WING_QUERY)
     assert len(results) == 2 and {r.node.metadata["topic"] for r in results} == {"aero"}
 
 
 def test_bad_arguments_are_clear_errors(hybrid: HybridRetriever) -> None:
-    children = list(hybrid.retrievers)
+    children = _children(hybrid)
     with pytest.raises(TypeError, match="wrap a single retriever in a list"):
         FusionRetriever(children[0])  # type: ignore[arg-type]
     with pytest.raises(TypeError, match=r"retrievers\[1\]"):
@@ -141,8 +156,11 @@ def test_bad_arguments_are_clear_errors(hybrid: HybridRetriever) -> None:
         FusionRetriever(children, similarity_top_k=0)
     with pytest.raises(ValueError, match="k_rrf"):
         FusionRetriever(children, k_rrf=-1)
-    with pytest.raises(ValueError, match="exactly two"):
-        HybridRetriever(children[:1])
+    with pytest.raises(TypeError, match="searcher must be a hybrid_retrievers.FusionSearcher"):
+        HybridRetriever(hybrid.bm25)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="dense must be a mapping"):
+        HybridRetriever.from_defaults(nodes=[TextNode(text="x")],
+                                      embed_model=HashingEmbedder(dimension=DIM), dense=1)
     with pytest.raises(ValueError, match="exactly one of nodes="):
         HybridRetriever.from_defaults(embed_model=HashingEmbedder(dimension=DIM))
     with pytest.raises(ValueError, match="similarity_top_k must be >= 1"):
@@ -158,10 +176,10 @@ def test_rrf_equals_query_fusion_retriever_up_to_its_k(hybrid: HybridRetriever) 
     # QueryFusionRetriever's RRF is 1 / (60 + 0-based rank), i.e. k_rrf=59 with our
     # 1-based ranks; its ties go to first appearance, ours to the best rank first.
     theirs = QueryFusionRetriever(
-        list(hybrid.retrievers), mode="reciprocal_rerank", num_queries=1, llm=MockLLM(),
+        _children(hybrid), mode="reciprocal_rerank", num_queries=1, llm=MockLLM(),
         similarity_top_k=12, use_async=False,
     )
-    ours = FusionRetriever(list(hybrid.retrievers), k_rrf=59, similarity_top_k=12)
+    ours = FusionRetriever(_children(hybrid), k_rrf=59, similarity_top_k=12)
     for query in QUERIES:
         a, b = ours.retrieve(query), theirs.retrieve(query)
         assert len(a) == len(b)
@@ -217,7 +235,7 @@ def test_provenance_on_a_copied_node_never_reaches_prompts(hybrid: HybridRetriev
         assert "fusion" in r.node.excluded_embed_metadata_keys
         assert "best_rank" not in r.node.get_content(metadata_mode=MetadataMode.LLM)
         assert "topic" in r.node.get_content(metadata_mode=MetadataMode.LLM)
-    bm25 = hybrid.bm25.retrieve(WING_QUERY)
+    bm25 = _children(hybrid)[0].retrieve(WING_QUERY)
     top = results[0].node.metadata["fusion"]["sources"]
     lexical = next(s for s in top if s["source"] == "bm25")
     assert bm25[lexical["rank"] - 1].node.node_id == results[0].node.node_id
@@ -241,14 +259,14 @@ def test_zero_weight_child_is_not_called() -> None:
 
 
 def test_callable_weights_see_the_query(hybrid: HybridRetriever) -> None:
-    fusion = FusionRetriever(list(hybrid.retrievers), weights=lexical_boost_rule(0, boost=3.0))
+    fusion = FusionRetriever(_children(hybrid), weights=lexical_boost_rule(0, boost=3.0))
     coded = fusion.retrieve("wing lift 1958")[0].node.metadata["fusion"]["sources"]
     assert {s["index"]: s["weight"] for s in coded} == {0: 3.0, 1: 1.0}
 
 
 @pytest.mark.parametrize("mode", ["relative_score", "dist_based_score", "zscore", "combmnz"])
 def test_score_modes(hybrid: HybridRetriever, mode: str) -> None:
-    results = FusionRetriever(list(hybrid.retrievers), mode=mode).retrieve(WING_QUERY)
+    results = FusionRetriever(_children(hybrid), mode=mode).retrieve(WING_QUERY)
     assert len(results) == 4 and results[0].node.metadata["fusion"]["mode"] == mode
     scores = [r.score for r in results]
     assert scores == sorted(scores, reverse=True)
@@ -343,6 +361,10 @@ def test_callback_manager_sees_the_fusion_and_child_retrieve_events(
         nodes=nodes, embed_model=HashingEmbedder(dimension=DIM), callback_manager=manager
     )
     hybrid.retrieve(WING_QUERY)
+    assert len(debug.get_event_pairs(CBEventType.RETRIEVE)) == 1  # one core searcher
+    debug.flush_event_logs()
+    FusionRetriever(_children(hybrid, callback_manager=manager),
+                    callback_manager=manager).retrieve(WING_QUERY)
     assert len(debug.get_event_pairs(CBEventType.RETRIEVE)) == 3  # fusion + two children
 
 
@@ -364,7 +386,7 @@ async def test_inside_async_retriever_query_engine(hybrid: HybridRetriever) -> N
 
 
 def test_nested_fusion(hybrid: HybridRetriever) -> None:
-    outer = FusionRetriever([hybrid, hybrid.bm25], names=["hybrid", "bm25"])
+    outer = FusionRetriever([hybrid, _children(hybrid, 4)[0]], names=["hybrid", "bm25"])
     results = outer.retrieve(WING_QUERY)
     assert len(results) == 4
     assert {s["source"] for r in results for s in r.node.metadata["fusion"]["sources"]} <= {
