@@ -9,7 +9,7 @@ Example:
 
 from __future__ import annotations
 
-from hybrid_retrievers.optional import require  # noqa: I001 (before the framework imports)
+from hybrid_retrievers.integration import require  # noqa: I001 (before the framework imports)
 
 require("langchain_core", extra="langchain", feature="langchain_hybrid_retrievers")
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from pydantic import ValidationInfo, field_validator, model_validator
 
-from hybrid_retrievers.validation import check_k
+from hybrid_retrievers.integration import check_k
 
 __all__ = ["ARGUMENT_HINTS", "check_arguments", "count_validator", "pop_options",
            "refuse_unknown"]

@@ -22,8 +22,8 @@ from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 from pydantic import field_validator
 
+from hybrid_retrievers.integration import check_k
 from hybrid_retrievers.types import Hit, MetadataFilter
-from hybrid_retrievers.validation import check_k
 
 from ._arguments import count_validator
 from ._convert import (

@@ -12,9 +12,7 @@ from typing import Any
 
 from langchain_core.documents import Document
 
-from hybrid_retrievers.documents import make_docs
-from hybrid_retrievers.ids import content_id
-from hybrid_retrievers.metadata import copy_metadata, copy_metadatas
+from hybrid_retrievers.integration import content_id, copy_metadata, copy_metadatas, make_docs
 from hybrid_retrievers.types import Doc, Hit
 
 __all__ = ["FUSION_KEY", "RANK_KEY", "SCORE_KEYS", "Ids", "Metadatas", "check_score_key",

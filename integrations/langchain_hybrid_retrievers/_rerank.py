@@ -15,8 +15,8 @@ from langchain_core.documents import BaseDocumentCompressor, Document
 from pydantic import ConfigDict, PrivateAttr, field_validator
 
 from hybrid_retrievers import Doc, Hit
+from hybrid_retrievers.integration import input_position, positional_docs
 from hybrid_retrievers.rerank import RERANK_KEY, LLMReranker, Reranker
-from hybrid_retrievers.rerank.adapters import input_position, positional_docs
 
 from ._arguments import count_validator, refuse_unknown
 from ._convert import RANK_KEY, with_metadata

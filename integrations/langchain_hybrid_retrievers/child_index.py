@@ -18,8 +18,8 @@ from hybrid_retrievers import Doc
 from hybrid_retrievers.types import Hit
 
 from ._base import accepts_k
-from ._runconfig import core_call_config
 from ._convert import SCORE_KEYS, doc_to_document, document_score, document_to_doc
+from ._runconfig import core_call_config
 from .vectorstores import SCORED_SEARCH_TYPES
 
 __all__ = ["LangChainChildIndex", "as_child_searcher"]

@@ -23,7 +23,7 @@ from langchain_core.callbacks import (
 from langchain_core.documents import BaseDocumentCompressor, Document
 from langchain_core.retrievers import RetrieverLike
 
-from hybrid_retrievers.validation import check_k
+from hybrid_retrievers.integration import check_k
 
 from ._arguments import ARGUMENT_HINTS, count_validator
 from ._base import accepts_k

@@ -9,8 +9,9 @@ from collections.abc import Callable
 from typing import Any
 
 from langchain_core.callbacks import Callbacks
+
+from hybrid_retrievers.integration import pair_reranker
 from hybrid_retrievers.models import DEFAULT_CROSS_ENCODER
-from hybrid_retrievers.rerank.adapters import pair_reranker
 
 from ._rerank import RerankCompressor
 

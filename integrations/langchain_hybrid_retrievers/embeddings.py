@@ -14,7 +14,7 @@ from typing import Any
 
 from langchain_core.embeddings import Embeddings
 
-from hybrid_retrievers.models import EmbedderAdapter, adapt_embedder
+from hybrid_retrievers.integration import EmbedderAdapter, adapt_embedder
 
 __all__ = ["LangChainEmbedder", "as_embedder"]
 

@@ -16,7 +16,6 @@ import functools
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import KW_ONLY, dataclass
-from pathlib import Path
 from typing import Any
 
 from langchain_core.callbacks import (
@@ -30,24 +29,24 @@ from langchain_core.runnables import RunnableConfig
 from langchain_core.runnables.config import patch_config
 from pydantic import PrivateAttr, field_validator, model_validator
 
-from hybrid_retrievers.fusion import (
-    DEFAULT_K_RRF,
+from hybrid_retrievers.fusion import DEFAULT_K_RRF, Dedup, FusionMode
+from hybrid_retrievers.integration import (
     CallRunner,
-    Dedup,
     FusionCall,
-    FusionMode,
     FusionPlan,
-    gather_calls,
-)
-from hybrid_retrievers.fusion.plan import Weights
-from hybrid_retrievers.fusion.saved import child_kind, core_index_dir, read_fusion, save_fusion
-from hybrid_retrievers.persistence.composite import (
+    Weights,
+    check_k_rrf,
     check_weights_restorable,
+    child_kind,
+    core_index_dir,
     fusion_settings,
+    gather_calls,
     load_children,
+    parse_enum,
+    read_fusion,
+    save_fusion,
 )
 from hybrid_retrievers.types import Hit
-from hybrid_retrievers.validation import check_k_rrf, parse_enum
 
 from ._arguments import count_validator
 from ._base import accepts_k

@@ -24,12 +24,15 @@ from langchain_core.embeddings import Embeddings
 from pydantic import field_validator
 
 from hybrid_retrievers import BM25Index, VectorIndex
-from hybrid_retrievers.documents import make_docs
 from hybrid_retrievers.fusion import FusionMode, FusionSearcher
-from hybrid_retrievers.fusion.plan import Weights
-from hybrid_retrievers.multi_index import apply_to_all, check_known_ids
-from hybrid_retrievers.parent.leaves import child_leaves
-from hybrid_retrievers.persistence import current_files
+from hybrid_retrievers.integration import (
+    Weights,
+    apply_to_all,
+    check_known_ids,
+    child_leaves,
+    current_files,
+    make_docs,
+)
 from hybrid_retrievers.types import Hit
 
 from ._arguments import ARGUMENT_HINTS, check_arguments

@@ -9,8 +9,9 @@ from collections.abc import Callable
 from typing import Any
 
 from langchain_core.callbacks import Callbacks
+
+from hybrid_retrievers.integration import DEFAULT_LLM_TIMEOUT
 from hybrid_retrievers.rerank import DEFAULT_LLM_RERANK_PROMPT, LLMReranker
-from hybrid_retrievers.timeout import DEFAULT_LLM_TIMEOUT
 
 from ._llm import LangChainGenerator, as_text_generator, llm_name
 from ._rerank import RerankCompressor

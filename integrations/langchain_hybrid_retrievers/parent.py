@@ -15,9 +15,9 @@ from langchain_core.documents import Document
 from langchain_core.stores import BaseStore
 from pydantic import field_validator
 
+from hybrid_retrievers.integration import check_threshold
 from hybrid_retrievers.parent import ParentChildSearcher, ParentStore
 from hybrid_retrievers.types import Hit
-from hybrid_retrievers.validation import check_threshold
 
 from ._arguments import count_validator
 from ._base import CoreRetriever, Filter

@@ -12,7 +12,6 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any, Literal
 
-from hybrid_retrievers.validation import check_k
 from langchain_core.callbacks import (
     AsyncCallbackManagerForRetrieverRun,
     CallbackManagerForRetrieverRun,
@@ -20,6 +19,8 @@ from langchain_core.callbacks import (
 from langchain_core.documents import Document
 from langchain_core.vectorstores import VectorStore, VectorStoreRetriever
 from pydantic import Field
+
+from hybrid_retrievers.integration import check_k
 
 from ._arguments import count_validator
 from ._convert import with_metadata

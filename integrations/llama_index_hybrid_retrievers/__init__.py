@@ -14,7 +14,7 @@ The same classes import from LlamaIndex's integration paths:
 
 from __future__ import annotations
 
-from hybrid_retrievers.optional import require  # noqa: I001 (before the framework imports)
+from hybrid_retrievers.integration import require  # noqa: I001 (before the framework imports)
 
 require("llama_index.core", extra="llama-index", feature="llama_index_hybrid_retrievers")
 

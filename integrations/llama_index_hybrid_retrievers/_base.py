@@ -20,8 +20,8 @@ from llama_index.core.callbacks import CallbackManager
 from llama_index.core.schema import BaseNode, NodeWithScore, QueryBundle
 from llama_index.core.vector_stores.types import MetadataFilters
 
+from hybrid_retrievers.integration import check_k
 from hybrid_retrievers.types import Doc, Hit, MetadataFilter
-from hybrid_retrievers.validation import check_k
 
 from ._convert import QueryChecked, hit_to_node_with_score, to_core_filter
 from ._editing import NodeEditing

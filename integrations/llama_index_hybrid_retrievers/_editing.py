@@ -13,7 +13,7 @@ from typing import Any
 
 from llama_index.core.schema import BaseNode
 
-from hybrid_retrievers.multi_index import apply_to_all, check_known_ids
+from hybrid_retrievers.integration import apply_to_all, check_known_ids
 
 from ._convert import as_node_list, nodes_to_docs
 from ._nodes import NodeCache

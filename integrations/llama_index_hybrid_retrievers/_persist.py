@@ -23,13 +23,8 @@ from typing import Any
 
 from llama_index.core.vector_stores.types import MetadataFilters
 
-from hybrid_retrievers.persistence import (
-    IndexFormatError,
-    IndexReader,
-    IndexWriter,
-    atomic_index_dir,
-    read_index,
-)
+from hybrid_retrievers.integration import IndexReader, IndexWriter, atomic_index_dir, read_index
+from hybrid_retrievers.persistence import IndexFormatError
 
 __all__ = ["KIND", "filter_from_json", "filter_to_json", "read_retriever", "write_retriever"]
 

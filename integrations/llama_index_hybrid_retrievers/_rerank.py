@@ -18,9 +18,8 @@ from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.schema import MetadataMode, NodeWithScore, QueryBundle
 
 from hybrid_retrievers import Doc, Hit
+from hybrid_retrievers.integration import check_k, input_position, positional_docs
 from hybrid_retrievers.rerank import RERANK_KEY, LLMReranker, Reranker
-from hybrid_retrievers.rerank.adapters import input_position, positional_docs
-from hybrid_retrievers.validation import check_k
 
 from ._convert import node_with_added_metadata
 

@@ -17,14 +17,14 @@ from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.schema import BaseNode, NodeWithScore, QueryBundle
 from llama_index.core.storage.docstore.types import BaseDocumentStore
 
-from hybrid_retrievers.validation import check_query
-from hybrid_retrievers.vector import DEFAULT_BATCH_SIZE, EmbeddingCache, VectorIndex
-from hybrid_retrievers.vector.queries import (
+from hybrid_retrievers.integration import (
     aembed_queries,
+    check_query,
     coroutine_method,
     embed_queries,
     mean_vector,
 )
+from hybrid_retrievers.vector import DEFAULT_BATCH_SIZE, EmbeddingCache, VectorIndex
 
 from ._base import BuildOptions, CoreIndexRetriever, LoadOptions, SearcherOptions
 from ._convert import nodes_to_docs, one_source, source_nodes

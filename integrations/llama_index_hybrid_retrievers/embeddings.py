@@ -11,7 +11,7 @@ from typing import Any
 
 from llama_index.core.base.embeddings.base import BaseEmbedding
 
-from hybrid_retrievers.models import EmbedderAdapter, adapt_embedder
+from hybrid_retrievers.integration import EmbedderAdapter, adapt_embedder
 
 __all__ = ["LlamaIndexEmbedder", "as_embedder"]
 

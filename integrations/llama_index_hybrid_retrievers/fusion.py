@@ -23,23 +23,22 @@ from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.callbacks.base import CallbackManager
 from llama_index.core.schema import NodeWithScore, QueryBundle
 
-from hybrid_retrievers.fusion import (
-    DEFAULT_K_RRF,
+from hybrid_retrievers.fusion import DEFAULT_K_RRF, Dedup, FusionMode
+from hybrid_retrievers.integration import (
     CallRunner,
-    Dedup,
-    FusionMode,
     FusionPlan,
-    gather_calls,
-)
-from hybrid_retrievers.fusion.plan import Weights
-from hybrid_retrievers.fusion.saved import child_kind, read_fusion, save_fusion
-from hybrid_retrievers.persistence.composite import (
+    Weights,
+    check_k,
+    check_names,
     check_weights_restorable,
+    child_kind,
     fusion_settings,
+    gather_calls,
     load_children,
+    read_fusion,
+    save_fusion,
 )
 from hybrid_retrievers.types import Hit
-from hybrid_retrievers.validation import check_k, check_names
 
 from ._base import SimilarityTopK
 from ._convert import (

@@ -19,7 +19,7 @@ from llama_index.core.storage.docstore.types import BaseDocumentStore
 
 from hybrid_retrievers import BM25Index, VectorIndex
 from hybrid_retrievers.fusion import FusionSearcher
-from hybrid_retrievers.parent.leaves import child_leaves
+from hybrid_retrievers.integration import child_leaves
 from hybrid_retrievers.types import Doc, Hit
 
 from ._base import CoreSearcherRetriever, Filter, LoadOptions, refuse_arguments

@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Any
 from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.schema import BaseNode
 
+from hybrid_retrievers.integration import check_k, check_merge_threshold
 from hybrid_retrievers.parent import ParentChildSearcher, ParentStore, ParentStoreLike
-from hybrid_retrievers.validation import check_k, check_merge_threshold
 
 from ._base import BuildOptions, LoadOptions, SearcherOptions, SearcherState
 from ._convert import QueryChecked, as_node_list, nodes_to_docs

@@ -34,11 +34,10 @@ from typing import Any
 from llama_index.core.bridge.pydantic import Field
 from llama_index.core.schema import MetadataMode
 
+from hybrid_retrievers.integration import DEFAULT_LLM_TIMEOUT, pair_reranker
 from hybrid_retrievers.models import DEFAULT_CROSS_ENCODER
 from hybrid_retrievers.rerank import DEFAULT_LLM_RERANK_PROMPT
 from hybrid_retrievers.rerank import LLMReranker as CoreLLMReranker
-from hybrid_retrievers.rerank.adapters import pair_reranker
-from hybrid_retrievers.timeout import DEFAULT_LLM_TIMEOUT
 
 from ._llm import as_text_generator, llm_name
 from ._rerank import RerankPostprocessor

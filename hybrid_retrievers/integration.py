@@ -1,0 +1,91 @@
+"""What a framework adapter may use from the core: the integrator's kit, in one place.
+
+Users import searchers from the package root and the subpackage faces
+(`hybrid_retrievers.fusion`, `hybrid_retrievers.vector`...). An adapter (our LangChain and
+LlamaIndex packages, or a third framework's) needs more: building documents the way every
+index does, copying metadata, all-or-nothing edits over several indexes, the fusion
+planner and its concurrent runner, the halves of a fusion save, the checks with their
+error messages, async query embedding. Those are gathered here, so "what may an adapter
+rely on" has one answer; `tests/test_architecture.py` holds the adapters to it (they
+import only the root, `hybrid_retrievers.types`, this module and the subpackage faces).
+
+Example:
+    >>> from hybrid_retrievers.integration import check_k, copy_metadata
+    >>> check_k(3), copy_metadata({"source": "a.md"})
+    (3, {'source': 'a.md'})
+"""
+
+from __future__ import annotations
+
+from .documents import make_docs
+from .fusion.concurrency import CallRunner, gather_calls
+from .fusion.plan import FusionCall, FusionPlan, Weights
+from .fusion.saved import child_kind, core_index_dir, read_fusion, save_fusion
+from .ids import content_id
+from .metadata import copy_metadata, copy_metadatas
+from .models.adapter import EmbedderAdapter, adapt_embedder
+from .multi_index import apply_to_all, check_known_ids
+from .optional import require
+from .parent.leaves import child_leaves
+from .persistence import IndexReader, IndexWriter, atomic_index_dir, current_files, read_index
+from .persistence.composite import check_weights_restorable, fusion_settings, load_children
+from .rerank.adapters import input_position, pair_reranker, positional_docs
+from .timeout import DEFAULT_LLM_TIMEOUT, call_with_timeout
+from .validation import (
+    check_k,
+    check_k_rrf,
+    check_merge_threshold,
+    check_names,
+    check_number,
+    check_query,
+    check_threshold,
+    parse_enum,
+)
+from .vector.queries import aembed_queries, coroutine_method, embed_queries, mean_vector
+
+__all__ = [
+    "DEFAULT_LLM_TIMEOUT",
+    "CallRunner",
+    "EmbedderAdapter",
+    "FusionCall",
+    "FusionPlan",
+    "IndexReader",
+    "IndexWriter",
+    "Weights",
+    "adapt_embedder",
+    "aembed_queries",
+    "apply_to_all",
+    "atomic_index_dir",
+    "call_with_timeout",
+    "check_k",
+    "check_k_rrf",
+    "check_known_ids",
+    "check_merge_threshold",
+    "check_names",
+    "check_number",
+    "check_query",
+    "check_threshold",
+    "check_weights_restorable",
+    "child_kind",
+    "child_leaves",
+    "content_id",
+    "copy_metadata",
+    "copy_metadatas",
+    "core_index_dir",
+    "coroutine_method",
+    "current_files",
+    "embed_queries",
+    "fusion_settings",
+    "gather_calls",
+    "input_position",
+    "load_children",
+    "make_docs",
+    "mean_vector",
+    "pair_reranker",
+    "parse_enum",
+    "positional_docs",
+    "read_fusion",
+    "read_index",
+    "require",
+    "save_fusion",
+]
