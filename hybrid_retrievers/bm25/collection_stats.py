@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 from numpy.typing import NDArray
@@ -43,8 +43,14 @@ from ..persistence import IndexFormatError, IndexReader, IndexWriter, atomic_ind
 from ..readonly import ReadOnly
 
 if TYPE_CHECKING:
-    from .index import BM25Index
+    from .postings import Snapshot
     from .scoring import Variant
+
+
+class _HoldsSnapshot(Protocol):
+    """What `CollectionStats.of_index` reads: an index's current snapshot (`BM25Index`)."""
+
+    _state: Snapshot
 
 __all__ = ["CollectionStats"]
 
@@ -83,7 +89,7 @@ class CollectionStats:
     # ------------------------------------------------------------------ building
 
     @classmethod
-    def of_index(cls, index: BM25Index) -> CollectionStats:
+    def of_index(cls, index: _HoldsSnapshot) -> CollectionStats:
         """The statistics of one index's own documents (its local N, lengths and df)."""
         # Reads BM25Index's term-major postings: a term's df is its posting count.
         st = index._state  # one snapshot, so the three numbers agree under concurrent edits
