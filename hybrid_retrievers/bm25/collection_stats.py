@@ -40,7 +40,6 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..persistence import IndexFormatError, IndexReader, IndexWriter, atomic_index_dir, read_index
-from ..readonly import ReadOnly
 
 if TYPE_CHECKING:
     from .postings import Snapshot
@@ -132,16 +131,25 @@ class CollectionStats:
 
     # ------------------------------------------------------------------ reading
 
-    n_docs = ReadOnly[int]("_n_docs", "Number of documents N.")
-    total_length = ReadOnly[int]("_total_length", "Sum of document lengths (tokens).")
+    @property
+    def n_docs(self) -> int:
+        """Number of documents N."""
+        return self._n_docs
+
+    @property
+    def total_length(self) -> int:
+        """Sum of document lengths (tokens)."""
+        return self._total_length
 
     @property
     def avgdl(self) -> float:
         """Average document length (0 for an empty corpus)."""
         return self._total_length / self._n_docs if self._n_docs else 0.0
 
-    df = ReadOnly[Mapping[str, int]](
-        "_df", "Term -> document frequency (a read-only view is not enforced; do not edit).")
+    @property
+    def df(self) -> Mapping[str, int]:
+        """Term -> document frequency (a read-only view is not enforced; do not edit)."""
+        return self._df
 
     def __len__(self) -> int:
         return len(self._df)
