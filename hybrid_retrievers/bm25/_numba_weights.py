@@ -116,9 +116,11 @@ def build_table(norms, variant, k1, k1p1, delta, aw, has_aw):  # pragma: no cove
     read beside its accumulator slot) and an L1 table entry instead of a float32 norm
     and a division.
     """
-    table = np.empty(norms.size * CODE_TF, np.float32)
+    table = np.zeros(norms.size * CODE_TF, np.float32)
     for r in range(norms.size):
-        for tf in range(CODE_TF):
+        # tf = 0 stays 0: no posting reads it (postings have tf >= 1), and there the
+        # formulas are 0/0 at k1 = 0.
+        for tf in range(1, CODE_TF):
             w = _tfw(variant, np.float32(tf), norms[r], k1, k1p1, delta)
             if has_aw:
                 w = w - aw

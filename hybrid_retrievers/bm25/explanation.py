@@ -97,8 +97,8 @@ def explain(
             # A term only other shards hold still has an idf (collection statistics).
             idf = cache.global_idf(term, params)
             weight = 0.0
-            if idf and v.scores_absent_terms:
-                weight = float(v.tfw(np.float64(0.0), np.float64(norm), k1, delta))
+            if idf and v.absent is not None:
+                weight = float(v.absent(k1, delta))
             rows.append(TermContribution(term, c, cache.df_of(term, 0), idf, 0, dl, avgdl,
                                          c * idf * weight))
             continue
@@ -106,8 +106,8 @@ def explain(
         docs = st.post_docs[lo:hi]
         j = int(np.searchsorted(docs, pos))
         tf = int(st.post_tf[lo + j]) if j < docs.size and docs[j] == pos else 0
-        if tf == 0 and not v.scores_absent_terms:
-            weight = 0.0
+        if tf == 0:
+            weight = 0.0 if v.absent is None else float(v.absent(k1, delta))
         else:
             weight = float(v.tfw(np.float64(tf), np.float64(norm), k1, delta))
         idf = float(cache.idf[t])

@@ -155,7 +155,10 @@ def _codes(kernels: ModuleType, cache: ScoreCache,
     other documents' postings are weighed as before.
     """
     norms, inverse, counts = np.unique(cache.norm, return_inverse=True, return_counts=True)
-    rows = np.argsort(-counts, kind="stable")[: kernels.NO_CODE]
+    order = np.argsort(-counts, kind="stable")
+    # A norm of 0 (an empty document with b = 1) gets no row: it has no postings to weigh,
+    # and BM25L's c = tf / norm would divide by it.
+    rows = order[norms[order] > 0][: kernels.NO_CODE]
     rank = np.full(norms.size, kernels.NO_CODE, dtype=np.uint8)
     rank[rows] = np.arange(rows.size, dtype=np.uint8)
     table = kernels.build_table(np.ascontiguousarray(norms[rows], dtype=np.float32), *params)

@@ -203,7 +203,9 @@ def _match_batched(
             keep = allowed[cand]
             cand, totals = cand[keep], totals[keep]
         return cand, totals + constant
-    totals = acc[docs]
+    # Full scores before the cut: adding the constant can round two totals into a tie,
+    # which the tie-break (the earlier document) then decides, so cut what is ranked.
+    totals = acc[docs] + constant
     acc[docs] = 0.0
     if allowed is not None:
         keep = allowed[docs]
@@ -214,13 +216,13 @@ def _match_batched(
         best = totals >= kth
         docs, totals = docs[best], totals[best]
         cand, first = np.unique(docs, return_index=True)
-        return cand, totals[first] + constant
+        return cand, totals[first]
     mark = scratch.marks(len(st.docs))
     # Keep one occurrence per document: the last write to mark[d] wins.
     slots = np.arange(docs.size, dtype=np.int32)
     mark[docs] = slots
     first = mark[docs] == slots
-    return docs[first], totals[first] + constant
+    return docs[first], totals[first]
 
 def can_skip_new(
     found: list[NDArray[np.int32]],

@@ -43,6 +43,11 @@ class BM25Params:
     (`scoring.DEFAULT_DELTA`: 0.5 for BM25L, 1.0 for BM25+, 0 for the others; Lv & Zhai
     2011). Two values that score alike compare equal.
 
+    ``k1 = 0`` is accepted (term frequency ignored: every matching term weighs 1, or
+    ``1 + delta`` for BM25+), and every scoring path agrees on it; with BM25L it makes
+    every posting weigh exactly what an absent term does, so all matching documents tie.
+    BM25L refuses ``k1 = delta = 0``, where its absent-term weight is 0/0.
+
     Example:
         >>> BM25Params("bm25+", k1=1.2)
         BM25Params(method=<BM25Method.BM25PLUS: 'bm25+'>, k1=1.2, b=0.75, delta=1.0)
@@ -64,6 +69,12 @@ class BM25Params:
         object.__setattr__(self, "b", _check_float("b", self.b, low=0.0, high=1.0))
         delta = DEFAULT_DELTA.get(method, 0.0) if self.delta is None else self.delta
         object.__setattr__(self, "delta", _check_float("delta", delta, low=0.0))
+        if method is BM25Method.BM25L and self.k1 == 0 and self.delta == 0:
+            raise ValueError(
+                "bm25l needs k1 > 0 or delta > 0, got k1=0.0 and delta=0.0: its weight of an "
+                "absent term, (k1 + 1)·delta / (k1 + delta) (Lv & Zhai 2011), is 0/0 there; "
+                "pass delta=0.5 (the default) or a k1 above 0"
+            )
 
     @property
     def variant(self) -> Variant:

@@ -38,7 +38,8 @@ class ScoreCache:
     contribution a term can make, for pruning) are per term, and for BM25L/BM25+
     ``absent`` is the weight a term adds to documents that lack it. Posting weights
     are stored shifted by ``absent_weight`` (the tf weight at tf = 0), so absent
-    terms add one per-query constant instead of touching every document. ``stats``
+    terms add one per-query constant instead of touching every document.
+    ``least_weight`` is the smallest shifted float32 posting weight. ``stats``
     are the collection statistics it was built with (None: the snapshot's own), and
     ``avgdl`` the average document length it used.
     """
@@ -55,6 +56,7 @@ class ScoreCache:
         absent_weight: float,
         stats: CollectionStats | None = None,
         avgdl: float = 0.0,
+        least_weight: float = np.inf,
     ) -> None:
         self.norm = norm
         self.idf = idf
@@ -63,10 +65,14 @@ class ScoreCache:
         self.absent_weight = absent_weight
         self.stats = stats
         self.avgdl = avgdl
-        # Shifted posting weights are >= 0, so contributions are >= 0 when idf is.
-        self.nonnegative = bool(idf.min() >= 0) if idf.size else True
-        # ... and > 0 when idf is: a tf of 1 or more always adds weight.
-        self.positive = bool(idf.min() > 0) if idf.size else True
+        # Whether every posting's contribution (its float32 shifted weight times a scale of
+        # at least its term's idf) is >= 0, so upper bounds prune (MaxScore, the kernels),
+        # and > 0, so a document matched iff its total is non-zero (dense scans). Rounding
+        # can make a shifted weight 0 (BM25L at k1 = 0, a large delta) or below.
+        least = np.float32(least_weight)
+        low_idf = np.float32(idf.min()) if idf.size else np.float32(np.inf)
+        self.nonnegative = bool(low_idf >= 0 and least >= 0)
+        self.positive = bool(low_idf > 0 and least > 0 and least * low_idf > 0)
         self._kept: dict[type, object] = {}
         self._lock = threading.Lock()
 
@@ -93,10 +99,11 @@ class ScoreCache:
         norm = length_norm(state.doc_len.astype(np.float64), avgdl, params.b).astype(np.float32)
         absent_weight = 0.0
         absent = None
-        if v.scores_absent_terms:
-            absent_weight = float(v.tfw(np.float64(0.0), np.float64(1.0), k1, delta))
+        if v.absent is not None:
+            absent_weight = float(v.absent(k1, delta))
             absent = (idf * np.float32(absent_weight)).astype(np.float32)
         upper = np.zeros(len(df), dtype=np.float32)
+        least = np.float32(np.inf)  # the smallest shifted posting weight
         if state.post_docs.size:
             # The largest shifted tf weight of each term, computed in slabs so the
             # transient stays small for big corpora.
@@ -106,8 +113,11 @@ class ScoreCache:
                 a, b = int(indptr[lo]), int(indptr[hi])
                 w = v.tfw(tf[a:b].astype(np.float32), norm[state.post_docs[a:b]], k1, delta)
                 upper[lo:hi] = np.maximum.reduceat(w, indptr[lo:hi] - a)
+                # Shifted as the scoring paths shift it (`matching._weigh`, the kernels).
+                if w.size:
+                    least = min(least, w.min() - np.float32(absent_weight))
             upper = (upper - np.float32(absent_weight)) * idf
-        return cls(norm, idf, upper, absent, absent_weight, stats, avgdl)
+        return cls(norm, idf, upper, absent, absent_weight, stats, avgdl, least)
 
     # --- compiled kernels' metadata -------------------------------------------------
 
