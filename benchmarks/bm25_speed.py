@@ -194,7 +194,7 @@ def ours_engine(stop: list[str], kernel: bool = True, n_jobs: int = 1) -> Engine
                                      n_jobs=n_jobs, backend=backend)
         index.nbytes()  # builds the lazy per-posting score cache: part of the build
         st = index._state  # private, read only to build the kernels' metadata here
-        if index.backend.uses_kernels(len(st.docs)):
+        if index.backend.uses_kernels(len(st.docs)) and kernels.available():
             # Block-max metadata and TAAT's norm codes (both built lazily, on the first
             # query that needs them) counted as part of the build.
             cache = index._cache(st)

@@ -5,7 +5,7 @@ installed: importing this module (and the weighing primitives and metadata build
 `_numba_weights`) imports numba; nothing else does.
 
 Exactness: every posting is weighed with the same float32 operations, in the same
-order, as `hybrid_retrievers.scoring` (``tfw_*``) and ``BM25Index._weigh`` do with
+order, as `hybrid_retrievers.scoring` (``tfw_*``) and `matching._weigh` do with
 numpy, and a document's total is the float32 sum of its terms' contributions in query
 order plus the absent-term constant, exactly as the exhaustive numpy path adds them.
 Pruning decisions only ever use float64 upper bounds widened by a rounding margin, so

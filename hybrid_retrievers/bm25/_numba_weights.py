@@ -2,7 +2,7 @@
 
 Imported only through `hybrid_retrievers.bm25._numba` (and so only when numba is
 installed). Every weight here is computed with the same float32 operations, in the
-same order, as `hybrid_retrievers.scoring` (``tfw_*``) and ``BM25Index._weigh``:
+same order, as `hybrid_retrievers.scoring` (``tfw_*``) and `matching._weigh`:
 `_weight` directly, `build_table`'s rows and `build_weights`'s stored values through
 it, so any of them times the query scale is bit for bit the same number.
 
@@ -58,7 +58,7 @@ def _span(lo, hi):  # pragma: no cover - compiled
 
 @njit(cache=True, inline="always")
 def _weight(q, post_docs, post_tf, norm, variant, k1, k1p1, delta, aw, has_aw, scale):  # pragma: no cover
-    """``scale · (tfw(tf, norm) - tfw(0))`` of posting ``q``, as `BM25Index._weigh`."""
+    """``scale · (tfw(tf, norm) - tfw(0))`` of posting ``q``, as `matching._weigh`."""
     w = _tfw(variant, np.float32(post_tf[q]), norm[_u(post_docs[q])], k1, k1p1, delta)
     if has_aw:
         w = w - aw

@@ -205,12 +205,12 @@ class BM25Backend:
         return cls(backend)  # type: ignore[arg-type]
 
     def uses_kernels(self, n_docs: int) -> bool:
-        """Whether an index of ``n_docs`` documents may score with the compiled kernels."""
-        if self.name == "numpy":
-            return False
-        if self.name == "auto" and n_docs < self.min_docs:
-            return False
-        return is_available("numba")
+        """Whether the compiled kernels may score queries on ``n_docs`` documents.
+
+        They also need numba (``"numba"`` checked it at construction; with ``"auto"`` and
+        no numba they decline every query) and contributions >= 0 (`kernels`).
+        """
+        return self.name == "numba" or (self.name == "auto" and n_docs >= self.min_docs)
 
 
 def _check_choice(name: str, value: object, choices: tuple[str, ...]) -> None:
