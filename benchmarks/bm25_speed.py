@@ -184,30 +184,28 @@ def ours_engine(stop: list[str], kernel: bool = True, n_jobs: int = 1) -> Engine
     ``n_jobs``); queries stay single-threaded.
     """
     from hybrid_retrievers import Analyzer, BM25Index
-    from hybrid_retrievers.bm25 import kernels as bm25_blockmax
+    from hybrid_retrievers.bm25 import kernels
 
-    def switch() -> None:
-        bm25_blockmax.ENABLED = kernel
+    # "auto": the kernels from BM25Backend.min_docs documents on (numpy below), as by default.
+    backend = "auto" if kernel else "numpy"
 
     def build(texts: list[str], ids: list[str]) -> Any:
-        switch()
         index = BM25Index.from_texts(texts, ids=ids, analyzer=Analyzer(stopwords=stop, stemmer=None),
-                                     n_jobs=n_jobs)
+                                     n_jobs=n_jobs, backend=backend)
         index.nbytes()  # builds the lazy per-posting score cache: part of the build
-        if kernel and bm25_blockmax.available():
-            st = index._state  # private, read only to build the block metadata here
+        st = index._state  # private, read only to build the kernels' metadata here
+        if index.backend.uses_kernels(len(st.docs)) and kernels.available():
             # Block-max metadata and TAAT's norm codes (both built lazily, on the first
             # query that needs them) counted as part of the build.
-            bm25_blockmax.block_max(index, st, index._scores(st))
-            bm25_blockmax.norm_codes(index, st, index._scores(st))
+            cache = index._cache(st)
+            kernels.block_max(st, cache, index.params, index.backend)
+            kernels.norm_codes(st, cache, index.params, index.backend)
         return index
 
     def search(index: Any, q: str) -> list[str]:
-        switch()
         return [h.doc.id for h in index.search(q, k=K)]
 
     def search_batch(index: Any, qs: list[str]) -> list[list[str]]:
-        switch()
         return [[h.doc.id for h in hits] for hits in index.search_many(qs, k=K)]
 
     def prepare(index: Any, qs: list[str]) -> None:
@@ -216,11 +214,10 @@ def ours_engine(stop: list[str], kernel: bool = True, n_jobs: int = 1) -> Engine
 
     def array_bytes(index: Any) -> tuple[int | None, int | None]:
         # The vocabulary dict (index._state.vocab) is private; read only to size it like
-        # bm25s's vocab_dict.
-        extra = 0
-        for name in ("_blockmax", "_normcodes") if kernel else ():
-            held = getattr(index, name, None)  # the kernels' lazily built metadata
-            extra += held.nbytes() if held is not None else 0
+        # bm25s's vocab_dict. The kernels' lazily built metadata is kept by the score cache.
+        cache = index._cache(index._state)
+        extra = sum(held.nbytes() for held in (cache.peek(kernels.BlockMax),
+                                               cache.peek(kernels.NormCodes)) if held is not None)
         return index.nbytes() + extra, vocab_bytes(index._state.vocab)
 
     name = "ours (BM25Index, numba kernels)" if kernel else "ours (BM25Index, numpy path)"

@@ -1,11 +1,11 @@
 """Numba kernels for BM25 top-k: block-max metadata and block-max MaxScore search.
 
 Imported only through `hybrid_retrievers.bm25.kernels`, and only when numba is
-installed: importing this module (and its heap helpers, `_heap`, and the weighing
-primitives and metadata builders, `_numba_weights`) imports numba; nothing else does.
+installed: importing this module (and the weighing primitives and metadata builders,
+`_numba_weights`) imports numba; nothing else does.
 
 Exactness: every posting is weighed with the same float32 operations, in the same
-order, as `hybrid_retrievers.scoring` (``tfw_*``) and ``BM25Index._weigh`` do with
+order, as `hybrid_retrievers.scoring` (``tfw_*``) and `matching._weigh` do with
 numpy, and a document's total is the float32 sum of its terms' contributions in query
 order plus the absent-term constant, exactly as the exhaustive numpy path adds them.
 Pruning decisions only ever use float64 upper bounds widened by a rounding margin, so
@@ -30,7 +30,6 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ._heap import heap_push, heap_replace, worse
 from ._numba_weights import (
     BLOCK,
     CODE_TF,
@@ -49,6 +48,50 @@ __all__ = ["BLOCK", "CODE_TF", "NO_CODE", "build_blocks", "build_table", "build_
 
 SCAN = 64
 """Documents per run in TAAT's dense top-k scan."""
+
+
+# --- a bounded min-heap of (score, document) for the top-k kernels -----------------
+# It keeps the best k entries worst-first; ties rank the later document worse, so among
+# equal scores the earlier document stays, as exhaustive scoring's tie-break does.
+
+
+@njit(cache=True, inline="always")
+def worse(s1, d1, s2, d2):  # pragma: no cover
+    """Entry 1 ranks below entry 2: lower score, or equal score and later document."""
+    return s1 < s2 or (s1 == s2 and d1 > d2)
+
+
+@njit(cache=True)
+def heap_push(hs, hd, size, s, d):  # pragma: no cover
+    """Add (s, d) to the min-heap of the ``size`` worst-first entries."""
+    hs[size] = s
+    hd[size] = d
+    i = size
+    while i > 0 and worse(hs[i], hd[i], hs[(i - 1) >> 1], hd[(i - 1) >> 1]):
+        parent = (i - 1) >> 1
+        hs[i], hs[parent] = hs[parent], hs[i]
+        hd[i], hd[parent] = hd[parent], hd[i]
+        i = parent
+
+
+@njit(cache=True)
+def heap_replace(hs, hd, size, s, d):  # pragma: no cover
+    """Replace the worst entry by (s, d) and restore the heap."""
+    i = 0
+    while True:
+        c = 2 * i + 1
+        if c >= size:
+            break
+        if c + 1 < size and worse(hs[c + 1], hd[c + 1], hs[c], hd[c]):
+            c += 1
+        if worse(hs[c], hd[c], s, d):
+            hs[i] = hs[c]
+            hd[i] = hd[c]
+            i = c
+        else:
+            break
+    hs[i] = s
+    hd[i] = d
 
 
 @njit(cache=True, inline="always")

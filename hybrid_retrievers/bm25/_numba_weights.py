@@ -2,7 +2,7 @@
 
 Imported only through `hybrid_retrievers.bm25._numba` (and so only when numba is
 installed). Every weight here is computed with the same float32 operations, in the
-same order, as `hybrid_retrievers.scoring` (``tfw_*``) and ``BM25Index._weigh``:
+same order, as `hybrid_retrievers.scoring` (``tfw_*``) and `matching._weigh`:
 `_weight` directly, `build_table`'s rows and `build_weights`'s stored values through
 it, so any of them times the query scale is bit for bit the same number.
 
@@ -58,7 +58,7 @@ def _span(lo, hi):  # pragma: no cover - compiled
 
 @njit(cache=True, inline="always")
 def _weight(q, post_docs, post_tf, norm, variant, k1, k1p1, delta, aw, has_aw, scale):  # pragma: no cover
-    """``scale · (tfw(tf, norm) - tfw(0))`` of posting ``q``, as `BM25Index._weigh`."""
+    """``scale · (tfw(tf, norm) - tfw(0))`` of posting ``q``, as `matching._weigh`."""
     w = _tfw(variant, np.float32(post_tf[q]), norm[_u(post_docs[q])], k1, k1p1, delta)
     if has_aw:
         w = w - aw
@@ -116,9 +116,11 @@ def build_table(norms, variant, k1, k1p1, delta, aw, has_aw):  # pragma: no cove
     read beside its accumulator slot) and an L1 table entry instead of a float32 norm
     and a division.
     """
-    table = np.empty(norms.size * CODE_TF, np.float32)
+    table = np.zeros(norms.size * CODE_TF, np.float32)
     for r in range(norms.size):
-        for tf in range(CODE_TF):
+        # tf = 0 stays 0: no posting reads it (postings have tf >= 1), and there the
+        # formulas are 0/0 at k1 = 0.
+        for tf in range(1, CODE_TF):
             w = _tfw(variant, np.float32(tf), norms[r], k1, k1p1, delta)
             if has_aw:
                 w = w - aw

@@ -34,17 +34,22 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 from numpy.typing import NDArray
 
 from ..persistence import IndexFormatError, IndexReader, IndexWriter, atomic_index_dir, read_index
-from ..readonly import ReadOnly
 
 if TYPE_CHECKING:
-    from .index import BM25Index
+    from .postings import Snapshot
     from .scoring import Variant
+
+
+class _HoldsSnapshot(Protocol):
+    """What `CollectionStats.of_index` reads: an index's current snapshot (`BM25Index`)."""
+
+    _state: Snapshot
 
 __all__ = ["CollectionStats"]
 
@@ -83,7 +88,7 @@ class CollectionStats:
     # ------------------------------------------------------------------ building
 
     @classmethod
-    def of_index(cls, index: BM25Index) -> CollectionStats:
+    def of_index(cls, index: _HoldsSnapshot) -> CollectionStats:
         """The statistics of one index's own documents (its local N, lengths and df)."""
         # Reads BM25Index's term-major postings: a term's df is its posting count.
         st = index._state  # one snapshot, so the three numbers agree under concurrent edits
@@ -126,16 +131,25 @@ class CollectionStats:
 
     # ------------------------------------------------------------------ reading
 
-    n_docs = ReadOnly[int]("_n_docs", "Number of documents N.")
-    total_length = ReadOnly[int]("_total_length", "Sum of document lengths (tokens).")
+    @property
+    def n_docs(self) -> int:
+        """Number of documents N."""
+        return self._n_docs
+
+    @property
+    def total_length(self) -> int:
+        """Sum of document lengths (tokens)."""
+        return self._total_length
 
     @property
     def avgdl(self) -> float:
         """Average document length (0 for an empty corpus)."""
         return self._total_length / self._n_docs if self._n_docs else 0.0
 
-    df = ReadOnly[Mapping[str, int]](
-        "_df", "Term -> document frequency (a read-only view is not enforced; do not edit).")
+    @property
+    def df(self) -> Mapping[str, int]:
+        """Term -> document frequency (a read-only view is not enforced; do not edit)."""
+        return self._df
 
     def __len__(self) -> int:
         return len(self._df)

@@ -1,23 +1,23 @@
 """BM25 score explanations: what each query term contributed to a document's score.
 
 `BM25Explanation` is what `BM25Index.explain` returns (and, as a dict, what
-``hit.explanation["bm25"]`` holds); `explain_position` computes one from a snapshot.
+``hit.explanation["bm25"]`` holds); `explain` computes one from a snapshot, its score
+cache and the parameters.
 """
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
-from .scoring import length_norm
+from .params import BM25Params
+from .postings import Snapshot
+from .score_cache import ScoreCache
+from .scoring import BM25Method, length_norm
 
-if TYPE_CHECKING:
-    from .postings import Snapshot
-    from .statistics import BM25Statistics
-
-__all__ = ["TermContribution", "BM25Explanation", "explain_position"]
+__all__ = ["TermContribution", "BM25Explanation", "explain"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,46 +70,46 @@ class BM25Explanation:
         return "\n".join([head, *rows])
 
 
-def explain_position(
-    index: BM25Statistics, st: Snapshot, query: str, terms: list[str], counts: list[int],
-    pos: int,
+def explain(
+    st: Snapshot, cache: ScoreCache, params: BM25Params, query: str, terms: list[str],
+    counts: list[int], pos: int,
 ) -> BM25Explanation:
     """The explanation of the document at position ``pos`` of ``st`` for the query terms.
 
-    Recomputed in float64 from the postings with the same statistics a search uses
-    (``index``'s score cache, and its collection statistics when set).
+    Recomputed in float64 from the postings with the statistics a search uses:
+    ``cache``'s idf and avgdl, and its collection statistics when set (they hold the
+    df, and the idf of terms only other shards hold).
     """
-    cache = index._scores(st)
-    v = index._variant
+    v = params.variant
+    k1, delta = params.k1, params.delta
     dl = int(st.doc_len[pos])
-    avgdl = index._avgdl_of(st)
-    norm = float(length_norm(np.float64(dl), avgdl, index._b))
+    avgdl = cache.avgdl
+    norm = float(length_norm(np.float64(dl), avgdl, params.b))
     rows = []
     for term, c in zip(terms, counts):
         t = st.vocab.get(term)
         if t is None:
-            # collection-stats hook: a term only other shards hold still has an idf.
-            idf = index._global_idf(term)
+            # A term only other shards hold still has an idf (collection statistics).
+            idf = cache.global_idf(term, params)
             weight = 0.0
-            if idf and v.scores_absent_terms:
-                weight = float(v.tfw(np.float64(0.0), np.float64(norm), index._k1, index._delta))
-            rows.append(TermContribution(term, c, index._term_df(term, 0), idf, 0, dl, avgdl,
+            if idf and v.absent is not None:
+                weight = float(v.absent(k1, delta))
+            rows.append(TermContribution(term, c, cache.df_of(term, 0), idf, 0, dl, avgdl,
                                          c * idf * weight))
             continue
         lo, hi = int(st.indptr[t]), int(st.indptr[t + 1])
         docs = st.post_docs[lo:hi]
         j = int(np.searchsorted(docs, pos))
         tf = int(st.post_tf[lo + j]) if j < docs.size and docs[j] == pos else 0
-        if tf == 0 and not v.scores_absent_terms:
-            weight = 0.0
+        if tf == 0:
+            weight = 0.0 if v.absent is None else float(v.absent(k1, delta))
         else:
-            weight = float(v.tfw(np.float64(tf), np.float64(norm), index._k1, index._delta))
+            weight = float(v.tfw(np.float64(tf), np.float64(norm), k1, delta))
         idf = float(cache.idf[t])
-        rows.append(TermContribution(term, c, index._term_df(term, hi - lo), idf, tf, dl, avgdl,
+        rows.append(TermContribution(term, c, cache.df_of(term, hi - lo), idf, tf, dl, avgdl,
                                      c * idf * weight))
     return BM25Explanation(
-        query=query, doc_id=st.docs[pos].id, method=index._method.value,
-        k1=index._k1, b=index._b, delta=index._delta,
+        query=query, doc_id=st.docs[pos].id, method=BM25Method.parse(params.method).value,
+        k1=params.k1, b=params.b, delta=params.delta,
         score=sum(r.contribution for r in rows), terms=tuple(rows),
     )
-

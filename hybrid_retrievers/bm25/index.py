@@ -6,44 +6,57 @@ are the only per-posting and per-document data kept. What depends on N and avgdl
 cache rebuilt lazily after ``add`` or ``delete``, so an edited index scores exactly
 like one rebuilt from scratch.
 
-This class builds, edits, searches and describes an index, and holds its current
-snapshot and its writer lock. The rest lives next door, one job per module:
-`postings` (the snapshot: documents and term-major postings, and how edits make new
-ones), `statistics` (the score cache and the collection-statistics hook), `matching`
-(the tuned scoring loop with MaxScore pruning), `explanation` (per-term
-explanations), `saving` (the file format), `scoring` (the BM25 variants) and
-`collection_stats` (corpus-wide statistics for shards).
+This class is a façade: it holds the current snapshot, the analyzer, the parameters
+(`BM25Params`), the backend (`BM25Backend`), the collection statistics, the writer lock
+and the per-thread scratch buffers, and hands them to functions next door, one job per
+module: `postings` (the snapshot: documents and term-major postings, and how edits make
+new ones), `score_cache` (idf, norms and bounds per snapshot), `matching` (the tuned
+scoring loop with MaxScore pruning), `kernels` (the compiled top-k kernels),
+`explanation` (per-term explanations), `saving` (the file format), `scoring` (the BM25
+variants), `params` (parameters and backend) and `collection_stats` (corpus-wide
+statistics for shards).
 """
 
 from __future__ import annotations
 
+import os
 import threading
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
+from pathlib import Path
+from typing import Any, Self
 
 import numpy as np
 from numpy.typing import NDArray
 
 from ..documents import DocumentAccess, check_docs, make_docs
-from ..readonly import ReadOnly
+from ..persistence import IndexReader, atomic_index_dir, read_index
 from ..selection import top_k
 from ..text import Analyzer
 from ..types import Doc, Hit, MetadataFilter
 from ..validation import check_id_list, check_k, check_queries, check_query
 from .chunking import resolve_n_jobs, token_chunks
 from .collection_stats import CollectionStats
-from .explanation import BM25Explanation, explain_position
-from .matching import BM25Matching
+from .explanation import BM25Explanation, explain
+from .matching import match, match_many, query_ids
+from .params import Backend, BM25Backend, BM25Params, params_from
 from .postings import Snapshot, compacted, written
-from .saving import FORMAT_VERSION, BM25Saving
-from .scoring import DEFAULT_DELTA, BM25Method, get_variant
+from .saving import FORMAT_VERSION, read as read_files, write as write_files
+from .score_cache import ScoreCache
+from .scoring import BM25Method
+from .scratch import Scratch
 
 __all__ = ["BM25Index", "FORMAT_VERSION"]
 
 
-class BM25Index(BM25Matching, BM25Saving, DocumentAccess):
+class BM25Index(DocumentAccess):
     """A BM25 index over documents, with incremental updates, explanations and persistence.
+
+    Parameters: pass either ``params=BM25Params(...)`` or the separate keywords
+    ``method=``, ``k1=``, ``b=``, ``delta=`` (the common spelling), never both; keywords
+    left out take `BM25Params`'s defaults (``"lucene"``, 1.5, 0.75, the variant's delta).
+    ``backend`` (``"auto"``, ``"numba"``, ``"numpy"`` or a `BM25Backend`) chooses how
+    queries are scored; it changes the speed, never the hits, and is not saved.
 
     Concurrency: any number of threads may search while one thread edits. Every
     search reads one immutable snapshot of the index (documents, vocabulary,
@@ -62,25 +75,24 @@ class BM25Index(BM25Matching, BM25Saving, DocumentAccess):
         ... )
         >>> [hit.id for hit in index.search("dogs", k=2)]
         ['b']
+        >>> BM25Index.from_texts(["a b"], params=BM25Params("bm25+", k1=1.2)).params.delta
+        1.0
     """
 
     def __init__(
         self,
         *,
         analyzer: Analyzer | None = None,
-        k1: float = 1.5,
-        b: float = 0.75,
-        method: str | BM25Method = "lucene",
+        params: BM25Params | None = None,
+        method: str | BM25Method | None = None,
+        k1: float | None = None,
+        b: float | None = None,
         delta: float | None = None,
+        backend: Backend | BM25Backend = "auto",
     ) -> None:
         """Create an empty index; most users call `from_texts` or `from_docs` instead."""
-        self._method = BM25Method.parse(method)
-        self._variant = get_variant(self._method)
-        self._k1 = _check_float("k1", k1, low=0.0)
-        self._b = _check_float("b", b, low=0.0, high=1.0)
-        if delta is None:
-            delta = DEFAULT_DELTA.get(self._method, 0.0)
-        self._delta = _check_float("delta", delta, low=0.0)
+        self._params = params_from(params, method=method, k1=k1, b=b, delta=delta)
+        self._backend = BM25Backend.of(backend)
         if analyzer is None:
             analyzer = Analyzer()
         if not isinstance(analyzer, Analyzer):
@@ -89,8 +101,8 @@ class BM25Index(BM25Matching, BM25Saving, DocumentAccess):
             )
         self._analyzer = analyzer
         self._lock = threading.RLock()  # serialises writers; readers never take it
-        self._scratch = threading.local()
-        self._collection_stats: CollectionStats | None = None  # collection-stats hook
+        self._scratch = Scratch()  # per thread
+        self._collection_stats: CollectionStats | None = None
         self._state = Snapshot.empty()
 
     def _install(self, state: Snapshot) -> None:
@@ -114,10 +126,12 @@ class BM25Index(BM25Matching, BM25Saving, DocumentAccess):
         metadatas: Iterable[Mapping[str, Any] | None] | None = None,
         *,
         analyzer: Analyzer | None = None,
-        k1: float = 1.5,
-        b: float = 0.75,
-        method: str | BM25Method = "lucene",
+        params: BM25Params | None = None,
+        method: str | BM25Method | None = None,
+        k1: float | None = None,
+        b: float | None = None,
         delta: float | None = None,
+        backend: Backend | BM25Backend = "auto",
         show_progress: bool = False,
         n_jobs: int = 1,
     ) -> BM25Index:
@@ -128,8 +142,8 @@ class BM25Index(BM25Matching, BM25Saving, DocumentAccess):
         """
         docs = make_docs(texts, ids, metadatas)
         return cls.from_docs(
-            docs, analyzer=analyzer, k1=k1, b=b, method=method, delta=delta,
-            show_progress=show_progress, n_jobs=n_jobs,
+            docs, analyzer=analyzer, params=params, method=method, k1=k1, b=b, delta=delta,
+            backend=backend, show_progress=show_progress, n_jobs=n_jobs,
         )
 
     @classmethod
@@ -138,14 +152,19 @@ class BM25Index(BM25Matching, BM25Saving, DocumentAccess):
         docs: Iterable[Doc],
         *,
         analyzer: Analyzer | None = None,
-        k1: float = 1.5,
-        b: float = 0.75,
-        method: str | BM25Method = "lucene",
+        params: BM25Params | None = None,
+        method: str | BM25Method | None = None,
+        k1: float | None = None,
+        b: float | None = None,
         delta: float | None = None,
+        backend: Backend | BM25Backend = "auto",
         show_progress: bool = False,
         n_jobs: int = 1,
     ) -> BM25Index:
         """Index `Doc` objects, keeping their ids and metadata.
+
+        ``analyzer``, ``params`` (or ``method``, ``k1``, ``b``, ``delta``) and ``backend``:
+        as for the class.
 
         ``n_jobs`` (here and in `add`/`upsert`): processes that tokenise the texts, chunk
         by chunk (-1: all cores). The index is the same for any value; an analyzer with a
@@ -155,7 +174,8 @@ class BM25Index(BM25Matching, BM25Saving, DocumentAccess):
         docs = check_docs(docs)
         if not docs:
             raise ValueError("cannot build a BM25 index from an empty corpus; pass at least one text")
-        index = cls(analyzer=analyzer, k1=k1, b=b, method=method, delta=delta)
+        index = cls(analyzer=analyzer, params=params, method=method, k1=k1, b=b, delta=delta,
+                    backend=backend)
         index._state = index._written(index._state, docs, None, show_progress=show_progress,
                                       n_jobs=jobs)
         return index
@@ -294,24 +314,48 @@ class BM25Index(BM25Matching, BM25Saving, DocumentAccess):
     ) -> list[list[Hit]]:
         """`search` for each query, in order, all on the same snapshot of the index.
 
-        Without a filter and with numba installed, the whole batch is scored in one
-        compiled call (`kernels.match_top_k_many`): the same hits, without the
-        per-query Python overhead (at 100k documents bm25_speed's batch went from 3,635
-        to 7,314 queries/s).
+        Without a filter and with the compiled kernels in use (`BM25Backend`), the whole
+        batch is scored in one compiled call (`kernels.match_top_k_many`): the same hits,
+        without the per-query Python overhead (at 100k documents bm25_speed's batch went
+        from 3,635 to 7,314 queries/s).
         """
         queries = check_queries(queries)
         k = check_k(k)
-        state = self._state
+        st = self._state
         analysed = []
         for tokens in self._analyzer.tokenize_many(queries):
             counts = Counter(tokens)
             analysed.append((list(counts), list(counts.values())))
-        ranked = self._match_many(state, analysed, k) if filter is None else None
+        ranked = None
+        if filter is None:
+            cache = self._cache(st)
+            ranked = match_many(
+                st, cache, self._params,
+                [query_ids(st, cache, self._params, terms, counts) for terms, counts in analysed],
+                k, self._scratch, self._backend,
+            )
         if ranked is None:  # a filter, or no compiled kernels: one query at a time
-            return [self._search_terms(state, query, terms, counts, k, filter, explain)
+            return [self._search_terms(st, query, terms, counts, k, filter, explain)
                     for query, (terms, counts) in zip(queries, analysed)]
-        return [self._hits(state, query, terms, counts, pos, scores, explain)
+        return [self._hits(st, query, terms, counts, pos, scores, explain)
                 for query, (terms, counts), (pos, scores) in zip(queries, analysed, ranked)]
+
+    def _match(
+        self,
+        st: Snapshot,
+        terms: list[str],
+        counts: list[int],
+        k: int | None = None,
+        allowed: NDArray[np.bool_] | None = None,
+    ) -> tuple[NDArray[np.int32], NDArray[np.float32]]:
+        """`matching.match` of the query terms on ``st``, with this index's settings.
+
+        Without ``k``, every matching document with its full score (nothing pruned).
+        """
+        cache = self._cache(st)
+        ids, constant = query_ids(st, cache, self._params, terms, counts)
+        return match(st, cache, self._params, ids, constant, k, allowed, self._scratch,
+                     self._backend)
 
     def _search_terms(
         self,
@@ -324,16 +368,16 @@ class BM25Index(BM25Matching, BM25Saving, DocumentAccess):
         explain: bool,
     ) -> list[Hit]:
         if filter is None:
-            cand, scores = self._match(terms, counts, k, state=st)
+            cand, scores = self._match(st, terms, counts, k)
         elif callable(filter) and not isinstance(filter, Mapping):
             # A predicate is only known per candidate, so every match must be seen.
-            cand, scores = self._match(terms, counts, state=st)
+            cand, scores = self._match(st, terms, counts)
             if cand.size:
                 keep = _filter_callable(filter, st.docs, cand)
                 cand, scores = cand[keep], scores[keep]
         else:
             allowed = st.equality_mask(filter)
-            cand, scores = self._match(terms, counts, k, allowed, state=st)
+            cand, scores = self._match(st, terms, counts, k, allowed)
             keep = allowed[cand]
             cand, scores = cand[keep], scores[keep]
         if not cand.size:
@@ -353,9 +397,10 @@ class BM25Index(BM25Matching, BM25Saving, DocumentAccess):
     ) -> list[Hit]:
         """Hits of ranked document ``positions`` (best first), explained on request."""
         docs = st.docs
+        cache = self._cache(st) if explain else None
         return [Hit(docs[pos], value, rank,
-                    {"bm25": explain_position(self, st, query, terms, counts, pos).as_dict()}
-                    if explain else {})
+                    {"bm25": self._explain(st, cache, query, terms, counts, pos).as_dict()}
+                    if cache is not None else {})
                 for rank, (pos, value) in enumerate(zip(positions.tolist(), scores.tolist()), 1)]
 
     # ------------------------------------------------------------------ explaining
@@ -367,7 +412,109 @@ class BM25Index(BM25Matching, BM25Saving, DocumentAccess):
         pos = st.positions.get(doc_id) if isinstance(doc_id, str) else None
         if pos is None:
             raise KeyError(f"document {doc_id!r} is not in the index")
-        return explain_position(self, st, query, *self._query_terms(query), pos)
+        return self._explain(st, self._cache(st), query, *self._query_terms(query), pos)
+
+    def _explain(self, st: Snapshot, cache: ScoreCache, query: str, terms: list[str],
+                 counts: list[int], pos: int) -> BM25Explanation:
+        return explain(st, cache, self._params, query, terms, counts, pos)
+
+    # ------------------------------------------------------------------ statistics
+
+    def _cache(self, st: Snapshot) -> ScoreCache:
+        """``st``'s score cache (idf, norms, bounds), built on first use."""
+        return ScoreCache.of(st, self._params, self._collection_stats)
+
+    def set_collection_stats(self, stats: CollectionStats | None) -> None:
+        """Score with corpus-wide N, avgdl and df instead of this index's own.
+
+        A shard of a larger corpus given the whole corpus's `CollectionStats` scores
+        every one of its documents exactly as one index over the whole corpus would
+        (same idf, same length norm), so shards' top-k lists can be merged by score.
+        The statistics must cover this index's documents and terms; after an edit
+        here they are stale until new ones are set. ``None`` returns to local
+        statistics. They are not saved with the index.
+        """
+        if stats is not None and not isinstance(stats, CollectionStats):
+            raise TypeError(
+                f"stats must be a CollectionStats or None, got {type(stats).__name__}"
+            )
+        with self._lock:
+            st = self._state
+            if stats is not None and stats.n_docs < len(st.docs):
+                raise ValueError(
+                    f"the collection statistics count {stats.n_docs} documents but this index "
+                    f"alone holds {len(st.docs)}; they are stale or belong to another corpus"
+                )
+            self._collection_stats = stats
+            # The same postings in a new snapshot: its score cache is built with the new
+            # statistics, while searches already running keep the old one.
+            self._state = Snapshot(st.docs, st.vocab, st.indptr, st.post_docs, st.post_tf,
+                                   st.doc_len, positions=st.positions)
+
+    @property
+    def collection_stats(self) -> CollectionStats | None:
+        """The corpus-wide statistics in use, or ``None`` (this index's own)."""
+        return self._collection_stats
+
+    # ------------------------------------------------------------------ saving
+
+    def save(self, path: str | os.PathLike[str]) -> None:
+        """Write the index to directory ``path`` atomically and durably (no pickle).
+
+        The guarantees (crash safety, concurrent saves and loads, symbolic links) and
+        the errors are `atomic_index_dir`'s; the files are `saving.write`'s.
+        """
+        with self._lock, atomic_index_dir(path) as tmp:
+            self._save_into(tmp)
+
+    def _save_into(self, directory: Path) -> None:
+        """Write the index files into an existing empty directory (composite indexes too)."""
+        with self._lock:
+            write_files(directory, self._state, self._params, self._analyzer)
+
+    @classmethod
+    def load(
+        cls,
+        path: str | os.PathLike[str],
+        *,
+        mmap: bool = False,
+        verify: bool = False,
+        backend: Backend | BM25Backend = "auto",
+    ) -> Self:
+        """Read an index saved by `save`; nothing in it is trusted before it is checked.
+
+        Every file read into memory is checksummed, and the manifest (parameters
+        included) is covered by a checksum too. The postings are checked for
+        structure: document ids in range, each term's documents strictly increasing,
+        term frequencies >= 1, document lengths equal to their postings' token counts.
+
+        Args:
+            mmap: memory-map the two posting arrays instead of reading them: loading
+                is faster and they are paged in on demand. Their size, shape and dtype
+                are still checked, but their checksums and the per-posting checks are
+                skipped unless ``verify``.
+            verify: with ``mmap``, also run the full checks (reads the mapped files once).
+            backend: as for the class (a runtime choice, so not saved).
+
+        Raises:
+            TypeError: ``path`` is not a str or path.
+            IndexFormatError: the directory is missing, corrupt, truncated, foreign,
+                structurally invalid or from a newer format version.
+        """
+        backend = BM25Backend.of(backend)
+        return read_index(
+            path, kind="bm25", max_version=FORMAT_VERSION,
+            read=lambda r: cls._from_reader(r, mmap=mmap, verify=verify, backend=backend),
+        )
+
+    @classmethod
+    def _from_reader(cls, r: IndexReader, *, mmap: bool = False, verify: bool = False,
+                     backend: Backend | BM25Backend = "auto") -> Self:
+        """The index in an opened saved directory (composite indexes read theirs too)."""
+        state, params, analyzer = read_files(r, mmap=mmap, verify=verify)
+        index = cls(analyzer=analyzer, params=params, backend=backend)
+        index._install(state)
+        return index
 
     # ------------------------------------------------------------------ access
 
@@ -375,21 +522,44 @@ class BM25Index(BM25Matching, BM25Saving, DocumentAccess):
         st = self._state
         return (
             f"BM25Index(docs={len(st.docs)}, terms={len(st.vocab)}, "
-            f"method={self._method.value!r}, k1={self._k1}, b={self._b}, "
+            f"method={self.method!r}, k1={self.k1}, b={self.b}, "
             f"analyzer={self._analyzer!r})"
         )
 
-    analyzer = ReadOnly[Analyzer]("_analyzer", "The analyzer used for documents and queries alike.")
-    k1 = ReadOnly[float]("_k1", "Term-frequency saturation k1.")
-    b = ReadOnly[float]("_b", "Length normalisation b (0: none, 1: full).")
+    @property
+    def analyzer(self) -> Analyzer:
+        """The analyzer used for documents and queries alike."""
+        return self._analyzer
+
+    @property
+    def params(self) -> BM25Params:
+        """The BM25 variant and parameters (saved with the index)."""
+        return self._params
+
+    @property
+    def backend(self) -> BM25Backend:
+        """How queries are scored (compiled kernels or numpy; not saved)."""
+        return self._backend
 
     @property
     def method(self) -> str:
         """The BM25 variant: ``"lucene"``, ``"robertson"``, ``"bm25l"`` or ``"bm25+"``."""
-        return self._method.value
+        return BM25Method.parse(self._params.method).value
 
-    delta = ReadOnly[float](
-        "_delta", "The BM25L / BM25+ shift delta (unused by the other variants).")
+    @property
+    def k1(self) -> float:
+        """Term-frequency saturation k1."""
+        return self._params.k1
+
+    @property
+    def b(self) -> float:
+        """Length normalisation b (0: none, 1: full)."""
+        return self._params.b
+
+    @property
+    def delta(self) -> float:
+        """The BM25L / BM25+ shift delta (unused by the other variants)."""
+        return float(self._params.delta or 0.0)
 
     @property
     def vocabulary_size(self) -> int:
@@ -399,23 +569,11 @@ class BM25Index(BM25Matching, BM25Saving, DocumentAccess):
     def nbytes(self) -> int:
         """Bytes held by the index arrays (postings, lengths, cache), not texts or vocabulary."""
         st = self._state
-        cache = self._scores(st)
-        arrays = [st.indptr, st.post_docs, st.post_tf, st.doc_len,
-                  cache.norm, cache.idf, cache.upper, cache.absent]
-        return int(sum(a.nbytes for a in arrays if a is not None))
+        arrays = [st.indptr, st.post_docs, st.post_tf, st.doc_len]
+        return int(sum(a.nbytes for a in arrays)) + self._cache(st).nbytes()
 
 
 def _filter_callable(
     filter: Callable[[Doc], bool], docs: list[Doc], cand: NDArray[np.int32]
 ) -> NDArray[np.bool_]:
     return np.fromiter((bool(filter(docs[p])) for p in cand.tolist()), bool, cand.size)
-
-
-def _check_float(name: str, value: Any, *, low: float, high: float | None = None) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.floating, np.integer)):
-        raise TypeError(f"{name} must be a number, got {type(value).__name__}: {value!r}")
-    value = float(value)
-    if not np.isfinite(value) or value < low or (high is not None and value > high):
-        bound = f"between {low} and {high}" if high is not None else f">= {low}"
-        raise ValueError(f"{name} must be {bound}, got {value}")
-    return value

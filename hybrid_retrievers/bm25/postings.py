@@ -7,15 +7,15 @@ that holds them, a byte for most corpora), and ``doc_len`` holds each document's
 count. Edits never change a snapshot: `written` (append or replace documents) and
 `compacted` (delete) build new arrays off to the side and return a new one, so searches
 on the old one go on safely. Nothing here depends on the analyzer or on BM25's
-parameters; what does (idf, norms, bounds) is the snapshot's lazily built ``cache``
-(`hybrid_retrievers.bm25.statistics`).
+parameters; what does (idf, norms, bounds) is the snapshot's lazily built score cache
+(`Snapshot.derived`, `hybrid_retrievers.bm25.score_cache`).
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable
-from typing import TYPE_CHECKING, NamedTuple
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, NamedTuple, TypeVar
 
 import numpy as np
 from numpy.typing import NDArray
@@ -24,13 +24,11 @@ from ..documents import DocTable
 from ..types import Doc
 
 if TYPE_CHECKING:
-    from ..text import Analyzer
     from .chunking import TokenChunk
-    from .collection_stats import CollectionStats
-    from .scoring import BM25Method, Variant
-    from .statistics import ScoreCache
 
-__all__ = ["Snapshot", "IndexFields", "written", "compacted", "live_terms", "offsets",
+T = TypeVar("T")
+
+__all__ = ["Snapshot", "written", "compacted", "live_terms", "offsets",
            "compact_tf", "smallest_uint"]
 
 
@@ -38,9 +36,9 @@ class Snapshot(DocTable):
     """One version of the index: everything a search reads, never modified once published.
 
     Searches take ``index._state`` once and read only it; edits build a new snapshot
-    and replace the reference. Only the lazily built ``cache`` (under ``build_lock``)
-    and the memo of filter masks are filled in later, and both are pure functions of
-    the fields, so every reader sees the same values.
+    and replace the reference. Only the lazily built score cache (`derived`) and the
+    memo of filter masks are filled in later, and both are pure functions of the
+    fields, so every reader sees the same values.
 
     Fields: the documents (``docs`` in index order, ``positions`` id -> position, the
     ``masks`` memo: its `DocTable`), ``vocab`` (term -> term id), term-major postings
@@ -48,8 +46,8 @@ class Snapshot(DocTable):
     term frequencies in ``post_tf``) and ``doc_len``.
     """
 
-    __slots__ = ("vocab", "indptr", "post_docs", "post_tf", "doc_len", "avgdl", "cache",
-                 "build_lock")
+    __slots__ = ("vocab", "indptr", "post_docs", "post_tf", "doc_len", "avgdl", "_derived",
+                 "_build_lock")
 
     def __init__(
         self,
@@ -68,32 +66,27 @@ class Snapshot(DocTable):
         self.post_tf = post_tf
         self.doc_len = doc_len if doc_len.dtype == np.int32 else doc_len.astype(np.int32)
         self.avgdl = float(self.doc_len.mean()) if self.doc_len.size else 0.0
-        self.cache: ScoreCache | None = None
-        self.build_lock = threading.Lock()
+        self._derived: object | None = None
+        self._build_lock = threading.Lock()
+
+    def derived(self, build: Callable[[], T]) -> T:
+        """What ``build()`` derives from this snapshot (the score cache), built once, then kept.
+
+        One build per snapshot, not one per concurrent reader; every caller of one
+        snapshot passes the same kind of ``build``.
+        """
+        value = self._derived
+        if value is None:
+            with self._build_lock:
+                if self._derived is None:
+                    self._derived = build()
+                value = self._derived
+        return value  # type: ignore[return-value]
 
     @classmethod
     def empty(cls) -> Snapshot:
         return cls([], {}, np.zeros(1, np.int64), np.zeros(0, np.int32), np.zeros(0, np.uint8),
                    np.zeros(0, np.int32))
-
-
-class IndexFields:
-    """The instance fields of a `BM25Index`, declared once for the classes it is made of.
-
-    ``_state`` is the current `Snapshot` (replaced, never modified, under ``_lock``).
-    """
-
-    __slots__ = ()
-    _state: Snapshot
-    _lock: threading.RLock
-    _scratch: threading.local
-    _analyzer: Analyzer
-    _method: BM25Method
-    _variant: Variant
-    _k1: float
-    _b: float
-    _delta: float
-    _collection_stats: CollectionStats | None
 
 
 def written(

@@ -1,6 +1,7 @@
 """Saving and loading a `BM25Index`: one directory, no pickle, nothing trusted on load.
 
-`BM25Saving` is the persistence half of `BM25Index`. The layout (see
+`write` puts one snapshot, its parameters and its analyzer into a directory; `read`
+checks and reads them back (`BM25Index.save` / `BM25Index.load` call them). The layout (see
 `hybrid_retrievers.persistence`): ``docs.jsonl``, ``vocabulary.json`` (terms in term-id
 order), the postings as ``.npy`` arrays (``postings_indptr``, ``postings_docs``,
 ``postings_tf``, ``doc_lengths``) and a checksummed manifest with the BM25 parameters
@@ -9,125 +10,99 @@ and the analyzer's configuration.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
-from typing import Self
 
 import numpy as np
 
 from .._integrity import check_offsets, check_postings, check_unique_ids
-from ..persistence import IndexFormatError, IndexReader, IndexWriter, read_index
-from ..persistence.writer import AtomicSave
+from ..persistence import IndexFormatError, IndexReader, IndexWriter
 from ..text import Analyzer
-from .postings import IndexFields, Snapshot
+from .params import BM25Params
+from .postings import Snapshot
 
-__all__ = ["BM25Saving", "FORMAT_VERSION"]
+__all__ = ["FORMAT_VERSION", "write", "read"]
 
 FORMAT_VERSION = 1
 
 
-class BM25Saving(AtomicSave, IndexFields):
-    """`save` (`AtomicSave`) and `load` of `BM25Index` (and the helpers composite indexes reuse)."""
+def write(directory: Path, st: Snapshot, params: BM25Params, analyzer: Analyzer) -> None:
+    """Write the index files and their manifest into an existing empty directory."""
+    w = IndexWriter(directory)
+    terms = [""] * len(st.vocab)
+    for t, i in st.vocab.items():
+        terms[i] = t
+    w.docs("docs", st.docs)  # first: it is what refuses bad metadata
+    w.json("vocabulary", terms)
+    w.array("postings_indptr", st.indptr)
+    w.array("postings_docs", st.post_docs)
+    w.array("postings_tf", st.post_tf)
+    w.array("doc_lengths", st.doc_len)
+    w.manifest(
+        "bm25",
+        FORMAT_VERSION,
+        {
+            "params": params.as_dict(),
+            "analyzer": analyzer.to_config(),
+            "n_docs": len(st.docs),
+            "vocabulary_size": len(terms),
+            "n_postings": int(st.post_docs.size),
+        },
+    )
 
-    __slots__ = ()
 
-    def _save_into(self, directory: Path) -> None:
-        """Write the index files and their manifest into an existing empty directory."""
-        with self._lock:
-            st = self._state
-            analyzer_config = self._analyzer.to_config()
-            w = IndexWriter(directory)
-            terms = [""] * len(st.vocab)
-            for t, i in st.vocab.items():
-                terms[i] = t
-            w.docs("docs", st.docs)  # first: it is what refuses bad metadata
-            w.json("vocabulary", terms)
-            w.array("postings_indptr", st.indptr)
-            w.array("postings_docs", st.post_docs)
-            w.array("postings_tf", st.post_tf)
-            w.array("doc_lengths", st.doc_len)
-            w.manifest(
-                "bm25",
-                FORMAT_VERSION,
-                {
-                    "params": {"method": self._method.value, "k1": self._k1, "b": self._b,
-                               "delta": self._delta},
-                    "analyzer": analyzer_config,
-                    "n_docs": len(st.docs),
-                    "vocabulary_size": len(terms),
-                    "n_postings": int(st.post_docs.size),
-                },
-            )
+def read(
+    r: IndexReader, *, mmap: bool = False, verify: bool = False
+) -> tuple[Snapshot, BM25Params, Analyzer]:
+    """The snapshot, parameters and analyzer of a saved index; nothing trusted unchecked.
 
-    @classmethod
-    def load(
-        cls, path: str | os.PathLike[str], *, mmap: bool = False, verify: bool = False
-    ) -> Self:
-        """Read an index saved by `save`; nothing in it is trusted before it is checked.
+    Every file read into memory is checksummed, and the manifest (parameters
+    included) is covered by a checksum too. The postings are checked for structure:
+    document ids in range, each term's documents strictly increasing, term
+    frequencies >= 1, document lengths equal to their postings' token counts. With
+    ``mmap`` the two posting arrays are memory-mapped; their checksums and the
+    per-posting checks are skipped unless ``verify``.
 
-        Every file read into memory is checksummed, and the manifest (parameters
-        included) is covered by a checksum too. The postings are checked for
-        structure: document ids in range, each term's documents strictly increasing,
-        term frequencies >= 1, document lengths equal to their postings' token counts.
-
-        Args:
-            mmap: memory-map the two posting arrays instead of reading them: loading
-                is faster and they are paged in on demand. Their size, shape and dtype
-                are still checked, but their checksums and the per-posting checks are
-                skipped unless ``verify``.
-            verify: with ``mmap``, also run the full checks (reads the mapped files once).
-
-        Raises:
-            TypeError: ``path`` is not a str or path.
-            IndexFormatError: the directory is missing, corrupt, truncated, foreign,
-                structurally invalid or from a newer format version.
-        """
-        return read_index(
-            path, kind="bm25", max_version=FORMAT_VERSION,
-            read=lambda r: cls._from_reader(r, mmap=mmap, verify=verify),
+    Raises:
+        IndexFormatError: anything missing, corrupt, inconsistent or invalid.
+    """
+    where = r.where()
+    saved = r.field("params", dict)
+    n_docs = r.count("n_docs")
+    vocabulary_size = r.count("vocabulary_size")
+    try:
+        analyzer = Analyzer.from_config(r.field("analyzer", dict))
+        params = BM25Params(**{k: saved[k] for k in ("method", "k1", "b", "delta")})
+    except (KeyError, TypeError, ValueError) as exc:
+        raise IndexFormatError(f"{where}: invalid parameters in manifest ({exc})") from None
+    indptr = r.array("postings_indptr", dtype_kind="i", ndim=1, length=vocabulary_size + 1)
+    check_offsets(indptr, where=where)
+    n_postings = int(indptr[-1])
+    post_docs = r.array("postings_docs", dtype_kind="i", ndim=1, length=n_postings,
+                        mmap=mmap, verify=verify)
+    post_tf = r.array("postings_tf", dtype_kind="u", ndim=1, length=n_postings,
+                      mmap=mmap, verify=verify)
+    doc_len = r.array("doc_lengths", dtype_kind="i", ndim=1, length=n_docs)
+    check_postings(indptr, post_docs, post_tf, doc_len, where=where, full=not mmap or verify)
+    if "n_postings" in r.manifest and r.manifest["n_postings"] != n_postings:
+        raise IndexFormatError(
+            f"{where}: manifest says {r.manifest['n_postings']!r} postings, "
+            f"postings_indptr ends at {n_postings}"
         )
-
-    @classmethod
-    def _from_reader(cls, r: IndexReader, *, mmap: bool = False, verify: bool = False) -> Self:
-        where = r.where()
-        params = r.field("params", dict)
-        n_docs = r.count("n_docs")
-        vocabulary_size = r.count("vocabulary_size")
-        try:
-            analyzer = Analyzer.from_config(r.field("analyzer", dict))
-            index = cls(analyzer=analyzer, **{k: params[k] for k in ("method", "k1", "b", "delta")})
-        except (KeyError, TypeError, ValueError) as exc:
-            raise IndexFormatError(f"{where}: invalid parameters in manifest ({exc})") from None
-        indptr = r.array("postings_indptr", dtype_kind="i", ndim=1, length=vocabulary_size + 1)
-        check_offsets(indptr, where=where)
-        n_postings = int(indptr[-1])
-        post_docs = r.array("postings_docs", dtype_kind="i", ndim=1, length=n_postings,
-                            mmap=mmap, verify=verify)
-        post_tf = r.array("postings_tf", dtype_kind="u", ndim=1, length=n_postings,
-                          mmap=mmap, verify=verify)
-        doc_len = r.array("doc_lengths", dtype_kind="i", ndim=1, length=n_docs)
-        check_postings(indptr, post_docs, post_tf, doc_len, where=where,
-                       full=not mmap or verify)
-        if "n_postings" in r.manifest and r.manifest["n_postings"] != n_postings:
-            raise IndexFormatError(
-                f"{where}: manifest says {r.manifest['n_postings']!r} postings, "
-                f"postings_indptr ends at {n_postings}"
-            )
-        terms = r.json("vocabulary")
-        if (
-            not isinstance(terms, list)
-            or len(terms) != vocabulary_size
-            or not all(isinstance(t, str) for t in terms)
-            or len(set(terms)) != len(terms)
-        ):
-            raise IndexFormatError(f"{where}/vocabulary.json must list {vocabulary_size} distinct terms")
-        docs = list(r.docs("docs"))
-        if len(docs) != n_docs:
-            raise IndexFormatError(f"{where}: docs.jsonl has {len(docs)} documents, manifest says {n_docs}")
-        check_unique_ids([d.id for d in docs], where=f"{where}/docs.jsonl")
-        index._install(Snapshot(
-            docs, {t: i for i, t in enumerate(terms)}, indptr.astype(np.int64),
-            post_docs if post_docs.dtype == np.int32 else post_docs.astype(np.int32),
-            post_tf, doc_len.astype(np.int32),
-        ))
-        return index
+    terms = r.json("vocabulary")
+    if (
+        not isinstance(terms, list)
+        or len(terms) != vocabulary_size
+        or not all(isinstance(t, str) for t in terms)
+        or len(set(terms)) != len(terms)
+    ):
+        raise IndexFormatError(f"{where}/vocabulary.json must list {vocabulary_size} distinct terms")
+    docs = list(r.docs("docs"))
+    if len(docs) != n_docs:
+        raise IndexFormatError(f"{where}: docs.jsonl has {len(docs)} documents, manifest says {n_docs}")
+    check_unique_ids([d.id for d in docs], where=f"{where}/docs.jsonl")
+    snapshot = Snapshot(
+        docs, {t: i for i, t in enumerate(terms)}, indptr.astype(np.int64),
+        post_docs if post_docs.dtype == np.int32 else post_docs.astype(np.int32),
+        post_tf, doc_len.astype(np.int32),
+    )
+    return snapshot, params, analyzer

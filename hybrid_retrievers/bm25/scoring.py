@@ -38,6 +38,8 @@ __all__ = [
     "tfw_robertson",
     "tfw_bm25l",
     "tfw_bm25plus",
+    "absent_bm25l",
+    "absent_bm25plus",
     "length_norm",
     "DEFAULT_DELTA",
     "OKAPI_EPSILON",
@@ -140,25 +142,47 @@ def tfw_bm25plus(tf: FloatArray, norm: FloatArray, k1: float, delta: float) -> F
     return delta + tfw_robertson(tf, norm, k1, delta)
 
 
+def absent_bm25l(k1: float, delta: float) -> float:
+    """BM25L's weight at tf = 0: ``(k1 + 1)·δ / (k1 + δ)`` (``c = 0`` in `tfw_bm25l`)."""
+    return (k1 + 1.0) * delta / (k1 + delta)
+
+
+def absent_bm25plus(k1: float, delta: float) -> float:
+    """BM25+'s weight at tf = 0: ``δ`` (the limit of `tfw_bm25plus`, also at k1 = 0)."""
+    return delta
+
+
 IdfFn = Callable[[FloatArray, int], FloatArray]
 TfwFn = Callable[[FloatArray, FloatArray, float, float], FloatArray]
+AbsentFn = Callable[[float, float], float]
 
 
 @dataclass(frozen=True)
 class Variant:
-    """An idf function, a tf weight, and whether absent terms still score."""
+    """An idf function, a tf weight, and the weight of absent terms (None: they add 0).
+
+    ``absent(k1, delta)`` is ``tfw(0, ·)``, written out: it does not depend on the
+    length norm, and it is defined where ``tfw``'s formula is 0/0 at tf = 0 (BM25+ at
+    k1 = 0, or any norm of 0).
+    """
 
     method: BM25Method
     idf: IdfFn
     tfw: TfwFn
-    scores_absent_terms: bool
+    absent: AbsentFn | None
+
+    @property
+    def scores_absent_terms(self) -> bool:
+        """BM25L and BM25+ give a term a document lacks a non-zero weight."""
+        return self.absent is not None
 
 
 _VARIANTS = {
-    BM25Method.LUCENE: Variant(BM25Method.LUCENE, idf_lucene, tfw_lucene, False),
-    BM25Method.ROBERTSON: Variant(BM25Method.ROBERTSON, idf_robertson, tfw_robertson, False),
-    BM25Method.BM25L: Variant(BM25Method.BM25L, idf_bm25l, tfw_bm25l, True),
-    BM25Method.BM25PLUS: Variant(BM25Method.BM25PLUS, idf_bm25plus, tfw_bm25plus, True),
+    BM25Method.LUCENE: Variant(BM25Method.LUCENE, idf_lucene, tfw_lucene, None),
+    BM25Method.ROBERTSON: Variant(BM25Method.ROBERTSON, idf_robertson, tfw_robertson, None),
+    BM25Method.BM25L: Variant(BM25Method.BM25L, idf_bm25l, tfw_bm25l, absent_bm25l),
+    BM25Method.BM25PLUS: Variant(BM25Method.BM25PLUS, idf_bm25plus, tfw_bm25plus,
+                                 absent_bm25plus),
 }
 
 

@@ -31,6 +31,7 @@ from numpy.typing import NDArray
 
 from ..optional import require
 from ..bm25.collection_stats import CollectionStats
+from ..bm25.params import BM25Params, params_from
 from ..vector import EmbeddingCache, embed_texts, embedder_identity, text_key
 from ..text import Analyzer
 from ..types import Doc
@@ -94,9 +95,10 @@ def build_bm25_shards(
     *,
     n_shards: int,
     analyzer: Analyzer | None = None,
-    k1: float = 1.5,
-    b: float = 0.75,
-    method: str = "lucene",
+    params: BM25Params | None = None,
+    method: str | None = None,
+    k1: float | None = None,
+    b: float | None = None,
     delta: float | None = None,
     batch_size: int = 2000,
     text_column: str = "text",
@@ -110,7 +112,7 @@ def build_bm25_shards(
             iterable of `Doc`, str or mapping rows (see `iter_doc_batches`).
         path: the output directory (created; an existing sharded index is replaced).
         n_shards: number of shards, each built by its own actor (the parallelism).
-        analyzer, k1, b, method, delta: as for `BM25Index`.
+        analyzer, params (or method, k1, b, delta): as for `BM25Index`.
         batch_size: documents read per step from the corpus.
         num_cpus: CPUs reserved by each builder actor (default: 1, or a fair share
             when the cluster has fewer CPUs than shards).
@@ -124,17 +126,15 @@ def build_bm25_shards(
     ray = _ray()
     n_shards = check_n_shards(n_shards)
     analyzer = Analyzer() if analyzer is None else analyzer
-    params = {"k1": k1, "b": b, "method": method, "delta": delta}
-    from ..bm25 import BM25Index
-
-    BM25Index(analyzer=analyzer, **params)  # validate parameters before starting actors
+    # Checked here, before starting actors; they get the plain values.
+    params_dict = params_from(params, method=method, k1=k1, b=b, delta=delta).as_dict()
     root = _prepare_root(path)
     if num_cpus is None:
         num_cpus = fair_cpus(ray, n_shards, 1.0)
     Builder = ray.remote(_BM25ShardBuilder)
     builders = [
         Builder.options(num_cpus=num_cpus, scheduling_strategy=place).remote(
-            analyzer.to_config(), params)
+            analyzer.to_config(), params_dict)
         for place in spread_strategies(ray, n_shards)
     ]
     try:
@@ -149,7 +149,7 @@ def build_bm25_shards(
     stats = CollectionStats.merge(parts)  # the reduce step: global N, lengths, df
     stats.save(root / "stats")
     manifest = ShardedManifest("bm25", [shard_folder(i) for i in range(n_shards)], n_docs, n_docs,
-                               params={"bm25": {**params, "analyzer": analyzer.to_config()}})
+                               params={"bm25": {**params_dict, "analyzer": analyzer.to_config()}})
     manifest.write(root)
     return manifest
 

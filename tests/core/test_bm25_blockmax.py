@@ -8,52 +8,47 @@ scores and tie order (earlier document first). Skipped when numba is not install
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
 pytest.importorskip("numba")
 
 from hybrid_retrievers import BM25Index  # noqa: E402
+from hybrid_retrievers.bm25 import BM25Backend  # noqa: E402
 from hybrid_retrievers.bm25 import _numba as _bm25_kernels  # noqa: E402
-from hybrid_retrievers.bm25 import _numba_batch  # noqa: E402,F401  (binds the real kernels before any spy)
-from hybrid_retrievers.bm25 import kernels as bm25_blockmax  # noqa: E402
+from hybrid_retrievers.bm25 import _numba_batch  # noqa: E402
+from hybrid_retrievers.bm25 import kernels  # noqa: E402
+from hybrid_retrievers.bm25.kernels import BlockMax, NormCodes  # noqa: E402
 from hybrid_retrievers.bm25 import CollectionStats  # noqa: E402
 from hybrid_retrievers.selection import top_k  # noqa: E402
 
 METHODS = ["lucene", "robertson", "bm25l", "bm25+"]
 
-
-@pytest.fixture(autouse=True, params=["taat", "taat-chunked", "taat-stored", "maxscore"])
-def strategy(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    """Every test runs with the kernel switched on, once per kernel strategy.
-
-    "taat-stored" is TAAT with stored weights for every list of 3 or more postings
-    (`kernels.STORED_WEIGHTS_DF`), so the test corpora mix both ways of weighing.
-    "taat-chunked" and "taat-stored" cut dense accumulation into chunks of 97 documents
-    (`kernels.TAAT_CHUNK_DOCS`), so chunk edges fall inside posting blocks; plain "taat"
-    keeps the default, one chunk for these small corpora.
-    """
-    monkeypatch.setattr(bm25_blockmax, "ENABLED", True)
-    monkeypatch.setattr(bm25_blockmax, "MIN_DOCS", 0)  # small test corpora take it too
-    monkeypatch.setattr(bm25_blockmax, "STRATEGY", request.param.split("-")[0])
-    if request.param in ("taat-chunked", "taat-stored"):
-        monkeypatch.setattr(bm25_blockmax, "TAAT_CHUNK_DOCS", 97)
-    if request.param == "taat-stored":
-        monkeypatch.setattr(bm25_blockmax, "STORED_WEIGHTS_DF", 3)
-    return request.param
+STRATEGIES = {
+    # The kernels at every size ("numba"), so small test corpora take them too.
+    "taat": BM25Backend("numba", strategy="taat"),
+    # Dense accumulation cut into chunks of 97 documents, so chunk edges fall inside
+    # posting blocks; plain "taat" keeps the default, one chunk for these corpora.
+    "taat-chunked": BM25Backend("numba", strategy="taat", taat_chunk_docs=97),
+    # Stored weights for every list of 3 or more postings, so the test corpora mix both
+    # ways of weighing.
+    "taat-stored": BM25Backend("numba", strategy="taat", taat_chunk_docs=97,
+                               stored_weights_df=3),
+    "maxscore": BM25Backend("numba", strategy="maxscore"),
+}
 
 
-def _taat_calls(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """Count the TAAT kernel's calls (one entry per call)."""
-    calls: list[int] = []
-    real = _bm25_kernels.search_taat
+@pytest.fixture(params=list(STRATEGIES))
+def backend(request: pytest.FixtureRequest) -> BM25Backend:
+    """Each test that takes it runs once per kernel strategy."""
+    return STRATEGIES[request.param]
 
-    def spy(*args):
-        calls.append(1)
-        return real(*args)
 
-    monkeypatch.setattr(_bm25_kernels, "search_taat", spy)
-    return calls
+def _held(index: BM25Index, kind: type) -> object | None:
+    """The kernel metadata of ``kind`` the index's current score cache holds, if built."""
+    return index._cache(index._state).peek(kind)
 
 WORDS = [f"w{i}" for i in range(400)]
 _P = 1.0 / np.arange(1, len(WORDS) + 1) ** 1.1
@@ -81,7 +76,7 @@ def _queries(rng: np.random.Generator, n: int) -> list[str]:
 
 def _exhaustive(index: BM25Index, query: str, k: int) -> list[tuple[str, float]]:
     terms, counts = index._query_terms(query)
-    cand, scores = index._match(terms, counts)  # no k: every match, no pruning
+    cand, scores = index._match(index._state, terms, counts)  # no k: every match, no pruning
     if not cand.size:
         return []
     best = top_k(scores, k, tiebreak=cand)
@@ -90,7 +85,7 @@ def _exhaustive(index: BM25Index, query: str, k: int) -> list[tuple[str, float]]
 
 
 def _check(index: BM25Index, queries: list[str], ks=(1, 3, 10, 50, 10_000)) -> None:
-    assert bm25_blockmax.available()
+    assert kernels.available()
     for q in queries:
         for k in ks:
             got = [(h.id, h.score) for h in index.search(q, k=k)]
@@ -101,23 +96,23 @@ def _check(index: BM25Index, queries: list[str], ks=(1, 3, 10, 50, 10_000)) -> N
 
 
 @pytest.mark.parametrize("method", METHODS)
-def test_kernel_equals_exhaustive(method: str, strategy: str, monkeypatch) -> None:
+def test_kernel_equals_exhaustive(method: str, backend: BM25Backend) -> None:
     rng = np.random.default_rng(METHODS.index(method))
-    index = BM25Index.from_texts(_texts(rng, 2500), method=method)
-    calls = _taat_calls(monkeypatch)
-    _check(index, _queries(rng, 40))
-    # The chosen kernel took the queries.
-    if strategy == "maxscore":
-        assert getattr(index, "_blockmax", None) is not None and not calls
-    else:
-        assert getattr(index, "_blockmax", None) is None and calls
+    index = BM25Index.from_texts(_texts(rng, 2500), method=method, backend=backend)
+    queries = _queries(rng, 40)
+    for q in queries:
+        index.search(q, k=10)
+    # The chosen kernel took the queries: each builds its own metadata.
+    assert (_held(index, BlockMax) is not None) == (backend.strategy == "maxscore")
+    assert (_held(index, NormCodes) is not None) == (backend.strategy == "taat")
+    _check(index, queries)
 
 
 @pytest.mark.parametrize("method", ["lucene", "bm25+"])
-def test_kernel_after_edits(method: str) -> None:
+def test_kernel_after_edits(method: str, backend: BM25Backend) -> None:
     rng = np.random.default_rng(7)
     index = BM25Index.from_texts(_texts(rng, 1500), ids=[f"d{i}" for i in range(1500)],
-                                 method=method, k1=1.2, b=0.6)
+                                 method=method, k1=1.2, b=0.6, backend=backend)
     queries = _queries(rng, 25)
     _check(index, queries, ks=(1, 10, 3000))
     index.add(_texts(rng, 400), ids=[f"n{i}" for i in range(400)])
@@ -128,10 +123,11 @@ def test_kernel_after_edits(method: str) -> None:
     _check(index, queries, ks=(1, 10, 3000))
 
 
-def test_ties_go_to_the_earlier_document() -> None:
+def test_ties_go_to_the_earlier_document(backend: BM25Backend) -> None:
     # Identical documents score identically: the earliest ones must win, in order.
     texts = ["alpha beta", "beta gamma", "alpha beta", "gamma", "alpha beta"] * 400
-    index = BM25Index.from_texts(texts, ids=[f"d{i}" for i in range(len(texts))])
+    index = BM25Index.from_texts(texts, ids=[f"d{i}" for i in range(len(texts))],
+                                 backend=backend)
     for k in (1, 3, 10, 700):
         got = [(h.id, h.score) for h in index.search("alpha beta gamma", k=k)]
         assert got == _exhaustive(index, "alpha beta gamma", k)
@@ -144,11 +140,9 @@ def test_ties_go_to_the_earlier_document() -> None:
 def test_one_batch_mixes_both_kernels_and_is_cut_into_calls(monkeypatch) -> None:
     # "auto" with a low MaxScore threshold sends some queries of one batch to MaxScore
     # and the rest to TAAT; a small cell budget cuts the batch into several kernel calls.
-    monkeypatch.setattr(bm25_blockmax, "STRATEGY", "auto")
-    monkeypatch.setattr(bm25_blockmax, "_MAXSCORE_MIN", 200)
-    monkeypatch.setattr(bm25_blockmax, "_BATCH_CELLS", 64)
     rng = np.random.default_rng(17)
-    index = BM25Index.from_texts(_texts(rng, 3000))
+    index = BM25Index.from_texts(_texts(rng, 3000), backend=BM25Backend(
+        "numba", strategy="auto", maxscore_min_postings=200, batch_cells=64))
     queries = _queries(rng, 30) + ["w0", "w0 w350", "absentterm", "w1 w2 w3 w4"]
     calls = []
     real = _numba_batch.search_many
@@ -162,10 +156,11 @@ def test_one_batch_mixes_both_kernels_and_is_cut_into_calls(monkeypatch) -> None
         assert pruned.any() and not pruned.all()
 
 
-def test_collection_stats_and_parameters() -> None:
+def test_collection_stats_and_parameters(backend: BM25Backend) -> None:
     rng = np.random.default_rng(11)
     texts = _texts(rng, 1200)
-    index = BM25Index.from_texts(texts[:600], method="bm25l", k1=0.9, b=0.3, delta=0.7)
+    index = BM25Index.from_texts(texts[:600], method="bm25l", k1=0.9, b=0.3, delta=0.7,
+                                 backend=backend)
     other = BM25Index.from_texts(texts[600:], method="bm25l", k1=0.9, b=0.3, delta=0.7)
     index.set_collection_stats(CollectionStats.merge(
         [CollectionStats.of_index(index), CollectionStats.of_index(other)]
@@ -173,36 +168,47 @@ def test_collection_stats_and_parameters() -> None:
     _check(index, _queries(rng, 25), ks=(1, 10, 1000))
 
 
-def test_memory_mapped_index(tmp_path) -> None:
+def test_memory_mapped_index(tmp_path, backend: BM25Backend) -> None:
     rng = np.random.default_rng(5)
     BM25Index.from_texts(_texts(rng, 800), method="robertson").save(tmp_path / "index")
-    index = BM25Index.load(tmp_path / "index", mmap=True)  # read-only mapped postings
+    # read-only mapped postings; the backend is a runtime choice, given to load
+    index = BM25Index.load(tmp_path / "index", mmap=True, backend=backend)
+    assert index.backend == backend
     _check(index, _queries(rng, 10), ks=(1, 10))
 
 
-def test_off_switch_uses_the_numpy_path(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_numpy_backend_never_uses_the_kernels() -> None:
     rng = np.random.default_rng(3)
-    index = BM25Index.from_texts(_texts(rng, 300))
-    monkeypatch.setattr(bm25_blockmax, "ENABLED", False)
+    index = BM25Index.from_texts(_texts(rng, 300), backend="numpy")
     index.search("w1 w2 w3", k=5)
-    assert getattr(index, "_blockmax", None) is None
-    assert not bm25_blockmax.available()
+    index.search_many(["w1 w2 w3", "w4"], k=5)
+    assert _held(index, BlockMax) is None and _held(index, NormCodes) is None
 
 
-def test_small_indexes_keep_the_numpy_path(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_small_indexes_keep_the_numpy_path_on_auto() -> None:
     rng = np.random.default_rng(4)
-    index = BM25Index.from_texts(_texts(rng, 300))
-    calls = _taat_calls(monkeypatch)
-    monkeypatch.setattr(bm25_blockmax, "MIN_DOCS", 301)
+    texts = _texts(rng, 300)
+    index = BM25Index.from_texts(texts, backend=BM25Backend(min_docs=301))
     index.search("w1 w2 w3", k=5)
-    assert not calls and getattr(index, "_blockmax", None) is None
-    monkeypatch.setattr(bm25_blockmax, "MIN_DOCS", 300)
+    assert _held(index, BlockMax) is None and _held(index, NormCodes) is None
+    index = BM25Index.from_texts(texts, backend=BM25Backend(min_docs=300))
     index.search("w1 w2 w3", k=5)
-    assert calls or getattr(index, "_blockmax", None) is not None
+    assert _held(index, BlockMax) is not None or _held(index, NormCodes) is not None
+
+
+def test_backend_is_checked() -> None:
+    with pytest.raises(ValueError, match=r"backend must be one of \['auto', 'numba', 'numpy'\]"):
+        BM25Index(backend="gpu")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="strategy must be one of"):
+        BM25Backend(strategy="fastest")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match=r"BM25Backend.taat_chunk_docs must be an int >= 1"):
+        BM25Backend(taat_chunk_docs=0)
+    with pytest.raises(TypeError, match="backend must be"):
+        BM25Index(backend=1)  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("method", METHODS)
-def test_norm_codes_and_their_fallback(method: str, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_norm_codes_and_their_fallback(method: str, backend: BM25Backend) -> None:
     # TAAT reads weights from a table for the 255 most common length norms and tf < 16
     # and computes the others: lengths of 1-700 words (more than 255 distinct norms)
     # and words repeated 16-40 times exercise both, and must agree bit for bit.
@@ -213,14 +219,15 @@ def test_norm_codes_and_their_fallback(method: str, monkeypatch: pytest.MonkeyPa
         if i % 7 == 0:
             words += ["w3"] * int(rng.integers(16, 40))
         texts.append(" ".join(words))
-    index = BM25Index.from_texts(texts, method=method)
-    stored_mode = bm25_blockmax.STORED_WEIGHTS_DF == 3
+    index = BM25Index.from_texts(texts, method=method, backend=backend)
+    stored_mode = backend.stored_weights_df == 3
     if stored_mode:  # here every list has 3+ postings: store only the longer half
         df = np.diff(index._state.indptr)
-        monkeypatch.setattr(bm25_blockmax, "STORED_WEIGHTS_DF", int(np.median(df)))
+        backend = dataclasses.replace(backend, stored_weights_df=int(np.median(df)))
+        index = BM25Index.from_texts(texts, method=method, backend=backend)
     _check(index, _queries(rng, 20) + ["w3 w1", "w3"], ks=(1, 10, 1000))
-    held = getattr(index, "_normcodes", None)
-    if bm25_blockmax.STRATEGY == "taat":
+    held = _held(index, NormCodes)
+    if backend.strategy == "taat":
         codes = np.asarray(held.doc_codes)
         assert (codes == _bm25_kernels.NO_CODE).any() and (codes != _bm25_kernels.NO_CODE).any()
         stored = np.asarray(held.weight_ptr) >= 0

@@ -5,24 +5,32 @@ from __future__ import annotations
 import pytest
 
 from hybrid_retrievers import BM25Index
-from hybrid_retrievers.bm25 import matching as bm25_module
+from hybrid_retrievers.bm25 import BM25Backend
+from hybrid_retrievers.bm25 import matching
 from hybrid_retrievers.datasets import load_dataset
 from hybrid_retrievers.selection import top_k
 
 
 @pytest.fixture(scope="module")
-def cranfield_index():
+def cranfield_docs():
     ds = load_dataset("cranfield")
     docs = list(ds.corpus.values())
     docs = [d.__class__(d.id, d.text, {"half": int(d.id) % 2}) for d in docs]
-    return BM25Index.from_docs(docs), list(ds.queries.values())
+    return docs, list(ds.queries.values())
+
+
+def _index(cranfield_docs, dense_scan: int = 8) -> tuple[BM25Index, list[str]]:
+    # Cranfield's queries are short; take the per-term (prunable) numpy path for all of them.
+    docs, queries = cranfield_docs
+    backend = BM25Backend("numpy", batched_postings=0, dense_scan=dense_scan)
+    return BM25Index.from_docs(docs, backend=backend), queries
 
 
 def _exhaustive(index: BM25Index, query: str, k: int, half: int | None = None):
     counts: dict[str, int] = {}
     for t in index.analyzer.tokenize(query):
         counts[t] = counts.get(t, 0) + 1
-    cand, scores = index._match(list(counts), list(counts.values()))  # no k: no pruning
+    cand, scores = index._match(index._state, list(counts), list(counts.values()))  # no pruning
     if half is not None:
         keep = [index.docs[p].metadata["half"] == half for p in cand.tolist()]
         cand, scores = cand[keep], scores[keep]
@@ -31,10 +39,10 @@ def _exhaustive(index: BM25Index, query: str, k: int, half: int | None = None):
 
 
 @pytest.mark.parametrize("k", [1, 3, 10])
-def test_pruned_equals_exhaustive(cranfield_index, monkeypatch, k: int) -> None:
-    index, queries = cranfield_index
+def test_pruned_equals_exhaustive(cranfield_docs, monkeypatch, k: int) -> None:
+    index, queries = _index(cranfield_docs)
     pruned = 0
-    original = BM25Index._can_skip_new
+    original = matching.can_skip_new
 
     def counting(*args, **kwargs):
         nonlocal pruned
@@ -42,9 +50,7 @@ def test_pruned_equals_exhaustive(cranfield_index, monkeypatch, k: int) -> None:
         pruned += result
         return result
 
-    monkeypatch.setattr(BM25Index, "_can_skip_new", staticmethod(counting))
-    # Cranfield's queries are short; take the per-term (prunable) path for all of them.
-    monkeypatch.setattr(bm25_module, "_BATCHED_POSTINGS", 0)
+    monkeypatch.setattr(matching, "can_skip_new", counting)  # a spy: counts the prunes
     for q in queries:
         got = [(h.id, h.score) for h in index.search(q, k=k)]
         want = _exhaustive(index, q, k)
@@ -57,11 +63,9 @@ def test_pruned_equals_exhaustive(cranfield_index, monkeypatch, k: int) -> None:
 
 
 @pytest.mark.parametrize("scan", [0, 10**9])
-def test_predicate_filters_see_every_match(cranfield_index, monkeypatch, scan: int) -> None:
+def test_predicate_filters_see_every_match(cranfield_docs, scan: int) -> None:
     """A predicate is only known per candidate, so no shortcut may drop a passing doc."""
-    index, queries = cranfield_index
-    monkeypatch.setattr(bm25_module, "_BATCHED_POSTINGS", 0)
-    monkeypatch.setattr(bm25_module, "_DENSE_SCAN", scan)
+    index, queries = _index(cranfield_docs, dense_scan=scan)
     for q in queries[:80]:
         got = [h.id for h in index.search(q, k=5, filter=lambda d: d.metadata["half"] == 1)]
         assert got == [i for i, _ in _exhaustive(index, q, 5, half=1)], q

@@ -1,0 +1,175 @@
+"""`ScoreCache`: what BM25 scoring needs beyond one snapshot's postings.
+
+It holds what depends on N and avgdl: each document's length norm, each term's idf and
+upper bound (its largest contribution, for MaxScore pruning) and, for BM25L/BM25+, the
+weight of absent terms; and the compiled kernels' metadata built from them (`kept`).
+It is built lazily once per snapshot (`Snapshot.derived`), so an edited index scores
+exactly like one rebuilt from scratch.
+
+With `CollectionStats` (a shard of a larger corpus, `BM25Index.set_collection_stats`)
+the cache is built from the corpus-wide N, avgdl and df instead of the snapshot's own,
+and answers the questions about terms only other shards hold (`df_of`, `global_idf`,
+`absent_constant`).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import TypeVar
+
+import numpy as np
+from numpy.typing import NDArray
+
+from .collection_stats import CollectionStats
+from .params import BM25Params
+from .postings import Snapshot
+from .scoring import length_norm
+
+__all__ = ["ScoreCache"]
+
+T = TypeVar("T")
+
+
+class ScoreCache:
+    """What queries need beyond the postings; depends on N and avgdl, so edits reset it.
+
+    ``norm`` is each document's length norm, ``idf`` and ``upper`` (the largest
+    contribution a term can make, for pruning) are per term, and for BM25L/BM25+
+    ``absent`` is the weight a term adds to documents that lack it. Posting weights
+    are stored shifted by ``absent_weight`` (the tf weight at tf = 0), so absent
+    terms add one per-query constant instead of touching every document.
+    ``least_weight`` is the smallest shifted float32 posting weight. ``stats``
+    are the collection statistics it was built with (None: the snapshot's own), and
+    ``avgdl`` the average document length it used.
+    """
+
+    __slots__ = ("norm", "idf", "upper", "absent", "absent_weight", "nonnegative", "positive",
+                 "stats", "avgdl", "_kept", "_lock")
+
+    def __init__(
+        self,
+        norm: NDArray[np.float32],
+        idf: NDArray[np.float32],
+        upper: NDArray[np.float32],
+        absent: NDArray[np.float32] | None,
+        absent_weight: float,
+        stats: CollectionStats | None = None,
+        avgdl: float = 0.0,
+        least_weight: float = np.inf,
+    ) -> None:
+        self.norm = norm
+        self.idf = idf
+        self.upper = upper
+        self.absent = absent
+        self.absent_weight = absent_weight
+        self.stats = stats
+        self.avgdl = avgdl
+        # Whether every posting's contribution (its float32 shifted weight times a scale of
+        # at least its term's idf) is >= 0, so upper bounds prune (MaxScore, the kernels),
+        # and > 0, so a document matched iff its total is non-zero (dense scans). Rounding
+        # can make a shifted weight 0 (BM25L at k1 = 0, a large delta) or below.
+        least = np.float32(least_weight)
+        low_idf = np.float32(idf.min()) if idf.size else np.float32(np.inf)
+        self.nonnegative = bool(low_idf >= 0 and least >= 0)
+        self.positive = bool(low_idf > 0 and least > 0 and least * low_idf > 0)
+        self._kept: dict[type, object] = {}
+        self._lock = threading.Lock()
+
+    @classmethod
+    def of(cls, state: Snapshot, params: BM25Params, stats: CollectionStats | None) -> ScoreCache:
+        """``state``'s cache, built on first use (once, however many readers ask at once)."""
+        return state.derived(lambda: cls.build(state, params, stats))
+
+    @classmethod
+    def build(
+        cls, state: Snapshot, params: BM25Params, stats: CollectionStats | None
+    ) -> ScoreCache:
+        """The cache of ``state`` computed now (`of` builds it once per snapshot)."""
+        v = params.variant
+        k1, delta = params.k1, params.delta
+        indptr = state.indptr
+        df = np.diff(indptr).astype(np.float64)
+        if stats is None:
+            idf = v.idf(df, len(state.docs)).astype(np.float32)
+            avgdl = state.avgdl
+        else:
+            idf = stats.idf_for(state.vocab, v).astype(np.float32)
+            avgdl = stats.avgdl
+        norm = length_norm(state.doc_len.astype(np.float64), avgdl, params.b).astype(np.float32)
+        absent_weight = 0.0
+        absent = None
+        if v.absent is not None:
+            absent_weight = float(v.absent(k1, delta))
+            absent = (idf * np.float32(absent_weight)).astype(np.float32)
+        upper = np.zeros(len(df), dtype=np.float32)
+        least = np.float32(np.inf)  # the smallest shifted posting weight
+        if state.post_docs.size:
+            # The largest shifted tf weight of each term, computed in slabs so the
+            # transient stays small for big corpora.
+            tf = state.post_tf
+            for lo in range(0, len(df), _UPPER_SLAB_TERMS):
+                hi = min(lo + _UPPER_SLAB_TERMS, len(df))
+                a, b = int(indptr[lo]), int(indptr[hi])
+                w = v.tfw(tf[a:b].astype(np.float32), norm[state.post_docs[a:b]], k1, delta)
+                upper[lo:hi] = np.maximum.reduceat(w, indptr[lo:hi] - a)
+                # Shifted as the scoring paths shift it (`matching._weigh`, the kernels).
+                if w.size:
+                    least = min(least, w.min() - np.float32(absent_weight))
+            upper = (upper - np.float32(absent_weight)) * idf
+        return cls(norm, idf, upper, absent, absent_weight, stats, avgdl, least)
+
+    # --- compiled kernels' metadata -------------------------------------------------
+
+    def kept(self, kind: type[T], build: Callable[[], T]) -> T:
+        """The ``kind`` of kernel metadata for this cache: ``build()`` on first use, then kept.
+
+        Built once under a lock (two first queries do not both build it); an edit gives
+        the index a new snapshot and with it a new cache, so nothing here goes stale.
+        """
+        held = self._kept.get(kind)
+        if held is None:
+            with self._lock:
+                held = self._kept.get(kind)
+                if held is None:
+                    held = self._kept[kind] = build()
+        return held  # type: ignore[return-value]
+
+    def peek(self, kind: type[T]) -> T | None:
+        """The ``kind`` of kernel metadata if a query has built it, else None."""
+        return self._kept.get(kind)  # type: ignore[return-value]
+
+    def nbytes(self) -> int:
+        """Bytes held by the per-document and per-term arrays (not the kernel metadata)."""
+        arrays = [self.norm, self.idf, self.upper, self.absent]
+        return int(sum(a.nbytes for a in arrays if a is not None))
+
+    # --- collection statistics: terms only other shards hold ------------------------
+
+    def df_of(self, term: str, local_df: int) -> int:
+        """The document frequency scoring uses for ``term`` (the collection's, when set)."""
+        return local_df if self.stats is None else self.stats.df.get(term, local_df)
+
+    def global_idf(self, term: str, params: BM25Params) -> float:
+        """The idf of a term this index lacks but the collection has (else 0)."""
+        if self.stats is None or term not in self.stats.df:
+            return 0.0
+        return float(np.float32(self.stats.idf_for({term: 0}, params.variant)[0]))
+
+    def absent_constant(self, state: Snapshot, params: BM25Params, terms: list[str],
+                        counts: list[int]) -> np.float32:
+        """BM25L/BM25+'s weight of absent terms, counting terms only other shards hold."""
+        assert self.absent is not None and self.stats is not None
+        total = 0.0
+        for term, c in zip(terms, counts):
+            t = state.vocab.get(term)
+            if t is not None:
+                total += float(self.absent[t]) * c
+            elif term in self.stats.df:
+                idf = np.float32(self.global_idf(term, params))
+                total += float(np.float32(idf * np.float32(self.absent_weight))) * c
+        return np.float32(total)
+
+
+_UPPER_SLAB_TERMS = 65_536
+"""Terms per slab when computing upper bounds, so the transient stays small."""

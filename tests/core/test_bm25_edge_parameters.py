@@ -1,0 +1,100 @@
+"""Edge parameters score alike on every path: b = 1 with empty documents, k1 = 0, zero weights.
+
+Each case is searched on both sides of the kernel threshold (``BM25Backend.min_docs``
+just above and at the corpus size, so "auto" takes numpy, then the kernels) and with
+each kernel forced (TAAT, block-max MaxScore), for all four variants, with `search`
+and `search_many`: every path must return the same hits with the same float32 scores.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import pytest
+
+from hybrid_retrievers import Analyzer, BM25Index
+from hybrid_retrievers.bm25 import BM25Backend, BM25Params
+from hybrid_retrievers.optional import is_available
+
+METHODS = ["lucene", "robertson", "bm25l", "bm25+"]
+PLAIN = Analyzer(stopwords=None, stemmer=None)
+
+
+def _backends(n_docs: int) -> dict[str, BM25Backend]:
+    backends = {"auto below the threshold": BM25Backend(min_docs=n_docs + 1)}
+    if is_available("numba"):
+        backends.update({
+            "auto at the threshold": BM25Backend(min_docs=n_docs),
+            "taat": BM25Backend("numba", strategy="taat"),
+            "taat in chunks": BM25Backend("numba", strategy="taat", taat_chunk_docs=97,
+                                          stored_weights_df=3),
+            "maxscore": BM25Backend("numba", strategy="maxscore"),
+        })
+    return backends
+
+
+def _hits_on_every_path(texts: list[str], queries: list[str], k: int,
+                        **options) -> list[list[tuple[str, float]]]:
+    """The hits of ``queries`` (ids, scores), asserted equal on every path and backend."""
+    ids = [f"d{i}" for i in range(len(texts))]
+    seen: dict[str, list[list[tuple[str, float]]]] = {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no 0/0 hidden as a NaN either
+        for name, backend in _backends(len(texts)).items():
+            index = BM25Index.from_texts(texts, ids=ids, backend=backend, **options)
+            one = [[(h.id, h.score) for h in index.search(q, k=k)] for q in queries]
+            many = [[(h.id, h.score) for h in hits] for hits in index.search_many(queries, k=k)]
+            assert many == one, name
+            seen[name] = one
+    first = next(iter(seen.values()))
+    for name, hits in seen.items():
+        assert hits == first, name
+    return first
+
+
+@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("empty", ["!!!", ""])
+def test_b_one_with_an_empty_document(method: str, empty: str) -> None:
+    # b = 1 gives an empty document a length norm of exactly 0.
+    texts = [f"t{i % 100} u{i % 37}" for i in range(299)] + [empty]
+    hits = _hits_on_every_path(texts, ["t1 u2", "t1", "u5 t7 t8"], 3, analyzer=PLAIN,
+                               method=method, b=1.0)
+    assert all(len(h) == 3 for h in hits)
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_b_one_with_a_stopword_only_document(method: str) -> None:
+    texts = [f"t{i % 100} u{i % 37}" for i in range(299)] + ["The and of"]
+    hits = _hits_on_every_path(texts, ["t1 u2"], 3, method=method, b=1.0)
+    assert len(hits[0]) == 3
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_k1_zero_ignores_term_frequency(method: str) -> None:
+    # t1 is in d1, d101, d201 and d300, which repeats it: at k1 = 0 the four tie (and
+    # ties go to the earlier document), whatever their lengths.
+    texts = [f"t{i % 100} u{i % 37}" for i in range(300)] + ["t1 t1 t1 t1 u2 u3 u4"]
+    hits = _hits_on_every_path(texts, ["t1 u2", "t1"], 3, analyzer=PLAIN, method=method,
+                               k1=0.0)
+    assert len(hits[0]) == 3
+    assert [doc for doc, _ in hits[1]] == ["d1", "d101", "d201"]
+    assert len({score for _, score in hits[1]}) == 1
+
+
+@pytest.mark.parametrize("method", ["bm25l", "bm25+"])
+def test_postings_whose_weight_rounds_to_zero_still_match(method: str) -> None:
+    # A huge delta makes a long document's float32 shifted weight round to 0 with BM25L
+    # (tfw(1) = tfw(0) in float32): it contains the term, so it must come back on every
+    # path. BM25+ keeps a positive weight; it is checked for agreement.
+    texts = ["alpha " + "filler " * 999, "alpha"] + ["other"] * 298
+    hits = _hits_on_every_path(texts, ["alpha", "alpha other"], 10, analyzer=PLAIN,
+                               method=method, delta=1000.0)
+    assert {doc for doc, _ in hits[0]} == {"d0", "d1"}
+
+
+def test_bm25l_refuses_k1_and_delta_both_zero() -> None:
+    with pytest.raises(ValueError, match=r"bm25l needs k1 > 0 or delta > 0.*0/0"):
+        BM25Params("bm25l", k1=0.0, delta=0.0)
+    with pytest.raises(ValueError, match="bm25l needs"):
+        BM25Index.from_texts(["a b"], method="bm25l", k1=0, delta=0)
+    assert BM25Params("bm25+", k1=0.0, delta=0.0).k1 == 0.0  # the others take it
