@@ -18,7 +18,6 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Self
 
 from ..documents import check_docs, make_docs
-from ..readonly import ReadOnly
 from ..text.splitting import (
     CHILD_INDEX_KEY,
     PARENT_ID_KEY,
@@ -224,11 +223,25 @@ class ParentChildSearcher:
 
     # ---------------------------------------------------------------- properties
 
-    child_searcher = ReadOnly[Any]("_child_searcher", "The searcher over the children.")
-    parent_store = ReadOnly[ParentStoreLike]("_store", "The parent store.")
-    k = ReadOnly[int]("_k", "Default number of parents per search.")
-    merge_threshold = ReadOnly[float | None](
-        "_merge", "The auto-merge fraction, or ``None`` (always parents).")
+    @property
+    def child_searcher(self) -> Any:
+        """The searcher over the children."""
+        return self._child_searcher
+
+    @property
+    def parent_store(self) -> ParentStoreLike:
+        """The parent store."""
+        return self._store
+
+    @property
+    def k(self) -> int:
+        """Default number of parents per search."""
+        return self._k
+
+    @property
+    def merge_threshold(self) -> float | None:
+        """The auto-merge fraction, or ``None`` (always parents)."""
+        return self._merge
 
     def children_of(self, parent_id: str) -> list[str]:
         """The child ids of ``parent_id`` in order (empty for an unknown parent)."""

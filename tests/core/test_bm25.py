@@ -213,3 +213,16 @@ def test_none_ids_get_content_ids_next_to_given_ones() -> None:
     assert index.ids[0] == "a" and len(set(index.ids)) == 3
     with pytest.raises(TypeError, match=r"ids\[0\] must be a str"):
         BM25Index.from_texts(["x"], ids=[3])
+
+
+def test_library_settings_are_read_only() -> None:
+    from hybrid_retrievers import FusionSearcher
+
+    index = BM25Index.from_texts(["wings make lift", "cats sleep"], k1=1.4, b=0.6)
+    assert (index.k1, index.b) == (1.4, 0.6)
+    with pytest.raises(AttributeError, match="property 'k1' of 'BM25Index' object has no setter"):
+        index.k1 = 2.0
+    fused = FusionSearcher([index, index], names=["a", "b"], fetch_k=7)
+    assert (fused.names, fused.fetch_k) == (("a", "b"), 7)
+    with pytest.raises(AttributeError):
+        fused.names = ("c", "d")
