@@ -2,11 +2,9 @@
 
 A new searcher gets its contract checked by adding one line to ``BUILDERS``.
 
-Left out: `hybrid_retrievers.distributed.ShardedSearcher`. Its shards are Ray actors,
-so it cannot run without a Ray cluster; starting a local one took 7.8 s on the 2-core
-test machine (and 1.6 s to stop), four times this whole file. The Ray tests
-(`tests/distributed`), which start a cluster anyway, can subclass `SearcherContract`
-with a ``contracted`` fixture of their own.
+`hybrid_retrievers.distributed.ShardedSearcher` keeps the same contract in
+`tests/distributed/test_ray_sharding.py` (`TestShardedSearcherContract`), where a Ray
+cluster is running anyway (starting one here would take four times this whole file).
 """
 
 from __future__ import annotations

@@ -52,6 +52,8 @@ from hybrid_retrievers.hyde import HyDE  # noqa: E402
 from hybrid_retrievers.models import HashingEmbedder  # noqa: E402
 from hybrid_retrievers.vector import EmbeddingCache  # noqa: E402
 
+from contract import Contracted, SearcherContract  # noqa: E402
+
 pytestmark = [pytest.mark.ray, pytest.mark.filterwarnings("ignore::DeprecationWarning:ray.*")]
 
 DIM = 64
@@ -226,14 +228,25 @@ def test_asearch_awaits_shards_concurrently(sharded_bm25: ShardedSearcher,
         assert_same(hits, whole_bm25.search(q, 10))
 
 
-def test_contract(sharded_bm25: ShardedSearcher) -> None:
-    with pytest.raises(ValueError, match="k must be >= 1"):
-        sharded_bm25.search("wing", 0)
-    with pytest.raises(ValueError, match="query must not be empty"):
-        sharded_bm25.search("   ")
-    with pytest.raises(TypeError, match="query must be a str"):
-        sharded_bm25.search(None)  # type: ignore[arg-type]
-    assert sharded_bm25.search("zzzqqq unmatched", 10) == []
+@pytest.fixture(scope="class")
+def contracted(cluster: Any, tmp_path_factory: Any) -> Contracted:
+    """`ShardedSearcher` over two BM25 shards of the contract's corpus (tests/contract.py)."""
+    ray.cloudpickle.register_pickle_by_value(sys.modules["contract"])  # its filter predicates
+    opened: list[ShardedSearcher] = []
+
+    def build(docs: Sequence[Doc]) -> ShardedSearcher:
+        path = tmp_path_factory.mktemp("contract") / "bm25"
+        build_bm25_shards(docs, path, n_shards=2)
+        opened.append(ShardedSearcher(path))
+        return opened[-1]
+
+    yield Contracted(build, lexical=True)
+    for searcher in opened:
+        searcher.close()
+
+
+class TestShardedSearcherContract(SearcherContract):
+    """The contract every core searcher keeps, for the Ray-sharded one."""
 
 
 # ---------------------------------------------------------------------- edits
