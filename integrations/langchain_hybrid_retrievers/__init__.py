@@ -23,8 +23,7 @@ from .evaluation import as_eval_callable
 from .fusion import FusionRetriever
 from .hybrid import HybridRetriever
 from .hyde import HyDERetriever
-from .parent import ParentDocumentRetriever
-from .parent_store import LangChainParentStore
+from .parent import LangChainParentStore, ParentDocumentRetriever
 from .searcher import SearcherRetriever
 from .vectorstores import ScoredVectorStoreRetriever
 

@@ -1,8 +1,10 @@
 """What every LangChain retriever of this package shares: the core-adapter contract.
 
 Adapters convert types, map parameter names, wire run config and async, and delegate
-to the core. Written once here: `CoreRetriever`, `IndexRetriever` and `accepts_k`; the
-run-config helpers live in ``_runconfig`` and the argument checks in ``_arguments``.
+to the core. Written once here, in three sections: the argument checks (unknown
+arguments refused with a hint, counts, pydantic validators), the caller's run config
+(`StrictRetriever` remembers it for child calls), and `CoreRetriever`, `IndexRetriever`
+and `accepts_k`.
 """
 
 from __future__ import annotations
@@ -11,8 +13,10 @@ import asyncio
 import contextlib
 import inspect
 import os
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, ClassVar
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager, contextmanager
+from contextvars import ContextVar
+from typing import Any, ClassVar, TypeVar
 
 from langchain_core.callbacks import (
     AsyncCallbackManagerForRetrieverRun,
@@ -20,12 +24,13 @@ from langchain_core.callbacks import (
 )
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
-from pydantic import field_validator
+from langchain_core.runnables import RunnableConfig
+from langchain_core.runnables.config import ensure_config, patch_config
+from pydantic import ConfigDict, ValidationInfo, field_validator, model_validator
 
 from hybrid_retrievers.integration import check_k
 from hybrid_retrievers.types import Hit, MetadataFilter
 
-from ._arguments import count_validator
 from ._convert import (
     Ids,
     Metadatas,
@@ -34,9 +39,151 @@ from ._convert import (
     documents_to_columns,
     hit_to_document,
 )
-from ._runconfig import StrictRetriever, core_calls_as_children
 
-__all__ = ["CoreRetriever", "Filter", "IndexRetriever", "accepts_k"]
+__all__ = ["accepts_k", "ARGUMENT_HINTS", "check_arguments", "child_config", "core_call_config",
+           "core_calls_as_children", "CoreRetriever", "count_validator", "current_config",
+           "Filter", "IndexRetriever", "pop_options", "refuse_unknown", "StrictRetriever"]
+
+# ------------------------------------------------------------ argument checks
+
+ARGUMENT_HINTS: Mapping[str, str] = {
+    "preprocess_func": (
+        "LangChain community's preprocess_func (a custom tokenizer) is not an argument "
+        "here: pass analyzer=hybrid_retrievers.Analyzer(...) with the tokenizer hook "
+        "instead, so the same tokenizer is saved and used for documents and queries"
+    ),
+    "bm25_params": (
+        "LangChain community's bm25_params dict is spelled as separate arguments here: "
+        "k1=..., b=... (and method=..., delta=...)"
+    ),
+    "c": "EnsembleRetriever's RRF constant c is called k_rrf here (default 60)",
+    "id_key": (
+        "id_key is not needed here: documents are identified by Document.id (set it on "
+        "your documents; dedup='content' also merges equal texts under different ids), "
+        "and ParentDocumentRetriever links each child to its parent under the metadata "
+        "key 'parent_id' itself"
+    ),
+    "top_k": "the number of documents to return is k (top_n on rerankers)",
+    "top_n": (
+        "a retriever's number of documents to return is k, as on every retriever here "
+        "(top_n is the compressors' spelling: CrossEncoderReranker, LLMRerankCompressor)"
+    ),
+    "search_kwargs": (
+        "search_kwargs belongs to a vector store's as_retriever(); here pass k=, filter= "
+        "(and fetch_k= where the class has it) directly"
+    ),
+    "child_retriever": (
+        "the child store is vectorstore=, as in LangChain's ParentDocumentRetriever (a "
+        "vector store, its as_retriever(), or any editable retriever)"
+    ),
+    "docs": "pass documents with from_documents(documents, ...) (or texts with from_texts)",
+    "vectorizer": "BM25 needs no vectorizer; BM25 parameters are k1=, b=, method=, delta=",
+    "weights_key": "weights are given as weights=[...] (or a callable of the query)",
+}
+"""Arguments of LangChain community classes with a different spelling here, and the hint."""
+
+
+def check_arguments(cls: type, values: Any, hints: Mapping[str, str] = ARGUMENT_HINTS) -> Any:
+    """Refuse constructor keywords that are not fields of ``cls``: `TypeError` naming each
+    one (with its community equivalent from ``hints``) and the accepted names."""
+    if not isinstance(values, Mapping):
+        return values
+    fields = getattr(cls, "model_fields", {})
+    known = set(fields) | {f.alias for f in fields.values() if f.alias}
+    unknown = [key for key in values if key not in known]
+    if not unknown:
+        return values
+    parts = []
+    for key in unknown:
+        hint = hints.get(key)
+        parts.append(f"{key!r} ({hint})" if hint else repr(key))
+    raise TypeError(
+        f"{cls.__name__} got unexpected argument(s) {', '.join(parts)}; accepted: "
+        f"{', '.join(sorted(k for k in fields if not k.startswith('_')))}"
+    )
+
+
+def refuse_unknown() -> Any:
+    """A pydantic "before" model validator running `check_arguments` for its class."""
+    def check(cls: type, values: Any) -> Any:
+        return check_arguments(cls, values)
+    return model_validator(mode="before")(classmethod(check))  # type: ignore[arg-type]
+
+
+def count_validator(*fields: str, optional: bool = False) -> Any:
+    """A pydantic "before" validator: each field is a count >= 1 (`check_k`, named by the
+    field); ``None`` passes when ``optional`` (``fetch_k=None`` means "the default")."""
+    def check(cls: type, value: Any, info: ValidationInfo) -> int | None:
+        return None if optional and value is None else check_k(value, name=info.field_name)
+    return field_validator(*fields, mode="before")(classmethod(check))  # type: ignore[arg-type]
+
+
+def pop_options(kwargs: dict[str, Any], names: Iterable[str]) -> dict[str, Any]:
+    """Remove the keys ``names`` from ``kwargs`` and return them (a part's options)."""
+    return {name: kwargs.pop(name) for name in names if name in kwargs}
+
+
+# --------------------------------------------- the caller's run configuration
+
+# The RunnableConfig of the current invoke/ainvoke.
+_CONFIG: ContextVar[RunnableConfig | None] = ContextVar("hybrid_retrievers_config", default=None)
+# The config for model calls made inside the core (HyDE's generator, a child index).
+_CHILD: ContextVar[RunnableConfig | None] = ContextVar("hybrid_retrievers_child", default=None)
+
+_T = TypeVar("_T")
+
+
+@contextmanager
+def _set(var: ContextVar[_T], value: _T) -> Iterator[None]:
+    token = var.set(value)
+    try:
+        yield
+    finally:
+        var.reset(token)
+
+
+def current_config() -> RunnableConfig:
+    """The config of the innermost `StrictRetriever` call in progress (or a default one)."""
+    return _CONFIG.get() or ensure_config()
+
+
+def child_config(run_manager: Any, tag: str | None = None) -> RunnableConfig:
+    """The caller's config with callbacks that make a call a child run of ``run_manager``."""
+    return patch_config(current_config(), callbacks=run_manager.get_child(tag=tag))
+
+
+def core_calls_as_children(run_manager: Any) -> AbstractContextManager[None]:
+    """A context in which LangChain models called from the core (which passes them no
+    config) run as children of ``run_manager``: the wrappers read `core_call_config`."""
+    return _set(_CHILD, child_config(run_manager))
+
+
+def core_call_config() -> RunnableConfig | None:
+    """The config for a LangChain call made from inside the core (see above)."""
+    return _CHILD.get()
+
+
+class StrictRetriever(BaseRetriever):
+    """`BaseRetriever` that refuses unknown arguments and remembers its run config."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True, use_attribute_docstrings=True,
+                              extra="forbid")
+
+    _refuse_unknown = refuse_unknown()
+
+    def invoke(
+        self, input: str, config: RunnableConfig | None = None, **kwargs: Any
+    ) -> list[Document]:
+        """`BaseRetriever.invoke`, remembering ``config`` for the child calls."""
+        with _set(_CONFIG, ensure_config(config)):
+            return super().invoke(input, config, **kwargs)
+
+    async def ainvoke(
+        self, input: str, config: RunnableConfig | None = None, **kwargs: Any
+    ) -> list[Document]:
+        """`BaseRetriever.ainvoke`, remembering ``config`` for the child calls."""
+        with _set(_CONFIG, ensure_config(config)):
+            return await super().ainvoke(input, config, **kwargs)
 
 
 Filter = MetadataFilter

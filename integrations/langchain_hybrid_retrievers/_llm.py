@@ -16,7 +16,7 @@ from langchain_core.callbacks import Callbacks
 from langchain_core.messages import BaseMessage
 from langchain_core.runnables import Runnable, RunnableConfig
 
-from ._runconfig import core_call_config
+from ._base import core_call_config
 
 __all__ = ["LangChainGenerator", "as_text_generator", "llm_name", "message_text"]
 

@@ -1,9 +1,10 @@
 """LangChain rerankers over the core `Reranker` / `LLMReranker`, and `RerankingRetriever`.
 
-The compressors (`CrossEncoderReranker`, `LLMRerankCompressor`: drop them into
-``ContextualCompressionRetriever``) live in `cross_encoder` and `listwise` and are
-re-exported here; `RerankingRetriever` is "retrieve ``fetch_k``, keep the best ``k``"
-as one retriever. Scoring, sorting, thresholds and the LLM's answer parsing happen in
+All of reranking for LangChain, in four sections: the shared compressor base
+(`RerankCompressor`: checks, conversion, provenance keys), the two compressors
+(`CrossEncoderReranker`, `LLMRerankCompressor`: drop them into
+``ContextualCompressionRetriever``), and `RerankingRetriever`, "retrieve ``fetch_k``,
+keep the best ``k``" as one retriever. Scoring, sorting, thresholds and the LLM's answer parsing happen in
 `hybrid_retrievers.rerank`, so LlamaIndex users get the same order.
 
 Returned documents are new: the original ``id``, text and a copy of the metadata, plus
@@ -14,25 +15,278 @@ the rerank score under ``score_key`` (an earlier value is kept as
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from langchain_core.callbacks import (
     AsyncCallbackManagerForRetrieverRun,
     CallbackManagerForRetrieverRun,
+    Callbacks,
 )
 from langchain_core.documents import BaseDocumentCompressor, Document
 from langchain_core.retrievers import RetrieverLike
+from pydantic import ConfigDict, PrivateAttr, field_validator
 
-from hybrid_retrievers.integration import check_k
+from hybrid_retrievers import Doc, Hit
+from hybrid_retrievers.integration import (
+    DEFAULT_LLM_TIMEOUT,
+    check_k,
+    input_position,
+    pair_reranker,
+    positional_docs,
+)
+from hybrid_retrievers.models import DEFAULT_CROSS_ENCODER
+from hybrid_retrievers.rerank import DEFAULT_LLM_RERANK_PROMPT, RERANK_KEY, LLMReranker, Reranker
 
-from ._arguments import ARGUMENT_HINTS, count_validator
-from ._base import accepts_k
-from ._rerank import RerankCompressor
-from ._runconfig import StrictRetriever, child_config
-from .cross_encoder import CrossEncoderReranker
-from .listwise import LLMRerankCompressor
+from ._base import (
+    ARGUMENT_HINTS,
+    StrictRetriever,
+    accepts_k,
+    child_config,
+    count_validator,
+    refuse_unknown,
+)
+from ._convert import RANK_KEY, with_metadata
+from ._llm import LangChainGenerator, as_text_generator, llm_name
 
 __all__ = ["CrossEncoderReranker", "LLMRerankCompressor", "RerankingRetriever"]
+
+
+# ------------------------------------------------ the compressors' shared base
+
+PREVIOUS_RANK_KEY = "previous_rank"
+STATUS_KEY = "rerank_status"
+DETAIL_KEY = "rerank_detail"
+_RESERVED = (RANK_KEY, PREVIOUS_RANK_KEY, STATUS_KEY, DETAIL_KEY)
+
+
+def check_documents(documents: Any) -> list[Document]:
+    if isinstance(documents, (str, Document)) or not isinstance(documents, Sequence):
+        raise TypeError(
+            f"documents must be a list of Document, got {type(documents).__name__}; "
+            "wrap a single document in a list"
+        )
+    for i, d in enumerate(documents):
+        if not isinstance(d, Document):
+            raise TypeError(
+                f"documents[{i}] must be a langchain_core Document, got {type(d).__name__}"
+            )
+    return list(documents)
+
+
+def to_core(documents: list[Document]) -> list[Doc]:
+    """The documents as positional core docs (`positional_docs`)."""
+    return positional_docs((d.id, d.page_content) for d in documents)
+
+
+def to_documents(hits: list[Hit], documents: list[Document], score_key: str) -> list[Document]:
+    out = []
+    for hit in hits:
+        original = documents[input_position(hit)]
+        info = hit.explanation[RERANK_KEY]
+        updates: dict[str, Any] = {}
+        if score_key in original.metadata:
+            updates[f"previous_{score_key}"] = original.metadata[score_key]
+        updates.update({score_key: float(hit.score), RANK_KEY: hit.rank,
+                        PREVIOUS_RANK_KEY: info["previous_rank"]})
+        if "status" in info:
+            updates.update({STATUS_KEY: info["status"], DETAIL_KEY: info["detail"]})
+        out.append(with_metadata(original, updates))
+    return out
+
+
+class RerankCompressor(BaseDocumentCompressor):
+    """Shared plumbing: validation of ``top_n`` / ``score_key`` and per-call ``top_n``."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True, use_attribute_docstrings=True,
+                              extra="forbid")
+
+    top_n: int = 3
+    """How many documents to keep (>= 1); more than the input keeps all."""
+
+    score_key: str = "relevance_score"
+    """Metadata key of the rerank score on returned documents."""
+
+    _reranker: Any = PrivateAttr()
+    _refuse_unknown = refuse_unknown()
+    _check_top_n = count_validator("top_n")
+
+    @property
+    def reranker(self) -> Reranker | LLMReranker:
+        """The core reranker doing the work (`hybrid_retrievers.rerank`)."""
+        return self._reranker  # type: ignore[no-any-return]
+
+    @field_validator("score_key")
+    @classmethod
+    def _check_key(cls, value: str) -> str:
+        if not isinstance(value, str) or not value:
+            raise ValueError(f"score_key must be a non-empty string, got {value!r}; "
+                             "e.g. 'relevance_score'")
+        if value in _RESERVED:
+            raise ValueError(f"score_key must not be one of {_RESERVED!r} (used for "
+                             f"provenance), got {value!r}; use e.g. 'relevance_score'")
+        return value
+
+    def _core_call(self, callbacks: Callbacks, *,
+                   asynchronous: bool) -> tuple[Callable[..., Any], dict[str, Any]]:
+        """The core reranker's ``rerank`` (``arerank`` when async) and its keyword
+        arguments besides ``top_n``, reporting model calls to ``callbacks``."""
+        raise NotImplementedError
+
+    def _rerank_documents(self, documents: Sequence[Document], query: str, *,
+                          top_n: int | None, callbacks: Callbacks) -> list[Document]:
+        docs = check_documents(documents)
+        if not docs:
+            return []
+        rerank, kwargs = self._core_call(callbacks, asynchronous=False)
+        hits = rerank(query, to_core(docs), top_n=self._top_n(top_n), **kwargs)
+        return to_documents(hits, docs, self.score_key)
+
+    async def _arerank_documents(self, documents: Sequence[Document], query: str, *,
+                                 top_n: int | None, callbacks: Callbacks) -> list[Document]:
+        docs = check_documents(documents)
+        if not docs:
+            return []
+        arerank, kwargs = self._core_call(callbacks, asynchronous=True)
+        hits = await arerank(query, to_core(docs), top_n=self._top_n(top_n), **kwargs)
+        return to_documents(hits, docs, self.score_key)
+
+    def _top_n(self, top_n: int | None) -> int:
+        return self.top_n if top_n is None else top_n
+
+    def compress_documents(
+        self, documents: Sequence[Document], query: str, callbacks: Callbacks | None = None,
+    ) -> Sequence[Document]:
+        """Rerank ``documents`` for ``query``; return the best ``top_n`` as new documents."""
+        return self._rerank_documents(documents, query, top_n=None, callbacks=callbacks)
+
+    async def acompress_documents(
+        self, documents: Sequence[Document], query: str, callbacks: Callbacks | None = None,
+    ) -> Sequence[Document]:
+        """Async `compress_documents` (the model never runs on the event loop)."""
+        return await self._arerank_documents(documents, query, top_n=None, callbacks=callbacks)
+
+
+# ------------------------------------------------------------- cross-encoder
+
+class CrossEncoderReranker(RerankCompressor):
+    """Rerank documents with a cross-encoder, keeping scores (a document compressor).
+
+    Unlike ``langchain_classic``'s ``CrossEncoderReranker`` it keeps the score on every
+    document, has a threshold, and runs the model (loaded on first use) in a worker
+    thread under ``acompress_documents``.
+
+    Example:
+        >>> from langchain_core.documents import Document
+        >>> from langchain_hybrid_retrievers import CrossEncoderReranker
+        >>> class Overlap:  # any object with score(pairs) -> scores works as the model
+        ...     def score(self, pairs):
+        ...         return [len(set(q.split()) & set(p.split())) for q, p in pairs]
+        >>> reranker = CrossEncoderReranker(model=Overlap(), top_n=1)
+        >>> docs = [Document("cats sleep"), Document("wing lift and drag")]
+        >>> best = reranker.compress_documents(docs, "wing lift")[0]
+        >>> best.page_content, best.metadata["relevance_score"], best.metadata["previous_rank"]
+        ('wing lift and drag', 2.0, 2)
+
+        With a real model: ``ContextualCompressionRetriever(base_compressor=
+        CrossEncoderReranker(model="cross-encoder/ms-marco-MiniLM-L-6-v2"), ...)``.
+    """
+
+    model: Any = DEFAULT_CROSS_ENCODER
+    """A model name or local path (loaded on first use), a loaded
+    ``sentence_transformers.CrossEncoder``, or any scorer with ``score(pairs)`` (a
+    `hybrid_retrievers.PairScorer`, or LangChain's ``HuggingFaceCrossEncoder``)."""
+
+    score_threshold: float | None = None
+    """Drop documents scoring below this (in the model's units), before ``top_n``."""
+
+    batch_size: int = 32
+    """Pairs per forward pass (for a name, path or ``CrossEncoder`` model)."""
+
+    max_length: int | None = None
+    """Longest input in tokens, when loading a model by name or path."""
+
+    device: str | None = None
+    """Device for a model loaded by name or path (``None``: sentence-transformers chooses)."""
+
+    def model_post_init(self, context: Any, /) -> None:
+        # Validates score_threshold; top_n and the threshold are read per call (`_core_call`).
+        self._reranker = pair_reranker(
+            self.model, top_n=self.top_n, score_threshold=self.score_threshold,
+            batch_size=self.batch_size, max_length=self.max_length, device=self.device)
+
+    def _core_call(self, callbacks: Callbacks, *,
+                   asynchronous: bool) -> tuple[Callable[..., Any], dict[str, Any]]:
+        rerank = self._reranker.arerank if asynchronous else self._reranker.rerank
+        return rerank, {"score_threshold": self.score_threshold}
+
+
+# ------------------------------------------------------------- listwise (LLM)
+
+class LLMRerankCompressor(RerankCompressor):
+    """Listwise reranking by an LLM, failing safe (a document compressor).
+
+    The LangChain face of the core `hybrid_retrievers.LLMReranker`; the name says it is a
+    ``BaseDocumentCompressor`` (drop it into ``ContextualCompressionRetriever``).
+
+    The LLM is asked for the order of the numbered documents; when its answer is unusable
+    or it raises, the input order is kept and ``rerank_status`` / ``rerank_detail`` say
+    why. The LLM call goes through the compressor's callbacks, so it shows up in traces.
+
+    Example:
+        >>> from langchain_core.documents import Document
+        >>> from langchain_core.language_models import FakeListLLM
+        >>> from langchain_hybrid_retrievers import LLMRerankCompressor
+        >>> reranker = LLMRerankCompressor(llm=FakeListLLM(responses=["[2] > [1]"]), top_n=2)
+        >>> docs = [Document("cats sleep"), Document("wing lift and drag")]
+        >>> [d.page_content for d in reranker.compress_documents(docs, "wing lift")]
+        ['wing lift and drag', 'cats sleep']
+    """
+
+    llm: Any
+    """A LangChain LLM, chat model or any runnable taking a prompt string (e.g. a
+    ``prompt | model | parser`` chain), or a plain callable ``str -> str``."""
+
+    window: int | None = None
+    """Most documents per prompt; longer lists use RankGPT's sliding window. ``None``: all."""
+
+    step: int | None = None
+    """How far the sliding window moves (``None``: half the window)."""
+
+    prompt: str = DEFAULT_LLM_RERANK_PROMPT
+    """Prompt template with ``{query}``, ``{passages}`` and optionally ``{n}``."""
+
+    max_passage_chars: int | None = 1000
+    """Longer documents are cut to this many characters in the prompt (``None``: whole)."""
+
+    timeout: float | None = DEFAULT_LLM_TIMEOUT
+    """Seconds to wait for each LLM answer before keeping the input order (``None``: no
+    limit)."""
+
+    def model_post_init(self, context: Any, /) -> None:
+        generate, agenerate = self._generators(None)  # checks the llm
+        self._reranker = LLMReranker(
+            generate, agenerate=agenerate, top_n=self.top_n, window=self.window,
+            step=self.step, prompt=self.prompt, max_passage_chars=self.max_passage_chars,
+            name=llm_name(self.llm), timeout=self.timeout,
+        )
+
+    def _generators(self, callbacks: Callbacks) -> tuple[Any, Any]:
+        """``(generate, agenerate)`` reporting to ``callbacks``; a plain callable has no
+        ``agenerate`` (the core runs it in a worker thread). Read per call, so
+        assigning ``llm`` later takes effect."""
+        generator = as_text_generator(self.llm)
+        if isinstance(generator, LangChainGenerator):
+            bound = generator.with_callbacks(callbacks)
+            return bound, bound.agenerate
+        return generator, None
+
+    def _core_call(self, callbacks: Callbacks, *,
+                   asynchronous: bool) -> tuple[Callable[..., Any], dict[str, Any]]:
+        generate, agenerate = self._generators(callbacks)
+        if asynchronous:
+            return self._reranker.arerank, {"generate": generate, "agenerate": agenerate}
+        return self._reranker.rerank, {"generate": generate}
 
 
 class RerankingRetriever(StrictRetriever):

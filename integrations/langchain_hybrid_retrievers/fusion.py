@@ -48,10 +48,8 @@ from hybrid_retrievers.integration import (
 )
 from hybrid_retrievers.types import Hit
 
-from ._arguments import count_validator
-from ._base import accepts_k
+from ._base import StrictRetriever, accepts_k, count_validator, current_config
 from ._convert import FUSION_KEY, SCORE_KEYS, check_score_key, document_to_hit, hit_to_document
-from ._runconfig import StrictRetriever, current_config
 from .bm25 import BM25Retriever
 from .dense import DenseRetriever
 from .hybrid import HybridRetriever

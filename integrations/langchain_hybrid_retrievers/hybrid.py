@@ -35,8 +35,7 @@ from hybrid_retrievers.integration import (
 )
 from hybrid_retrievers.types import Hit
 
-from ._arguments import ARGUMENT_HINTS, check_arguments
-from ._base import CoreRetriever, Filter
+from ._base import ARGUMENT_HINTS, CoreRetriever, Filter, check_arguments
 from ._convert import FUSION_KEY, Ids, Metadatas, copy_metadatas, documents_to_columns
 from .embeddings import as_embedder
 

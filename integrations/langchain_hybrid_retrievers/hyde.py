@@ -16,8 +16,7 @@ from hybrid_retrievers.hyde import HYDE_OPTIONS, HyDESearcher
 from hybrid_retrievers.types import Hit
 from hybrid_retrievers.vector import VectorIndex
 
-from ._arguments import pop_options
-from ._base import CoreRetriever
+from ._base import CoreRetriever, pop_options
 from ._convert import documents_to_docs
 from ._llm import LangChainGenerator, as_text_generator
 from .embeddings import as_embedder

@@ -1,8 +1,9 @@
 """LangChain parent-document retriever over the core `ParentChildSearcher`.
 
 Splitting, grouping, auto-merge and the recipe (`ParentChildSearcher.from_docs`) are the
-core's; this module converts documents and maps LangChain's names. A LangChain docstore
-becomes a core parent store in `.parent_store`, a vector store a child index in `.child_index`.
+core's; this module converts documents and maps LangChain's names: a LangChain docstore
+becomes a core parent store (`LangChainParentStore`), a vector store or retriever a child
+index (`LangChainChildIndex`), each in its own section below.
 """
 
 from __future__ import annotations
@@ -12,25 +13,176 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, ClassVar
 
 from langchain_core.documents import Document
+from langchain_core.retrievers import BaseRetriever
 from langchain_core.stores import BaseStore
+from langchain_core.vectorstores import VectorStore, VectorStoreRetriever
 from pydantic import field_validator
 
+from hybrid_retrievers import Doc
 from hybrid_retrievers.integration import check_threshold
 from hybrid_retrievers.parent import ParentChildSearcher, ParentStore
 from hybrid_retrievers.types import Hit
 
-from ._arguments import count_validator
-from ._base import CoreRetriever, Filter
-from ._convert import documents_to_docs
-from .child_index import LangChainChildIndex, as_child_searcher
+from ._base import CoreRetriever, Filter, accepts_k, core_call_config, count_validator
+from ._convert import (
+    SCORE_KEYS,
+    copy_metadata,
+    doc_to_document,
+    document_score,
+    document_to_doc,
+    documents_to_docs,
+)
 from .embeddings import as_embedder
-from .parent_store import LangChainParentStore, as_parent_store
+from .vectorstores import SCORED_SEARCH_TYPES
 
-__all__ = [
-    "LangChainChildIndex",
-    "LangChainParentStore",
-    "ParentDocumentRetriever",
-]
+__all__ = ["LangChainChildIndex", "LangChainParentStore", "ParentDocumentRetriever"]
+
+
+# --------------------------------------------- a LangChain docstore as parents
+
+class LangChainParentStore:
+    """A LangChain ``BaseStore[str, Document]`` (``InMemoryStore``, a Redis or SQL
+    store...) as the core's parent store; parents are stored as `Document`s, ``id`` set."""
+
+    def __init__(self, store: BaseStore[str, Document]) -> None:
+        if not isinstance(store, BaseStore):
+            raise _not_a_docstore(store)
+        self.store = store
+
+    def get_many(self, ids: Sequence[str]) -> list[Doc | None]:
+        """The parents for ``ids`` in order, ``None`` for ids the store lacks."""
+        out: list[Doc | None] = []
+        for i, value in zip(ids, self.store.mget(list(ids))):
+            if value is None:
+                out.append(None)
+            elif isinstance(value, Document):
+                out.append(Doc(i, value.page_content, copy_metadata(value.metadata)))
+            else:
+                raise TypeError(
+                    f"the docstore holds a {type(value).__name__} under {i!r}; a parent "
+                    "store must hold langchain Documents"
+                )
+        return out
+
+    def put_many(self, docs: Sequence[Doc]) -> None:
+        """Insert or replace parents (by id) as `Document` objects."""
+        self.store.mset([(d.id, doc_to_document(d)) for d in docs])
+
+    def delete(self, ids: Iterable[str]) -> None:
+        """Remove parents by id."""
+        self.store.mdelete(list(ids))
+
+    def __contains__(self, doc_id: object) -> bool:
+        return isinstance(doc_id, str) and self.store.mget([doc_id])[0] is not None
+
+
+def as_parent_store(docstore: Any) -> Any:
+    """The core parent store for ``docstore``: a new `ParentStore` for ``None``, a
+    `LangChainParentStore` for a LangChain ``BaseStore``, a core store as it is."""
+    if docstore is None:
+        return ParentStore()
+    if isinstance(docstore, BaseStore):
+        return LangChainParentStore(docstore)
+    if all(callable(getattr(docstore, m, None)) for m in ("get_many", "put_many", "delete")):
+        return docstore
+    raise _not_a_docstore(docstore)
+
+
+def _not_a_docstore(value: Any) -> TypeError:
+    return TypeError("docstore must be a langchain_core.stores.BaseStore[str, Document] (e.g. "
+                     f"InMemoryStore()) or a hybrid_retrievers ParentStore, got "
+                     f"{type(value).__name__}")
+
+
+# ------------------------------------- a vector store or retriever as children
+
+class LangChainChildIndex:
+    """A LangChain vector store (or an editable retriever) as the core's child index.
+
+    Search: a store's relevance-scored search (raw scores when it defines no relevance
+    function), or a retriever's ``invoke(query, k=...)`` as a child run (scores from the
+    metadata, else ``1 / rank``). A mapping filter goes to the store as ``filter=``, a
+    callable one is applied to the children returned. Edits: ``add_documents`` / ``delete``.
+    """
+
+    def __init__(self, target: Any, *, search_kwargs: Mapping[str, Any] | None = None) -> None:
+        if not (callable(getattr(target, "add_documents", None))
+                and callable(getattr(target, "delete", None))):
+            raise TypeError(
+                f"vectorstore {type(target).__name__} cannot index children: pass a "
+                "LangChain vector store (Chroma, PGVector, InMemoryVectorStore...), its "
+                "as_retriever(), a retriever with add_documents() and delete(), or one of "
+                "this package's retrievers"
+            )
+        self._store = target if isinstance(target, VectorStore) else None
+        self._target = target
+        self._kwargs = {k: v for k, v in (search_kwargs or {}).items() if k != "k"}
+        self._ids: set[str] = set()
+
+    def search(self, query: str, k: int, *, filter: Any = None) -> list[Hit]:
+        """The top ``k`` children for ``query`` (see the class docstring)."""
+        kwargs = dict(self._kwargs)
+        predicate = filter if callable(filter) and not isinstance(filter, Mapping) else None
+        if isinstance(filter, Mapping):
+            kwargs["filter"] = dict(filter)
+        if self._store is not None:
+            try:
+                pairs = self._store.similarity_search_with_relevance_scores(query, k=k, **kwargs)
+            except NotImplementedError:
+                pairs = self._store.similarity_search_with_score(query, k=k, **kwargs)
+        else:
+            config = core_call_config()
+            if accepts_k(self._target, asynchronous=False):
+                kwargs["k"] = k
+            docs = self._target.invoke(query, config, **kwargs)
+            pairs = [(d, document_score(d.metadata, SCORE_KEYS)) for d in docs]
+        hits: list[Hit] = []
+        for document, score in pairs:
+            doc = document_to_doc(document)
+            if predicate is not None and not predicate(doc):
+                continue
+            rank = len(hits) + 1
+            hits.append(Hit(doc, 1.0 / rank if score is None else float(score), rank))
+        return hits[:k]
+
+    def add_docs(self, docs: Sequence[Doc]) -> list[str]:
+        """Add children with ``add_documents`` (ids kept); returns their ids."""
+        ids = [d.id for d in docs]
+        self._target.add_documents([doc_to_document(d) for d in docs], ids=ids)
+        self._ids.update(ids)
+        return ids
+
+    def delete(self, ids: Iterable[str]) -> None:
+        """Remove children by id with the target's ``delete``."""
+        ids = list(ids)
+        self._target.delete(ids)
+        self._ids.difference_update(ids)
+
+    def __contains__(self, doc_id: object) -> bool:
+        # Children added through this object; the store's own content is not listed.
+        return doc_id in self._ids
+
+
+def as_child_searcher(child: Any) -> Any:
+    """A core child searcher for ``child``: a core index as it is, this package's retriever's
+    core searcher, or a `LangChainChildIndex` over a LangChain store or retriever."""
+    if isinstance(child, VectorStore):
+        return LangChainChildIndex(child)
+    if isinstance(child, VectorStoreRetriever):
+        if child.search_type not in SCORED_SEARCH_TYPES:
+            raise ValueError(
+                f"vectorstore has search_type={child.search_type!r}; parent/child search "
+                "needs ranked children: use 'similarity' (or pass the vector store itself)"
+            )
+        return LangChainChildIndex(child.vectorstore, search_kwargs=child.search_kwargs)
+    if isinstance(child, BaseRetriever):
+        for attr in ("searcher", "index"):
+            inner = getattr(child, attr, None)
+            if inner is not None and callable(getattr(inner, "search", None)):
+                return inner
+        return LangChainChildIndex(child)
+    return child
+
 
 MATCHED_CHILDREN_KEY = "matched_children"
 """Metadata key of a returned parent: its matched children (``id``, ``rank``, ``score``)."""

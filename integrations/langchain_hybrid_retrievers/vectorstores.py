@@ -22,9 +22,8 @@ from pydantic import Field
 
 from hybrid_retrievers.integration import check_k
 
-from ._arguments import count_validator
+from ._base import StrictRetriever, count_validator
 from ._convert import with_metadata
-from ._runconfig import StrictRetriever
 
 __all__ = ["SCORED_SEARCH_TYPES", "ScoredVectorStoreRetriever", "with_store_scores"]
 
