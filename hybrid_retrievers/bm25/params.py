@@ -16,6 +16,14 @@ numba batch           `search_many` without a filter, kernels on            kern
 numpy batched         otherwise, fewer than ``batched_postings`` postings   matching
 numpy MaxScore        otherwise (term at a time, pruned once it can be)     matching
 ====================  ====================================================  ==========
+
+Summation order, and the one tolerance: the kernels and the numpy batched pass add a
+document's term contributions in query order, so their float32 scores are bit-identical.
+The numpy MaxScore path (a metadata-mapping filter, ``backend="numpy"``, or an index under
+``min_docs``, for a query touching ``batched_postings`` postings or more) adds them in
+impact order: its scores may differ from the other paths' by 1-3 float32 ulp (relative
+difference below 1e-6), and two documents whose scores are that close may swap places.
+Making that path sum in query order would mean rescoring every candidate it keeps.
 """
 
 from __future__ import annotations

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import warnings
 
+import numpy as np
 import pytest
 
 from hybrid_retrievers import Analyzer, BM25Index
@@ -98,3 +99,34 @@ def test_bm25l_refuses_k1_and_delta_both_zero() -> None:
     with pytest.raises(ValueError, match="bm25l needs"):
         BM25Index.from_texts(["a b"], method="bm25l", k1=0, delta=0)
     assert BM25Params("bm25+", k1=0.0, delta=0.0).k1 == 0.0  # the others take it
+
+
+
+def _three_term_corpus(n: int) -> list[str]:
+    rng = np.random.default_rng(7)
+    texts = []
+    for _ in range(n):
+        words = [f"w{int(rng.integers(0, 500))}" for _ in range(int(rng.integers(1, 9)))]
+        for term, share in (("wing", 0.9), ("lift", 0.6), ("drag", 0.3)):
+            if rng.random() < share:
+                words += [term] * int(rng.integers(1, 4))
+        texts.append(" ".join(words))
+    return texts
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_the_numpy_maxscore_path_is_within_the_documented_tolerance(method: str) -> None:
+    # 75,000+ postings over three terms of different weight: the numpy path prunes term at
+    # a time in impact order (drag, lift, wing), the kernels add in query order (wing, lift,
+    # drag); float32 addition is not associative, so scores may differ, by less than the
+    # documented relative 1e-6 (bm25/params.py).
+    pytest.importorskip("numba")
+    texts = _three_term_corpus(42_000)
+    numpy_path = BM25Index.from_texts(texts, backend="numpy", method=method)
+    kernels = BM25Index.from_texts(texts, backend="numba", method=method)
+    got = {h.doc.id: h.score for h in numpy_path.search("wing lift drag", k=50)}
+    want = {h.doc.id: h.score for h in kernels.search("wing lift drag", k=50)}
+    shared = got.keys() & want.keys()
+    assert len(shared) >= 45
+    worst = max(abs(got[i] - want[i]) / abs(want[i]) for i in shared)
+    assert worst < 1e-6, worst
