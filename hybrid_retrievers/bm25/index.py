@@ -30,7 +30,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..documents import DocumentAccess, check_docs, make_docs
-from ..persistence import IndexReader, atomic_index_dir, read_index
+from ..persistence import AtomicSave, IndexReader, read_index
 from ..selection import top_k
 from ..text import Analyzer
 from ..types import Doc, Hit, MetadataFilter
@@ -41,7 +41,9 @@ from .explanation import BM25Explanation, explain
 from .matching import match, match_many, query_ids
 from .params import Backend, BM25Backend, BM25Params, params_from
 from .postings import Snapshot, compacted, written
-from .saving import FORMAT_VERSION, read as read_files, write as write_files
+from .saving import FORMAT_VERSION
+from .saving import read as read_files
+from .saving import write as write_files
 from .score_cache import ScoreCache
 from .scoring import BM25Method
 from .scratch import Scratch
@@ -49,7 +51,7 @@ from .scratch import Scratch
 __all__ = ["BM25Index", "FORMAT_VERSION"]
 
 
-class BM25Index(DocumentAccess):
+class BM25Index(AtomicSave, DocumentAccess):
     """A BM25 index over documents, with incremental updates, explanations and persistence.
 
     Parameters: pass either ``params=BM25Params(...)`` or the separate keywords
@@ -458,17 +460,9 @@ class BM25Index(DocumentAccess):
 
     # ------------------------------------------------------------------ saving
 
-    def save(self, path: str | os.PathLike[str]) -> None:
-        """Write the index to directory ``path`` atomically and durably (no pickle).
-
-        The guarantees (crash safety, concurrent saves and loads, symbolic links) and
-        the errors are `atomic_index_dir`'s; the files are `saving.write`'s.
-        """
-        with self._lock, atomic_index_dir(path) as tmp:
-            self._save_into(tmp)
-
     def _save_into(self, directory: Path) -> None:
-        """Write the index files into an existing empty directory (composite indexes too)."""
+        """Write the index files into an existing empty directory (`AtomicSave.save`, and
+        composite indexes that hold this one)."""
         with self._lock:
             write_files(directory, self._state, self._params, self._analyzer)
 
