@@ -14,10 +14,12 @@ import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
+from ..bm25.index import BM25Index
 from ..filters import check_filter, combine_filters
 from ..persistence.composite import check_weights_restorable, fusion_settings, load_children
 from ..types import Hit, MetadataFilter
 from ..validation import check_k, check_queries, check_query
+from ..vector.index import VectorIndex
 from .candidates import Dedup
 from .concurrency import CallRunner
 from .modes import FusionMode
@@ -286,9 +288,6 @@ class FusionSearcher:
             **fusion: the constructor's arguments (``mode``, ``weights``, ``fetch_k``...;
                 ``names`` defaults to ``["bm25", "dense"]``).
         """
-        from ..bm25 import BM25Index
-        from ..vector import VectorIndex
-
         if isinstance(texts, str):
             raise TypeError("texts must be a list of str, got a single str; wrap it in a list")
         text_list = list(texts)
@@ -423,7 +422,7 @@ class FusionSearcher:
             TypeError: naming the child, for a child that is not one of those three
                 (a `FilteredSource`, a foreign searcher); nothing is written then.
         """
-        kinds = {"bm25": _bm25_type(), "vector": _vector_type(), "fusion": FusionSearcher}
+        kinds = {"bm25": BM25Index, "vector": VectorIndex, "fusion": FusionSearcher}
         children = [(child_kind(i, child, kinds, "save"), child.save, {})
                     for i, child in enumerate(self._children)]
         save_fusion(path, children, fusion_settings(
@@ -469,8 +468,8 @@ class FusionSearcher:
         located = [(kind, core_index_dir(path, folder, child), child)
                    for kind, folder, child in entries]
         children = load_children(path, located, {
-            "bm25": lambda folder, _k: _bm25_type().load(folder, mmap=mmap),
-            "vector": lambda folder, _k: _vector_type().load(folder, embedder, mmap=mmap),
+            "bm25": lambda folder, _k: BM25Index.load(folder, mmap=mmap),
+            "vector": lambda folder, _k: VectorIndex.load(folder, embedder, mmap=mmap),
             "fusion": lambda folder, _k: cls.load(folder, embedder, mmap=mmap),
         }, model=embedder, model_arg="embedder", method="FusionSearcher.load")
         check_weights_restorable(settings, options, path, "FusionSearcher.load")
@@ -493,18 +492,6 @@ def _options(options: Mapping[str, Any] | None, name: str) -> dict[str, Any]:
         raise TypeError(f"{name} must be a mapping of keyword arguments (e.g. {name}="
                         f"{{...}}) or None, got {type(options).__name__}: {options!r:.80}")
     return dict(options)
-
-
-def _bm25_type() -> type:
-    from ..bm25 import BM25Index
-
-    return BM25Index
-
-
-def _vector_type() -> type:
-    from ..vector import VectorIndex
-
-    return VectorIndex
 
 
 def _caller(child: Any, query: str, k: int, filter: Any) -> Callable[[], list[Hit]]:
