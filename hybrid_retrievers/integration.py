@@ -24,7 +24,7 @@ from .fusion.saved import child_kind, core_index_dir, read_fusion, save_fusion
 from .ids import content_id
 from .metadata import copy_metadata, copy_metadatas
 from .models.adapter import EmbedderAdapter, adapt_embedder
-from .multi_index import apply_to_all, check_known_ids
+from .multi_index import add_to_all, apply_to_all, check_known_ids, delete_from_all
 from .optional import require
 from .parent.leaves import child_leaves
 from .persistence import IndexReader, IndexWriter, atomic_index_dir, current_files, read_index
@@ -53,6 +53,7 @@ __all__ = [
     "IndexWriter",
     "Weights",
     "adapt_embedder",
+    "add_to_all",
     "aembed_queries",
     "apply_to_all",
     "atomic_index_dir",
@@ -74,6 +75,7 @@ __all__ = [
     "core_index_dir",
     "coroutine_method",
     "current_files",
+    "delete_from_all",
     "embed_queries",
     "fusion_settings",
     "gather_calls",

@@ -27,10 +27,10 @@ from hybrid_retrievers import BM25Index, VectorIndex
 from hybrid_retrievers.fusion import FusionMode, FusionSearcher
 from hybrid_retrievers.integration import (
     Weights,
-    apply_to_all,
-    check_known_ids,
+    add_to_all,
     child_leaves,
     current_files,
+    delete_from_all,
     make_docs,
 )
 from hybrid_retrievers.types import Hit
@@ -180,11 +180,8 @@ class HybridRetriever(CoreRetriever):
     def add_texts(self, texts: Iterable[str], metadatas: Metadatas = None,
                   ids: Ids = None) -> list[str]:
         """Add raw texts to both indexes (all or nothing); returns the ids added."""
-        docs = make_docs(texts, ids, copy_metadatas(metadatas))
-        added = [d.id for d in docs]
-        apply_to_all(child_leaves(self.searcher), lambda leaf: leaf.add_docs(docs),
-                     lambda leaf: leaf.delete(added))
-        return added
+        return add_to_all(child_leaves(self.searcher),
+                          make_docs(texts, ids, copy_metadatas(metadatas)))
 
     def delete(self, ids: Sequence[str]) -> None:
         """Remove documents by id from both indexes.
@@ -193,10 +190,7 @@ class HybridRetriever(CoreRetriever):
             KeyError: naming unknown ids (nothing is deleted then).
         """
         id_list = [ids] if isinstance(ids, str) else list(ids)
-        leaves = child_leaves(self.searcher)
-        check_known_ids(id_list, leaves, "the index")
-        for leaf in leaves:
-            leaf.delete(id_list)
+        delete_from_all(child_leaves(self.searcher), id_list, "the index")
 
     # ------------------------------------------------------------------ persistence
 

@@ -13,7 +13,12 @@ from typing import Any
 
 from llama_index.core.schema import BaseNode
 
-from hybrid_retrievers.integration import apply_to_all, check_known_ids
+from hybrid_retrievers.integration import (
+    add_to_all,
+    apply_to_all,
+    check_known_ids,
+    delete_from_all,
+)
 
 from ._convert import as_node_list, nodes_to_docs
 from ._nodes import NodeCache
@@ -50,10 +55,7 @@ class NodeEditing:
         """
         _no_options("insert_nodes", insert_kwargs)
         new_nodes = as_node_list(nodes)
-        docs = nodes_to_docs(new_nodes)
-        ids = [d.id for d in docs]
-        apply_to_all(self._editable_indexes(), lambda index: index.add_docs(docs),
-                      lambda index: index.delete(ids))
+        ids = add_to_all(self._editable_indexes(), nodes_to_docs(new_nodes))
         self._nodes.update(new_nodes)
         return ids
 
@@ -62,10 +64,7 @@ class NodeEditing:
         unknown ids (nothing is deleted then)."""
         _no_options("delete_nodes", delete_kwargs)
         ids = id_list(node_ids)
-        indexes = self._editable_indexes()
-        check_known_ids(ids, indexes, "the index")
-        for index in indexes:
-            index.delete(ids)
+        delete_from_all(self._editable_indexes(), ids, "the index")
         self._nodes.discard(ids)
 
     def delete_ref_doc(self, ref_doc_id: str, **delete_kwargs: Any) -> None:
