@@ -77,6 +77,17 @@ class FusionRetriever(SimilarityTopK, QueryChecked, FusionEditing, BaseRetriever
         similarity_top_k: Number of fused nodes to return (>= 1).
         weights, mode, k_rrf, names, dedup: As for `hybrid_retrievers.FusionSearcher`
             (a child whose weight is 0 for a query is not called).
+        retriever_weights, num_queries, use_async, llm, query_gen_prompt:
+            ``QueryFusionRetriever``'s. ``retriever_weights`` are ``weights`` normalised
+            to sum 1, as there; ``num_queries`` must be 1 (no generated queries: for
+            more, an LLM writes them: use `HyDERetriever` or fuse retrievers over your
+            own rewrites), so ``llm`` and ``query_gen_prompt`` go unused, as there;
+            ``use_async`` changes nothing (children always run at the same time).
+            Its ``mode`` names are taken too: ``"reciprocal_rerank"`` is RRF over its
+            0-based ranks, ``1 / (60 + r0)``, which is ``k_rrf=59`` here (unless
+            ``k_rrf`` is given), ignoring ``retriever_weights`` as there (``weights``
+            count); ``"relative_score"`` and ``"dist_based_score"`` are the
+            same formulas; ``"simple"`` (keep the highest score per text) is refused.
         max_workers: Children run at the same time in ``retrieve``, at most (default:
             all; 1 runs them one after another in the calling thread).
         callback_manager, verbose: As for LlamaIndex's `BaseRetriever`.
@@ -106,13 +117,20 @@ class FusionRetriever(SimilarityTopK, QueryChecked, FusionEditing, BaseRetriever
         similarity_top_k: int = 4,
         weights: Weights | None = None,
         mode: FusionMode | str = FusionMode.RRF,
-        k_rrf: float = DEFAULT_K_RRF,
+        k_rrf: float | None = None,
         names: Sequence[str] | None = None,
         dedup: Dedup | str = Dedup.ID,
         max_workers: int | None = None,
         callback_manager: CallbackManager | None = None,
         verbose: bool = False,
+        retriever_weights: Sequence[float] | None = None,
+        num_queries: int = 1,
+        use_async: bool = True,
+        llm: Any = None,
+        query_gen_prompt: str | None = None,
     ) -> None:
+        mode, k_rrf, weights = _query_fusion_arguments(mode, k_rrf, weights,
+                                                        retriever_weights, num_queries)
         if isinstance(retrievers, (str, bytes, Mapping, BaseRetriever)) or not isinstance(
             retrievers, Sequence
         ):
@@ -230,6 +248,34 @@ class FusionRetriever(SimilarityTopK, QueryChecked, FusionEditing, BaseRetriever
     def _note(self, call: Any) -> Any:  # names a failing child in the exception
         return lambda j: f"FusionRetriever child {self._label(call.active[j])}"
 
+
+
+def _query_fusion_arguments(mode: Any, k_rrf: float | None, weights: Any,
+                            retriever_weights: Sequence[float] | None,
+                            num_queries: int) -> tuple[Any, float, Any]:
+    """``(mode, k_rrf, weights)`` with QueryFusionRetriever's spellings resolved (see
+    `FusionRetriever`'s Args)."""
+    if num_queries != 1:
+        raise ValueError(
+            f"num_queries must be 1 here, got {num_queries!r}: generating queries needs an "
+            "LLM; use HyDERetriever, or fuse retrievers over your own query rewrites")
+    if retriever_weights is not None:
+        if weights is not None:
+            raise ValueError("pass weights= or retriever_weights= (QueryFusionRetriever's "
+                             "name), not both")
+        total = sum(retriever_weights)
+        if not total > 0:
+            raise ValueError(f"retriever_weights must have a positive sum, got "
+                             f"{list(retriever_weights)!r:.80}")
+        weights = [w / total for w in retriever_weights]
+    if mode == "simple":
+        raise ValueError("mode='simple' (QueryFusionRetriever's highest score per text) has "
+                         "no equivalent here; use mode='rrf' or 'relative_score'")
+    if mode == "reciprocal_rerank":  # 1 / (60 + 0-based rank) == 1 / (59 + 1-based rank)
+        if retriever_weights is not None:
+            weights = None  # QueryFusionRetriever's RRF ignores retriever_weights
+        return FusionMode.RRF, 59.0 if k_rrf is None else k_rrf, weights
+    return mode, DEFAULT_K_RRF if k_rrf is None else k_rrf, weights
 
 
 # ------------------------------------------------------------ one child, one call

@@ -151,7 +151,7 @@ def test_bad_arguments_are_clear_errors(hybrid: HybridRetriever) -> None:
     with pytest.raises(ValueError, match="one weight per source"):
         FusionRetriever(children, weights=[1])
     with pytest.raises(ValueError, match="mode must be one of"):
-        FusionRetriever(children, mode="reciprocal_rerank")
+        FusionRetriever(children, mode="reciprocal")
     with pytest.raises(ValueError, match="similarity_top_k must be >= 1"):
         FusionRetriever(children, similarity_top_k=0)
     with pytest.raises(ValueError, match="k_rrf"):

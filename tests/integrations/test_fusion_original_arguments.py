@@ -1,0 +1,58 @@
+"""Issue 35: EnsembleRetriever's and QueryFusionRetriever's arguments on our fusions."""
+
+from __future__ import annotations
+
+import pytest
+from langchain_core.documents import Document
+from llama_index.core.schema import TextNode
+
+import langchain_hybrid_retrievers as lc
+import llama_index_hybrid_retrievers as li
+from hybrid_retrievers.models import HashingEmbedder
+
+TEXTS = [("a", "wing lift at low speed"), ("b", "lift of a flat plate"), ("c", "bread dough")]
+
+
+def _lc_children() -> list[lc.BM25Retriever]:
+    docs = [Document(id=i, page_content=t, metadata={"key": i.upper()}) for i, t in TEXTS]
+    return [lc.BM25Retriever.from_documents(docs), lc.BM25Retriever.from_documents(docs[1:])]
+
+
+def test_ensemble_c_is_k_rrf_and_id_key_names_the_identity() -> None:
+    fused = lc.FusionRetriever(retrievers=_lc_children(), c=10, weights=[0.5, 0.5])
+    assert fused.c == fused.k_rrf == 10
+    docs = fused.invoke("wing lift")
+    # b: ranks 2 and 1; a: rank 1 in the first list only (Σ w / (c + rank)).
+    assert [d.id for d in docs] == ["b", "a"]
+    assert docs[0].metadata["score"] == pytest.approx(0.5 / 12 + 0.5 / 11)
+    keyed = lc.FusionRetriever(retrievers=_lc_children(), id_key="key").invoke("wing lift")
+    assert [d.id for d in keyed] == ["B", "A"]
+    missing = lc.FusionRetriever(retrievers=_lc_children(), id_key="nope")
+    with pytest.raises(KeyError, match="id_key 'nope'"):
+        missing.invoke("wing lift")
+    hybrid = lc.HybridRetriever.from_texts([t for _, t in TEXTS], HashingEmbedder(dimension=32),
+                                           ids=[i for i, _ in TEXTS], c=5)
+    assert hybrid.searcher.plan.k_rrf == 5
+
+
+def _li_children() -> list[li.BM25Retriever]:
+    nodes = [TextNode(id_=i, text=t) for i, t in TEXTS]
+    return [li.BM25Retriever(nodes=nodes, similarity_top_k=3),
+            li.BM25Retriever(nodes=nodes[1:], similarity_top_k=3)]
+
+
+def test_query_fusion_arguments() -> None:
+    rrf = li.FusionRetriever(_li_children(), mode="reciprocal_rerank", similarity_top_k=2,
+                             num_queries=1, use_async=True, retriever_weights=[3, 1])
+    scores = {n.node.node_id: n.score for n in rrf.retrieve("wing lift")}
+    # QueryFusionRetriever: Σ 1 / (60 + 0-based rank), retriever_weights unused in RRF.
+    assert scores == pytest.approx({"b": 1 / 61 + 1 / 60, "a": 1 / 60})
+    relative = li.FusionRetriever(_li_children(), mode="relative_score",
+                                  retriever_weights=[3, 1], similarity_top_k=3)
+    assert relative.plan.weights == pytest.approx((0.75, 0.25))  # normalised, as there
+    with pytest.raises(ValueError, match="num_queries must be 1"):
+        li.FusionRetriever(_li_children(), num_queries=4)
+    with pytest.raises(ValueError, match="mode='simple'"):
+        li.FusionRetriever(_li_children(), mode="simple")
+    with pytest.raises(ValueError, match="weights= or retriever_weights="):
+        li.FusionRetriever(_li_children(), weights=[1, 1], retriever_weights=[1, 1])
