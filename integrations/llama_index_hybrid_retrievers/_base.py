@@ -184,6 +184,9 @@ class SearcherState(SimilarityTopK, Generic[S]):
         """Constructor arguments read back from the saved settings (besides the options)."""
         return {}
 
+    def _restore(self, settings: dict[str, Any]) -> None:
+        """Set what the saved ``settings`` hold beyond the constructor's arguments."""
+
     def _write(self, persist_dir: str | os.PathLike[str]) -> None:
         """``persist``: the searcher under ``index/``, the settings and the node fields."""
         write_retriever(persist_dir, type(self).__name__, self._settings(),
@@ -206,12 +209,14 @@ class SearcherState(SimilarityTopK, Generic[S]):
             raise IndexFormatError(f"{persist_dir}: unknown metadata_mode "
                                    f"{settings.get('metadata_mode')!r:.40}") from None
         searcher = load(folder)
-        return cls(  # type: ignore[call-arg]
+        retriever = cls(  # type: ignore[call-arg]
             searcher, nodes=NodeCache.from_json(fields, cls._stored_docs(searcher), mode),
             similarity_top_k=settings.get("similarity_top_k", 4) if top_k is None else top_k,
             filters=saved_filter if filters is None else filters,
             **options, **cls._saved_options(settings),
         )
+        retriever._restore(settings)
+        return retriever
 
 
 class CoreSearcherRetriever(SearcherState[S], NodeEditing, QueryChecked, BaseRetriever):

@@ -40,9 +40,11 @@ class BM25Retriever(CoreIndexRetriever[BM25Index]):
     MetadataMode.NONE`` indexes the text alone. ``language``, ``stemmer``,
     ``skip_stemming`` and ``token_pattern`` (bm25s's tokenizer options) become the
     index's `Analyzer`, saved with it, and read back as properties after
-    `from_persist_dir`; ``filters`` (`MetadataFilters`, a mapping, or a callable over a
-    `Doc`) apply before top-k; ``objects`` / ``object_map`` are LlamaIndex's recursive
-    retrieval. A core index built elsewhere goes in as ``bm25_index`` (first argument).
+    `from_persist_dir` (``language`` as given: ``"en"`` stays ``"en"``); as there,
+    ``nodes=[]`` and nodes with no term to index are ``ValueError``s in the original's
+    words ("Please pass at least one node", "No valid tokens found"). ``filters``
+    (`MetadataFilters`, a mapping, or a callable over a `Doc`) apply before top-k;
+    ``objects`` / ``object_map`` are LlamaIndex's recursive retrieval. A core index built elsewhere goes in as ``bm25_index`` (first argument).
 
     Refused, with a `TypeError` naming what to pass instead: ``existing_bm25`` (a
     ``bm25s.BM25`` object: another library's index, which holds no texts to convert),
@@ -52,7 +54,8 @@ class BM25Retriever(CoreIndexRetriever[BM25Index]):
     works in memory, and saving needs it registered with ``register_tokenizer``).
     Differences kept on principle (README, "Differences from the originals"): only
     nodes matching a query term are returned (no zero-score padding), so up to
-    ``similarity_top_k``, never more than the corpus (no warning needed); the default
+    ``similarity_top_k``, never more than the corpus (no warning needed);
+    ``similarity_top_k`` is at least 1 (0 is a ``ValueError``, not ``[]``); the default
     analysis is this package's (`Analyzer`: NLTK's English stopwords, Snowball, codes
     and CJK kept; pass ``token_pattern=r"(?u)\\b\\w\\w+\\b"`` for bm25s's split).
 
@@ -113,12 +116,19 @@ class BM25Retriever(CoreIndexRetriever[BM25Index]):
                                  "hybrid_retrievers.BM25Index); got neither")
             mode = MetadataMode.EMBED if metadata_mode is None else MetadataMode(metadata_mode)
             node_list = as_node_list(nodes)
+            if not node_list:  # the original's words, so code matching them keeps working
+                raise ValueError("Please pass at least one node: nodes= is empty (an empty "
+                                 "corpus cannot be indexed)")
             bm25_index = BM25Index.from_docs(
                 nodes_to_docs(node_list, mode),
                 analyzer=analyzer_from_bm25s(analyzer, language, stemmer, skip_stemming,
                                              token_pattern, tokenizer),
                 k1=k1, b=b, method=method, delta=delta,
                 show_progress=bool(options.get("verbose", False)))
+            if bm25_index.vocabulary_size == 0:
+                raise ValueError(
+                    f"No valid tokens found in the {len(node_list)} node(s) given: each is "
+                    f"empty or only stopwords after analysis ({bm25_index.analyzer!r})")
             nodes = NodeCache(node_list, mode)
         else:
             given = sorted(key for key, value in build.items() if value is not None)
@@ -131,6 +141,7 @@ class BM25Retriever(CoreIndexRetriever[BM25Index]):
                 nodes = NodeCache(nodes or (), mode)
         super().__init__(bm25_index, nodes=nodes, similarity_top_k=similarity_top_k,
                          **options)
+        self._language_as_given = language  # read back as given ("en"), saved with it
 
     @property
     def bm25_index(self) -> BM25Index:
@@ -144,8 +155,9 @@ class BM25Retriever(CoreIndexRetriever[BM25Index]):
 
     @property
     def language(self) -> str:
-        """The analyzer's language (full name: ``"en"`` reads back ``"english"``)."""
-        return self._searcher.analyzer.language
+        """``language`` as given (``"en"`` reads back ``"en"``, also after
+        `from_persist_dir`), else the analyzer's language (``"english"`` by default)."""
+        return self._language_as_given or self._searcher.analyzer.language
 
     @property
     def skip_stemming(self) -> bool:
@@ -158,7 +170,14 @@ class BM25Retriever(CoreIndexRetriever[BM25Index]):
         return self._searcher.analyzer.token_pattern
 
     def _settings(self) -> dict[str, Any]:
-        return {**super()._settings(), "metadata_mode": self._nodes.metadata_mode.value}
+        language = {} if self._language_as_given is None else {
+            "language": self._language_as_given}
+        return {**super()._settings(), "metadata_mode": self._nodes.metadata_mode.value,
+                **language}
+
+    def _restore(self, settings: dict[str, Any]) -> None:
+        language = settings.get("language")
+        self._language_as_given = language if isinstance(language, str) else None
 
     @classmethod
     def from_defaults(

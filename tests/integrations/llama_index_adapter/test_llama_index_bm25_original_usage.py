@@ -48,10 +48,16 @@ def test_constructor_with_nodes_is_the_common_way_to_build_it() -> None:
 
 
 def test_empty_or_missing_nodes_are_value_errors_as_there() -> None:
-    with pytest.raises(ValueError, match="empty corpus"):
+    # The original's words, so code matching its messages keeps working.
+    with pytest.raises(ValueError, match="Please pass at least one node"):
         BM25Retriever(nodes=[])
     with pytest.raises(ValueError, match="pass nodes="):
         BM25Retriever()
+    for texts in ([""], ["", "the of and"]):  # nothing indexable: empty or stopwords only
+        with pytest.raises(ValueError, match=r"No valid tokens found in the \d node"):
+            BM25Retriever(nodes=[TextNode(text=t) for t in texts])
+    assert BM25Retriever(nodes=[TextNode(text=""), TextNode(id_="w", text="wizard")]
+                         ).retrieve("wizard")[0].node.node_id == "w"
 
 
 def test_metadata_is_searchable_through_metadata_mode_embed() -> None:
@@ -81,12 +87,17 @@ def test_bm25s_tokenizer_options_are_honoured_and_read_back(tmp_path: Path) -> N
     assert _ids(retriever, "wizard") == ["hp1"]
     retriever.persist(str(tmp_path / "r"))
     loaded = BM25Retriever.from_persist_dir(str(tmp_path / "r"))
+    # language reads back as given (the original's "en"), the analyzer's is its full name.
     assert (loaded.token_pattern, loaded.language, loaded.skip_stemming) == (
-        BM25S_PATTERN, "english", True)
+        BM25S_PATTERN, "en", True)
+    assert loaded.index.analyzer.language == "english"
     assert loaded.metadata_mode is MetadataMode.EMBED and loaded.similarity_top_k == 3
     assert _ids(loaded, "Harry Potter") == _ids(retriever, "Harry Potter")
     default = BM25Retriever(nodes=nodes)
-    assert (default.token_pattern, default.skip_stemming) == (None, False)
+    assert (default.token_pattern, default.language, default.skip_stemming) == (
+        None, "english", False)
+    default.persist(str(tmp_path / "d"))
+    assert BM25Retriever.from_persist_dir(str(tmp_path / "d")).language == "english"
 
 
 def test_a_callable_tokenizer_works_in_memory_and_saves_only_when_registered(
