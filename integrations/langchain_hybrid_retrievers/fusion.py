@@ -200,14 +200,19 @@ class FusionRetriever(StrictRetriever):
     def save_local(self, folder_path: str | os.PathLike[str]) -> None:
         """Save every child index (this package's BM25, dense, hybrid or fusion
         retrievers, else `TypeError`) and the settings to one folder; models and a
-        callable ``weights`` rule are not saved (pass them to `load_local`)."""
+        callable ``weights`` rule are not saved (pass them to `load_local`); ``k_rrf``
+        (``c``) and ``id_key`` are."""
         children = []
         for i, child in enumerate(self.retrievers):
             kind = child_kind(i, child, {"bm25": BM25Retriever, "vector": DenseRetriever,
                                          "fusion": (FusionRetriever, HybridRetriever)}, "save")
             children.append((kind, child.save_local, {"k": child.k}))
+        # id_key only when set: the folder stays readable by LlamaIndex's FusionRetriever,
+        # which refuses one that has it (it has no id_key).
+        identity = {} if self.id_key is None else {"id_key": self.id_key}
         settings = fusion_settings(self._plan(), k=self.k, fetch_k=self.fetch_k,
-                                   pass_fetch_k=self.pass_fetch_k, score_key=self.score_key)
+                                   pass_fetch_k=self.pass_fetch_k, score_key=self.score_key,
+                                   **identity)
         save_fusion(folder_path, children, settings)
 
     @classmethod

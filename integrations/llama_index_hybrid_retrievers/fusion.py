@@ -21,6 +21,7 @@ from typing import Any
 from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.callbacks.base import CallbackManager
+from llama_index.core.constants import DEFAULT_SIMILARITY_TOP_K
 from llama_index.core.schema import NodeWithScore, QueryBundle
 
 from hybrid_retrievers.fusion import DEFAULT_K_RRF, Dedup, FusionMode
@@ -74,7 +75,8 @@ class FusionRetriever(SimilarityTopK, QueryChecked, FusionEditing, BaseRetriever
 
     Args:
         retrievers: The children: any LlamaIndex `BaseRetriever` objects, in order.
-        similarity_top_k: Number of fused nodes to return (>= 1).
+        similarity_top_k: Number of fused nodes to return (>= 1; default
+            ``QueryFusionRetriever``'s, LlamaIndex's ``DEFAULT_SIMILARITY_TOP_K``: 2).
         weights, mode, k_rrf, names, dedup: As for `hybrid_retrievers.FusionSearcher`
             (a child whose weight is 0 for a query is not called).
         retriever_weights, num_queries, use_async, llm, query_gen_prompt:
@@ -114,7 +116,7 @@ class FusionRetriever(SimilarityTopK, QueryChecked, FusionEditing, BaseRetriever
         self,
         retrievers: Sequence[BaseRetriever],
         *,
-        similarity_top_k: int = 4,
+        similarity_top_k: int = DEFAULT_SIMILARITY_TOP_K,
         weights: Weights | None = None,
         mode: FusionMode | str = FusionMode.RRF,
         k_rrf: float | None = None,
@@ -205,6 +207,12 @@ class FusionRetriever(SimilarityTopK, QueryChecked, FusionEditing, BaseRetriever
         constructor arguments. `IndexFormatError` for a missing, corrupt or foreign one.
         """
         settings, entries = read_fusion(persist_dir)
+        if settings.get("id_key") is not None:
+            raise ValueError(
+                f"{persist_dir}: saved by LangChain's FusionRetriever with id_key="
+                f"{settings['id_key']!r:.60} (identity by that metadata field), which this "
+                "FusionRetriever does not take; load it with langchain_hybrid_retrievers."
+                "FusionRetriever.load_local")
         # A fusion child that keeps its index in "index/" is a persisted HybridRetriever.
         entries = [("hybrid" if kind == "fusion" and "index_dir" in child else kind, path, child)
                    for kind, path, child in entries]
@@ -219,7 +227,7 @@ class FusionRetriever(SimilarityTopK, QueryChecked, FusionEditing, BaseRetriever
         }, model=embed_model, model_arg="embed_model", method="from_persist_dir")
         check_weights_restorable(settings, kwargs, persist_dir, "from_persist_dir")
         saved = {key: value for key, value in settings.items() if key in _CONSTRUCTOR_KEYS}
-        saved["similarity_top_k"] = settings.get("k", 4)
+        saved["similarity_top_k"] = settings.get("k", DEFAULT_SIMILARITY_TOP_K)
         return cls(children, **{**saved, **kwargs})
 
     # ---------------------------------------------------------------- search

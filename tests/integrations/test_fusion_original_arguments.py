@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import inspect
+from pathlib import Path
+
 import pytest
 from langchain_core.documents import Document
+from llama_index.core.retrievers import QueryFusionRetriever
 from llama_index.core.schema import TextNode
 
 import langchain_hybrid_retrievers as lc
@@ -56,3 +60,30 @@ def test_query_fusion_arguments() -> None:
         li.FusionRetriever(_li_children(), mode="simple")
     with pytest.raises(ValueError, match="weights= or retriever_weights="):
         li.FusionRetriever(_li_children(), weights=[1, 1], retriever_weights=[1, 1])
+
+
+def test_query_fusion_default_similarity_top_k_is_its_default(tmp_path: Path) -> None:
+    theirs = inspect.signature(QueryFusionRetriever).parameters["similarity_top_k"].default
+    fused = li.FusionRetriever(_li_children())
+    assert fused.similarity_top_k == theirs == 2
+    # Three nodes match "lift plate bread" across the children; two come back.
+    assert len(fused.retrieve("lift plate bread dough")) == 2
+    fused.persist(str(tmp_path / "f"))
+    assert li.FusionRetriever.from_persist_dir(str(tmp_path / "f")).similarity_top_k == 2
+
+
+def test_ensemble_c_and_id_key_survive_save_local(tmp_path: Path) -> None:
+    fused = lc.FusionRetriever(retrievers=_lc_children(), c=10, id_key="key")
+    fused.save_local(tmp_path / "keyed")
+    loaded = lc.FusionRetriever.load_local(tmp_path / "keyed")
+    assert (loaded.id_key, loaded.c) == ("key", 10)
+    assert [(d.id, d.metadata["score"]) for d in loaded.invoke("wing lift")] == [
+        (d.id, d.metadata["score"]) for d in fused.invoke("wing lift")]
+    assert [d.id for d in loaded.invoke("wing lift")] == ["B", "A"]
+    # LlamaIndex's FusionRetriever has no id_key: it refuses rather than fuse by node id.
+    with pytest.raises(ValueError, match="id_key='key'.*load_local"):
+        li.FusionRetriever.from_persist_dir(tmp_path / "keyed")
+    # Without id_key the folder is shared by both frameworks, as before.
+    lc.FusionRetriever(retrievers=_lc_children(), c=10).save_local(tmp_path / "plain")
+    assert lc.FusionRetriever.load_local(tmp_path / "plain").id_key is None
+    assert li.FusionRetriever.from_persist_dir(tmp_path / "plain").plan.k_rrf == 10
