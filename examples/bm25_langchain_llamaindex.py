@@ -56,7 +56,11 @@ from llama_index.core.schema import TextNode  # noqa: E402
 from llama_index_hybrid_retrievers import BM25Retriever as LlamaBM25Retriever  # noqa: E402
 
 nodes = [TextNode(text=d.text, id_=d.id, metadata=dict(d.metadata)) for d in docs]
-li_retriever = LlamaBM25Retriever.from_defaults(nodes=nodes, similarity_top_k=3)
+# The loader's text already starts with the title (also in metadata["title"]): index the
+# text alone, as the core index above does (the default, MetadataMode.EMBED, adds the
+# metadata to the indexed text, as LlamaIndex's own BM25Retriever does).
+li_retriever = LlamaBM25Retriever.from_defaults(nodes=nodes, similarity_top_k=3,
+                                                metadata_mode="none")
 engine = RetrieverQueryEngine.from_args(li_retriever, llm=MockLLM())
 response = engine.query(query)
 print([(n.node.node_id, round(n.score or 0.0, 3)) for n in response.source_nodes])

@@ -173,7 +173,7 @@ class CollectionStats:
         Raises:
             ValueError: a shard term these statistics do not know (they are stale).
         """
-        key = variant.method.value
+        key = (variant.method.value, variant.epsilon)
         cached = self._idf_cache.get(key)
         if cached is None:
             terms = list(self._df)

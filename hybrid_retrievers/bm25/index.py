@@ -55,8 +55,9 @@ class BM25Index(AtomicSave, DocumentAccess):
     """A BM25 index over documents, with incremental updates, explanations and persistence.
 
     Parameters: pass either ``params=BM25Params(...)`` or the separate keywords
-    ``method=``, ``k1=``, ``b=``, ``delta=`` (the common spelling), never both; keywords
-    left out take `BM25Params`'s defaults (``"lucene"``, 1.5, 0.75, the variant's delta).
+    ``method=``, ``k1=``, ``b=``, ``delta=``, ``epsilon=`` (the common spelling), never
+    both; keywords left out take `BM25Params`'s defaults (``"lucene"``, 1.5, 0.75, the
+    variant's delta, Robertson's 0.25 idf floor).
     ``backend`` (``"auto"``, ``"numba"``, ``"numpy"`` or a `BM25Backend`) chooses how
     queries are scored; it changes the speed, never the hits, and is not saved.
 
@@ -90,10 +91,12 @@ class BM25Index(AtomicSave, DocumentAccess):
         k1: float | None = None,
         b: float | None = None,
         delta: float | None = None,
+        epsilon: float | None = None,
         backend: Backend | BM25Backend = "auto",
     ) -> None:
         """Create an empty index; most users call `from_texts` or `from_docs` instead."""
-        self._params = params_from(params, method=method, k1=k1, b=b, delta=delta)
+        self._params = params_from(params, method=method, k1=k1, b=b, delta=delta,
+                                   epsilon=epsilon)
         self._backend = BM25Backend.of(backend)
         if analyzer is None:
             analyzer = Analyzer()
@@ -133,6 +136,7 @@ class BM25Index(AtomicSave, DocumentAccess):
         k1: float | None = None,
         b: float | None = None,
         delta: float | None = None,
+        epsilon: float | None = None,
         backend: Backend | BM25Backend = "auto",
         show_progress: bool = False,
         n_jobs: int = 1,
@@ -145,7 +149,7 @@ class BM25Index(AtomicSave, DocumentAccess):
         docs = make_docs(texts, ids, metadatas)
         return cls.from_docs(
             docs, analyzer=analyzer, params=params, method=method, k1=k1, b=b, delta=delta,
-            backend=backend, show_progress=show_progress, n_jobs=n_jobs,
+            epsilon=epsilon, backend=backend, show_progress=show_progress, n_jobs=n_jobs,
         )
 
     @classmethod
@@ -159,14 +163,15 @@ class BM25Index(AtomicSave, DocumentAccess):
         k1: float | None = None,
         b: float | None = None,
         delta: float | None = None,
+        epsilon: float | None = None,
         backend: Backend | BM25Backend = "auto",
         show_progress: bool = False,
         n_jobs: int = 1,
     ) -> BM25Index:
         """Index `Doc` objects, keeping their ids and metadata.
 
-        ``analyzer``, ``params`` (or ``method``, ``k1``, ``b``, ``delta``) and ``backend``:
-        as for the class.
+        ``analyzer``, ``params`` (or ``method``, ``k1``, ``b``, ``delta``, ``epsilon``) and
+        ``backend``: as for the class.
 
         ``n_jobs`` (here and in `add`/`upsert`): processes that tokenise the texts, chunk
         by chunk (-1: all cores). The index is the same for any value; an analyzer with a
@@ -177,7 +182,7 @@ class BM25Index(AtomicSave, DocumentAccess):
         if not docs:
             raise ValueError("cannot build a BM25 index from an empty corpus; pass at least one text")
         index = cls(analyzer=analyzer, params=params, method=method, k1=k1, b=b, delta=delta,
-                    backend=backend)
+                    epsilon=epsilon, backend=backend)
         index._state = index._written(index._state, docs, None, show_progress=show_progress,
                                       n_jobs=jobs)
         return index

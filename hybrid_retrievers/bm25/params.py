@@ -35,7 +35,7 @@ from typing import Any, Literal
 import numpy as np
 
 from ..optional import is_available
-from .scoring import DEFAULT_DELTA, BM25Method, Variant, get_variant
+from .scoring import DEFAULT_DELTA, OKAPI_EPSILON, BM25Method, Variant, get_variant
 
 __all__ = ["BM25Params", "BM25Backend", "params_from"]
 
@@ -49,7 +49,10 @@ class BM25Params:
     frequency, ``b`` (0..1) scales length normalisation ``1 - b + b·|d|/avgdl``, and
     ``delta`` (>= 0) is BM25L's / BM25+'s shift; ``None`` takes the variant's default
     (`scoring.DEFAULT_DELTA`: 0.5 for BM25L, 1.0 for BM25+, 0 for the others; Lv & Zhai
-    2011). Two values that score alike compare equal.
+    2011). ``epsilon`` (>= 0, Robertson only; ``None``: 0.25) floors negative Robertson
+    idfs at ``epsilon`` times the mean idf, as ``rank_bm25.BM25Okapi(epsilon=)`` does
+    (`scoring.idf_robertson`); it is ``None`` for the other variants, which have no floor.
+    Two values that score alike compare equal.
 
     ``k1 = 0`` is accepted (term frequency ignored: every matching term weighs 1, or
     ``1 + delta`` for BM25+), and every scoring path agrees on it; with BM25L it makes
@@ -58,7 +61,9 @@ class BM25Params:
 
     Example:
         >>> BM25Params("bm25+", k1=1.2)
-        BM25Params(method=<BM25Method.BM25PLUS: 'bm25+'>, k1=1.2, b=0.75, delta=1.0)
+        BM25Params(method=<BM25Method.BM25PLUS: 'bm25+'>, k1=1.2, b=0.75, delta=1.0, epsilon=None)
+        >>> BM25Params("okapi", epsilon=0.1).epsilon
+        0.1
         >>> BM25Params(b=1.5)
         Traceback (most recent call last):
         ...
@@ -69,6 +74,7 @@ class BM25Params:
     k1: float = 1.5
     b: float = 0.75
     delta: float | None = None
+    epsilon: float | None = None
 
     def __post_init__(self) -> None:
         method = BM25Method.parse(self.method)
@@ -77,6 +83,14 @@ class BM25Params:
         object.__setattr__(self, "b", _check_float("b", self.b, low=0.0, high=1.0))
         delta = DEFAULT_DELTA.get(method, 0.0) if self.delta is None else self.delta
         object.__setattr__(self, "delta", _check_float("delta", delta, low=0.0))
+        if method is BM25Method.ROBERTSON:
+            epsilon = OKAPI_EPSILON if self.epsilon is None else self.epsilon
+            object.__setattr__(self, "epsilon", _check_float("epsilon", epsilon, low=0.0))
+        elif self.epsilon is not None:
+            raise ValueError(
+                f"epsilon is the floor of negative Robertson idfs (method='robertson', alias "
+                f"'okapi'); method {method.value!r} has none, got epsilon={self.epsilon!r}"
+            )
         if method is BM25Method.BM25L and self.k1 == 0 and self.delta == 0:
             raise ValueError(
                 "bm25l needs k1 > 0 or delta > 0, got k1=0.0 and delta=0.0: its weight of an "
@@ -87,12 +101,16 @@ class BM25Params:
     @property
     def variant(self) -> Variant:
         """The idf and tf-weight functions of ``method``."""
-        return get_variant(self.method)
+        return get_variant(self.method, self.epsilon)
 
     def as_dict(self) -> dict[str, Any]:
-        """JSON-ready ``{"method", "k1", "b", "delta"}`` (what a saved index's manifest holds)."""
-        return {"method": BM25Method.parse(self.method).value, "k1": self.k1, "b": self.b,
-                "delta": self.delta}
+        """JSON-ready ``{"method", "k1", "b", "delta"}`` (what a saved index's manifest
+        holds), with ``"epsilon"`` when it is not the default (older releases read the rest)."""
+        out = {"method": BM25Method.parse(self.method).value, "k1": self.k1, "b": self.b,
+               "delta": self.delta}
+        if self.epsilon is not None and self.epsilon != OKAPI_EPSILON:
+            out["epsilon"] = self.epsilon
+        return out
 
 
 def params_from(
@@ -102,6 +120,7 @@ def params_from(
     k1: float | None = None,
     b: float | None = None,
     delta: float | None = None,
+    epsilon: float | None = None,
 ) -> BM25Params:
     """`BM25Index`'s rule: either a `BM25Params` value or the separate keywords, never both.
 
@@ -111,7 +130,8 @@ def params_from(
         TypeError: ``params`` is not a `BM25Params`, or it comes with a keyword.
     """
     keywords = {name: value for name, value in
-                (("method", method), ("k1", k1), ("b", b), ("delta", delta)) if value is not None}
+                (("method", method), ("k1", k1), ("b", b), ("delta", delta),
+                 ("epsilon", epsilon)) if value is not None}
     if params is None:
         return BM25Params(**keywords)
     if not isinstance(params, BM25Params):

@@ -71,7 +71,8 @@ def read(
     vocabulary_size = r.count("vocabulary_size")
     try:
         analyzer = Analyzer.from_config(r.field("analyzer", dict))
-        params = BM25Params(**{k: saved[k] for k in ("method", "k1", "b", "delta")})
+        params = BM25Params(**{k: saved[k] for k in ("method", "k1", "b", "delta")},
+                            epsilon=saved.get("epsilon"))
     except (KeyError, TypeError, ValueError) as exc:
         raise IndexFormatError(f"{where}: invalid parameters in manifest ({exc})") from None
     indptr = r.array("postings_indptr", dtype_kind="i", ndim=1, length=vocabulary_size + 1)

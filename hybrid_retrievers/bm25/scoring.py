@@ -17,10 +17,11 @@ References:
 
 from __future__ import annotations
 
+import functools
 import math
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import Enum
 
 import numpy as np
@@ -163,13 +164,15 @@ class Variant:
 
     ``absent(k1, delta)`` is ``tfw(0, ·)``, written out: it does not depend on the
     length norm, and it is defined where ``tfw``'s formula is 0/0 at tf = 0 (BM25+ at
-    k1 = 0, or any norm of 0).
+    k1 = 0, or any norm of 0). ``epsilon`` is the Robertson idf floor bound into ``idf``
+    (``None`` for the other variants).
     """
 
     method: BM25Method
     idf: IdfFn
     tfw: TfwFn
     absent: AbsentFn | None
+    epsilon: float | None = None
 
     @property
     def scores_absent_terms(self) -> bool:
@@ -179,13 +182,22 @@ class Variant:
 
 _VARIANTS = {
     BM25Method.LUCENE: Variant(BM25Method.LUCENE, idf_lucene, tfw_lucene, None),
-    BM25Method.ROBERTSON: Variant(BM25Method.ROBERTSON, idf_robertson, tfw_robertson, None),
+    BM25Method.ROBERTSON: Variant(BM25Method.ROBERTSON, idf_robertson, tfw_robertson, None,
+                                  OKAPI_EPSILON),
     BM25Method.BM25L: Variant(BM25Method.BM25L, idf_bm25l, tfw_bm25l, absent_bm25l),
     BM25Method.BM25PLUS: Variant(BM25Method.BM25PLUS, idf_bm25plus, tfw_bm25plus,
                                  absent_bm25plus),
 }
 
 
-def get_variant(method: BM25Method | str) -> Variant:
-    """Return the functions implementing ``method``."""
-    return _VARIANTS[BM25Method.parse(method)]
+def get_variant(method: BM25Method | str, epsilon: float | None = None) -> Variant:
+    """Return the functions implementing ``method``; ``epsilon`` (Robertson only, default
+    `OKAPI_EPSILON`) is the floor of negative idfs, as ``rank_bm25.BM25Okapi(epsilon=)``."""
+    variant = _VARIANTS[BM25Method.parse(method)]
+    if epsilon is None or epsilon == variant.epsilon:
+        return variant
+    if variant.method is not BM25Method.ROBERTSON:
+        raise ValueError(f"epsilon is the Robertson idf floor; method {variant.method.value!r} "
+                         "has none")
+    return replace(variant, idf=functools.partial(idf_robertson, epsilon=epsilon),
+                   epsilon=epsilon)

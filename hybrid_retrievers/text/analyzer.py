@@ -19,7 +19,7 @@ from ..gcpause import paused_gc
 from ..progress import progress
 from .config import ANALYZER_CONFIG_VERSION, read_config
 from .languages import _resolve_language
-from .normalization import _HAS_JOINER, _Normalizer
+from .normalization import _HAS_JOINER, _Normalizer, _Unchanged
 from .stemming import resolve_stemmer
 from .stopwords import load_stopwords
 from .tokenizers import BUILTIN_TOKENIZERS, _registered_name, callable_name, resolve_tokenizer
@@ -65,6 +65,14 @@ class Analyzer:
             ``text -> iterable of str`` (it gets the normalised text; stopwords and
             stemming still apply to its tokens). A callable can be saved with
             :meth:`to_config` only when it is registered (under any name).
+        token_pattern: A regular expression whose matches in the normalised text are the
+            tokens (the group's text when it has one group), instead of the tokenizer's
+            split: scikit-learn's and bm25s's ``token_pattern`` (theirs default to
+            ``r"(?u)\\b\\w\\w+\\b"``, words of two or more characters). Saved as data.
+        normalize: ``False`` hands the text to the tokenizer (a callable or registered
+            one, or ``token_pattern``) exactly as given: no NFKC, case or accent folding,
+            and stopwords are matched as given. For a tokenizer that does its own
+            normalisation, such as LangChain's ``preprocess_func`` (``str.split`` there).
 
     The languages ``"chinese"``, ``"japanese"`` and ``"korean"`` (``zh``, ``ja``, ``ko``)
     are accepted: they have no Snowball stemmer and no bundled stopwords, so
@@ -97,18 +105,26 @@ class Analyzer:
         stemmer: str | Callable[[str], str] | None = "default",
         accent_folding: bool = True,
         tokenizer: str | Callable[[str], Iterable[str]] = "standard",
+        token_pattern: str | None = None,
+        normalize: bool = True,
     ) -> None:
-        if not isinstance(accent_folding, bool):
-            raise TypeError(
-                f"accent_folding must be True or False, got "
-                f"{type(accent_folding).__name__}: {accent_folding!r}"
-            )
+        for name, flag in (("accent_folding", accent_folding), ("normalize", normalize)):
+            if not isinstance(flag, bool):
+                raise TypeError(
+                    f"{name} must be True or False, got {type(flag).__name__}: {flag!r}"
+                )
         self._language = _resolve_language(language)
         self._accent_folding = accent_folding
-        self._normalize = _Normalizer(accent_folding)
+        self._normalize: Any = _Normalizer(accent_folding) if normalize else _Unchanged()
         self._stopwords_spec, self._stopwords = self._resolve_stopwords(stopwords)
         self._stemmer_spec, self._stem_batch = resolve_stemmer(stemmer, self._language)
-        self._tokenizer_spec, self._split = resolve_tokenizer(tokenizer, self._normalize)
+        self._tokenizer_spec, self._split = resolve_tokenizer(tokenizer, self._normalize,
+                                                              token_pattern)
+        self._token_pattern = token_pattern
+        self._normalizes = normalize
+        # Codes ("ipc-420") are the standard split's compounds, never stopped or stemmed;
+        # a token_pattern's matches are plain tokens (as in bm25s and scikit-learn).
+        self._compound = (lambda token: None) if token_pattern is not None else _HAS_JOINER
         # Nothing to remove or stem: split tokens are final and the cache is not needed.
         self._identity = not self._stopwords and self._stem_batch is None
         self._cache: dict[str, str] = {}
@@ -172,6 +188,16 @@ class Analyzer:
     def tokenizer(self) -> str | Callable[[str], Iterable[str]]:
         """The tokenizer's name (``"standard"``, ``"jieba"``, a registered name) or callable."""
         return self._tokenizer_spec
+
+    @property
+    def token_pattern(self) -> str | None:
+        """The regular expression whose matches are the tokens (``None``: the tokenizer's)."""
+        return self._token_pattern
+
+    @property
+    def normalizes(self) -> bool:
+        """Whether text is normalised before it is split (``normalize=``)."""
+        return self._normalizes
 
     # -- analysis ------------------------------------------------------------------------
 
@@ -272,7 +298,7 @@ class Analyzer:
         to_stem: list[str] = []
         stop = self._stopwords
         for token in missing:
-            if _HAS_JOINER(token):
+            if self._compound(token):
                 resolved[token] = token  # a code's compound: never stopped nor stemmed
             elif token in stop:
                 resolved[token] = ""
@@ -349,14 +375,20 @@ class Analyzer:
         # The resolved words are saved, not "default": an index must analyse queries
         # exactly as it analysed documents, even if a later release edits a bundled list.
         stopwords = None if self._stopwords_spec is None else sorted(self.stopwords)
-        return {
-            "version": ANALYZER_CONFIG_VERSION,
+        config = {
+            "version": 2,
             "language": self._language,
             "stopwords": stopwords,
             "stemmer": self._stemmer_spec,
             "accent_folding": self._accent_folding,
             "tokenizer": tokenizer,
         }
+        # Version 3 only when a version 3 setting is used, so releases reading version 2
+        # still load every other index.
+        if self._token_pattern is not None or not self._normalizes:
+            config.update(version=ANALYZER_CONFIG_VERSION, token_pattern=self._token_pattern,
+                          normalize=self._normalizes)
+        return config
 
     @classmethod
     def from_config(cls, config: Any) -> Analyzer:
@@ -382,7 +414,7 @@ class Analyzer:
 
     def _key(self) -> tuple[Any, ...]:
         return (self._language, self.stopwords, self._stemmer_spec, self._accent_folding,
-                self._tokenizer_spec)
+                self._tokenizer_spec, self._token_pattern, self._normalizes)
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Analyzer):
@@ -408,6 +440,10 @@ class Analyzer:
         tok_text = "" if tok == "standard" else (
             f", tokenizer={tok!r}" if isinstance(tok, str) else f", tokenizer={callable_name(tok)}"
         )
+        if self._token_pattern is not None:
+            tok_text += f", token_pattern={self._token_pattern!r}"
+        if not self._normalizes:
+            tok_text += ", normalize=False"
         return (
             f"Analyzer(language={self._language!r}, stopwords={stop}, "
             f"stemmer={stem_text}, accent_folding={self._accent_folding}{tok_text})"

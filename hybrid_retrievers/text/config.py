@@ -15,16 +15,20 @@ from .tokenizers import UnknownTokenizerError, available_tokenizers
 
 __all__ = ["ANALYZER_CONFIG_VERSION", "read_config"]
 
-ANALYZER_CONFIG_VERSION = 2
+ANALYZER_CONFIG_VERSION = 3
 """Version of the :meth:`Analyzer.to_config` layout; bumped when the analysis changes.
 
 Version 2 added the ``tokenizer`` key and CJK bigrams in the default tokenizer. A
 version 1 config (no ``tokenizer``) still loads, with the version 1 split
 (``tokenizer="words"``), so an index keeps analysing queries as it analysed documents.
+Version 3 added ``token_pattern`` and ``normalize``; a config that uses neither is still
+written as version 2.
 """
 
 _CONFIG_KEYS_V1 = frozenset({"version", "language", "stopwords", "stemmer", "accent_folding"})
-_CONFIG_KEYS = _CONFIG_KEYS_V1 | {"tokenizer"}
+_CONFIG_KEYS_V2 = _CONFIG_KEYS_V1 | {"tokenizer"}
+_CONFIG_KEYS = {1: _CONFIG_KEYS_V1, 2: _CONFIG_KEYS_V2,
+                3: _CONFIG_KEYS_V2 | {"token_pattern", "normalize"}}
 
 
 def read_config(config: Any) -> tuple[str, dict[str, Any]]:
@@ -44,12 +48,12 @@ def read_config(config: Any) -> tuple[str, dict[str, Any]]:
     version = config.get("version")
     if isinstance(version, bool) or not isinstance(version, int):
         raise ValueError(f"analyzer config 'version' must be an int, got {version!r}")
-    if version not in (1, ANALYZER_CONFIG_VERSION):
+    if version not in _CONFIG_KEYS:
         raise ValueError(
             f"analyzer config version {version} is not supported (this version reads 1 "
-            f"and {ANALYZER_CONFIG_VERSION}); upgrade hybrid-retrievers or rebuild the index"
+            f"to {ANALYZER_CONFIG_VERSION}); upgrade hybrid-retrievers or rebuild the index"
         )
-    expected = _CONFIG_KEYS_V1 if version == 1 else _CONFIG_KEYS
+    expected = _CONFIG_KEYS[version]
     keys = set(config)
     if keys != expected:
         unknown, missing = sorted(keys - expected), sorted(expected - keys)
@@ -92,6 +96,14 @@ def read_config(config: Any) -> tuple[str, dict[str, Any]]:
         raise ValueError(
             f"analyzer config 'accent_folding' must be a bool, got {accent_folding!r}"
         )
+    token_pattern = config.get("token_pattern")
+    if token_pattern is not None and not isinstance(token_pattern, str):
+        raise ValueError(
+            f"analyzer config 'token_pattern' must be a str or null, got {token_pattern!r:.80}"
+        )
+    normalize = config.get("normalize", True)
+    if not isinstance(normalize, bool):
+        raise ValueError(f"analyzer config 'normalize' must be a bool, got {normalize!r}")
     if stemmer == "snowball":
         check_snowball_installed()
     return language, {
@@ -99,4 +111,6 @@ def read_config(config: Any) -> tuple[str, dict[str, Any]]:
         "stemmer": "default" if stemmer == "snowball" else None,
         "accent_folding": accent_folding,
         "tokenizer": tokenizer,
+        "token_pattern": token_pattern,
+        "normalize": normalize,
     }

@@ -109,6 +109,17 @@ class _Normalizer:
         return text
 
 
+class _Unchanged:
+    """The normaliser of ``Analyzer(normalize=False)``: the text as given (no NFKC, case
+    or accent folding), for a tokenizer that does its own normalisation."""
+
+    __slots__ = ()
+    accent_folding = False
+
+    def __call__(self, text: str) -> str:
+        return text
+
+
 def _split(text: str) -> list[str]:
     """Split normalised text into tokens: parts, with codes' compounds before their parts."""
     chunks = _CHUNK_RE.findall(text)

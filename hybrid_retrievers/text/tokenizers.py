@@ -172,7 +172,8 @@ class _CustomSplitter:
 
     __slots__ = ("normalize", "fn")
 
-    def __init__(self, normalize: _Normalizer, fn: Callable[[str], Iterable[str]]) -> None:
+    def __init__(self, normalize: Callable[[str], str],
+                 fn: Callable[[str], Iterable[str]]) -> None:
         self.normalize = normalize
         self.fn = fn
 
@@ -195,10 +196,53 @@ class _CustomSplitter:
                 out.append(token)
         return out
 
+class _PatternSplitter:
+    """``token_pattern``: every match of the regex in the normalised text is a token (the
+    one group's text when the pattern has a group), as scikit-learn's and bm25s's
+    ``token_pattern`` do."""
+
+    __slots__ = ("normalize", "findall")
+
+    def __init__(self, normalize: Callable[[str], str], pattern: re.Pattern[str]) -> None:
+        self.normalize = normalize
+        self.findall = pattern.findall
+
+    def split(self, text: str) -> list[str]:
+        return [t for t in self.findall(self.normalize(text)) if t]
+
+
+def compile_token_pattern(token_pattern: Any) -> re.Pattern[str]:
+    """``token_pattern`` compiled; `TypeError` for a non-str, `ValueError` for a bad regex
+    or one with more than one group (which group would be the token?)."""
+    if not isinstance(token_pattern, str):
+        raise TypeError(f"token_pattern must be a regular expression (str), got "
+                        f"{type(token_pattern).__name__}: {token_pattern!r:.80}")
+    try:
+        pattern = re.compile(token_pattern)
+    except re.error as exc:
+        raise ValueError(f"token_pattern {token_pattern!r:.80} is not a valid regular "
+                         f"expression: {exc}") from None
+    if pattern.groups > 1:
+        raise ValueError(f"token_pattern must have at most one group (the token), got "
+                         f"{pattern.groups} in {token_pattern!r:.80}; use (?:...) for the others")
+    return pattern
+
+
 def resolve_tokenizer(
-    tokenizer: Any, normalize: _Normalizer
+    tokenizer: Any, normalize: Callable[[str], str], token_pattern: str | None = None
 ) -> tuple[Any, Callable[[str], list[str]]]:
-    """The tokenizer as given (a name or a callable) and the split function it means."""
+    """The tokenizer as given (a name or a callable) and the split function it means;
+    a ``token_pattern`` replaces the ``"standard"`` split by its matches."""
+    if token_pattern is not None:
+        if tokenizer != "standard":
+            raise ValueError(f"pass tokenizer= or token_pattern=, not both; got tokenizer="
+                             f"{tokenizer!r:.60} and token_pattern={token_pattern!r:.60}")
+        return tokenizer, _PatternSplitter(normalize, compile_token_pattern(token_pattern)).split
+    if isinstance(tokenizer, str) and tokenizer in BUILTIN_TOKENIZERS and \
+            not isinstance(normalize, _Normalizer):
+        raise ValueError(f"normalize=False needs a callable (or registered) tokenizer or a "
+                         f"token_pattern: the built-in tokenizer {tokenizer!r} normalises "
+                         "as it splits")
     if isinstance(tokenizer, str):
         if tokenizer == "standard":
             return tokenizer, _StandardSplitter(normalize).split

@@ -48,14 +48,14 @@ __all__ = ["accepts_k", "ARGUMENT_HINTS", "check_arguments", "child_config", "co
 
 ARGUMENT_HINTS: Mapping[str, str] = {
     "preprocess_func": (
-        "LangChain community's preprocess_func (a custom tokenizer) is not an argument "
-        "here: pass analyzer=hybrid_retrievers.Analyzer(...) with the tokenizer hook "
-        "instead, so the same tokenizer is saved and used for documents and queries"
+        "LangChain community's preprocess_func is an argument of "
+        "BM25Retriever.from_texts / from_documents, which build the index with it"
     ),
     "bm25_params": (
-        "LangChain community's bm25_params dict is spelled as separate arguments here: "
-        "k1=..., b=... (and method=..., delta=...)"
+        "LangChain community's bm25_params is an argument of BM25Retriever.from_texts / "
+        "from_documents (or spell it k1=..., b=..., method=..., delta=...)"
     ),
+    "bm25_variant": "an argument of BM25Retriever.from_texts / from_documents",
     "c": "EnsembleRetriever's RRF constant c is called k_rrf here (default 60)",
     "id_key": (
         "id_key is not needed here: documents are identified by Document.id (set it on "

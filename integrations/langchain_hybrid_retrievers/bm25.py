@@ -7,10 +7,11 @@ so LangChain and LlamaIndex users get identical rankings.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from hybrid_retrievers import Analyzer, BM25Index
+from hybrid_retrievers.bm25 import BM25Params
 
 from ._base import IndexRetriever
 from ._convert import Ids, Metadatas, copy_metadatas
@@ -25,6 +26,21 @@ class BM25Retriever(IndexRetriever):
     BM25 score under ``score_key`` and the 1-based ``"rank"``. Only documents matching a
     query term come back, so there may be fewer than ``k``. ``k`` and ``filter`` can be
     overridden per call (``invoke(q, k=3, filter={"source": "wiki"})``, and ``ainvoke``).
+
+    A drop-in for ``langchain_community.retrievers.BM25Retriever``'s ``from_texts`` /
+    ``from_documents``: ``k``, ``preprocess_func`` (the tokenizer, applied to documents
+    and queries exactly as given: no lowercasing, stopwords or stemming are added),
+    ``bm25_params`` and ``bm25_variant`` (``"okapi"``: Robertson's BM25 with rank_bm25's
+    ``epsilon`` idf floor; ``"plus"``: BM25+), each meaning what rank_bm25 means by it.
+    Refused: ``bm25_variant="l"`` (rank_bm25's BM25L multiplies by the term frequency
+    once more than Lv & Zhai's BM25L, ``method="bm25l"`` here: no exact equivalent), and
+    the constructor's ``vectorizer`` / ``docs`` (a rank_bm25 object, not an index: build
+    with ``from_texts``). Kept on principle (README, "Differences from the originals"):
+    without ``preprocess_func`` the analysis is this package's `Analyzer` (LangChain's is
+    ``str.split``), without ``bm25_params`` / ``bm25_variant`` the variant is Lucene's;
+    only documents matching a query term come back (no zero-score padding), best first
+    with ties by index order; a callable ``preprocess_func`` works in memory, and
+    `save_local` needs it registered (``hybrid_retrievers.text.register_tokenizer``).
 
     Example:
         >>> from langchain_hybrid_retrievers import BM25Retriever
@@ -42,14 +58,37 @@ class BM25Retriever(IndexRetriever):
 
     @classmethod
     def from_texts(
-        cls, texts: Iterable[str], metadatas: Metadatas = None, ids: Ids = None, *,
-        analyzer: Analyzer | None = None, k1: float = 1.5, b: float = 0.75,
-        method: str = "lucene", delta: float | None = None, **kwargs: Any,
+        cls, texts: Iterable[str], metadatas: Metadatas = None, ids: Ids = None,
+        bm25_params: Mapping[str, Any] | None = None,
+        preprocess_func: Callable[[str], list[str]] | None = None, *,
+        bm25_variant: str | None = None, analyzer: Analyzer | None = None,
+        k1: float | None = None, b: float | None = None, method: str | None = None,
+        delta: float | None = None, **kwargs: Any,
     ) -> BM25Retriever:
         """Index raw texts (see `BM25Index.from_texts`) and return a retriever over them;
-        ``**kwargs`` are retriever fields (``k``, ``filter``, ``score_key``, ``tags``...)."""
+        ``**kwargs`` are retriever fields (``k``, ``filter``, ``score_key``, ``tags``...).
+
+        ``bm25_params`` / ``bm25_variant`` / ``preprocess_func`` are LangChain's (see the
+        class); ``analyzer``, ``k1``, ``b``, ``method``, ``delta`` are `BM25Index`'s.
+
+        Raises:
+            TypeError: a ``bm25_params`` key the variant's rank_bm25 class does not take.
+            ValueError: both spellings of one setting, or ``bm25_variant="l"`` / unknown.
+        """
+        if preprocess_func is not None:
+            if analyzer is not None:
+                raise ValueError("pass preprocess_func= or analyzer=, not both")
+            if not callable(preprocess_func):
+                raise TypeError(f"preprocess_func must be a callable str -> list[str], got "
+                                f"{type(preprocess_func).__name__}")
+            analyzer = Analyzer(tokenizer=preprocess_func, normalize=False, stopwords=None,
+                                stemmer=None)
+        params = _rank_bm25_params(bm25_params, bm25_variant,
+                                  {"k1": k1, "b": b, "method": method, "delta": delta})
+        keywords = {} if params is not None else {"k1": k1, "b": b, "method": method,
+                                                  "delta": delta}
         index = BM25Index.from_texts(texts, ids=ids, metadatas=copy_metadatas(metadatas),
-                                     analyzer=analyzer, k1=k1, b=b, method=method, delta=delta)
+                                     analyzer=analyzer, params=params, **keywords)
         return cls(index=index, **kwargs)
 
     @classmethod
@@ -59,3 +98,47 @@ class BM25Retriever(IndexRetriever):
         """Load a retriever saved with `save_local` (or any saved `BM25Index`, see
         `BM25Index.load`); ``**kwargs`` are retriever fields (``k``, ``filter``...)."""
         return cls(index=BM25Index.load(folder_path, mmap=mmap), **kwargs)
+
+
+# LangChain's bm25_variant -> (our method, the bm25_params keys its rank_bm25 class takes).
+_VARIANTS = {"okapi": ("robertson", ("k1", "b", "epsilon")),
+             "plus": ("bm25+", ("k1", "b", "delta"))}
+
+
+def _rank_bm25_params(bm25_params: Mapping[str, Any] | None, bm25_variant: str | None,
+                     keywords: Mapping[str, Any]) -> BM25Params | None:
+    """The `BM25Params` of LangChain's ``bm25_params`` / ``bm25_variant`` (``None`` when
+    neither is given). Either one means rank_bm25's world, so the variant defaults to
+    ``"okapi"`` (rank_bm25's ``BM25Okapi``: ``method="robertson"`` with ``epsilon``).
+
+    Raises:
+        TypeError: ``bm25_params`` is not a mapping, or holds a key its class refuses.
+        ValueError: ``bm25_variant`` is ``"l"`` or unknown, or a `BM25Index` keyword
+            (``keywords``) is given too.
+    """
+    if bm25_params is None and bm25_variant is None:
+        return None
+    given = sorted(key for key, value in keywords.items() if value is not None)
+    if given:
+        raise ValueError(f"pass bm25_params= / bm25_variant= or {', '.join(given)}=, not both")
+    variant = "okapi" if bm25_variant is None else bm25_variant
+    if variant == "l":
+        raise ValueError(
+            "bm25_variant='l' (rank_bm25's BM25L) has no exact equivalent here: rank_bm25 "
+            "multiplies Lv & Zhai's BM25L weight by the term frequency once more; pass "
+            "method='bm25l' for the paper's formula, or bm25_variant='okapi' / 'plus'"
+        )
+    if variant not in _VARIANTS:
+        raise ValueError(f"bm25_variant must be 'okapi', 'plus' or 'l', got {variant!r:.40}")
+    method, accepted = _VARIANTS[variant]
+    if bm25_params is None:
+        bm25_params = {}
+    if not isinstance(bm25_params, Mapping):
+        raise TypeError(f"bm25_params must be a dict such as {{'k1': 1.2, 'b': 0.75}}, got "
+                        f"{type(bm25_params).__name__}")
+    unknown = sorted(set(bm25_params) - set(accepted))
+    if unknown:
+        hint = " (the tokenizer is preprocess_func=)" if "tokenizer" in unknown else ""
+        raise TypeError(f"bm25_params for bm25_variant={variant!r} take {list(accepted)}, got "
+                        f"unexpected {unknown}{hint}")
+    return BM25Params(method, **bm25_params)

@@ -12,6 +12,7 @@ is one core searcher instead.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import os
 from collections.abc import Mapping, Sequence
@@ -27,7 +28,7 @@ from langchain_core.embeddings import Embeddings
 from langchain_core.retrievers import RetrieverLike
 from langchain_core.runnables import RunnableConfig
 from langchain_core.runnables.config import patch_config
-from pydantic import PrivateAttr, field_validator, model_validator
+from pydantic import ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
 from hybrid_retrievers.fusion import DEFAULT_K_RRF, Dedup, FusionMode
 from hybrid_retrievers.integration import (
@@ -97,8 +98,13 @@ class FusionRetriever(StrictRetriever):
     mode: FusionMode | str = FusionMode.RRF
     """The `hybrid_retrievers.FusionMode` (``"rrf"``, ``"relative_score"``, ...)."""
 
-    k_rrf: float = DEFAULT_K_RRF
-    """The RRF constant (> 0), used by ``mode="rrf"``."""
+    k_rrf: float = Field(DEFAULT_K_RRF, alias="c")
+    """The RRF constant (> 0), used by ``mode="rrf"``; ``c=`` is EnsembleRetriever's name."""
+
+    id_key: str | None = None
+    """EnsembleRetriever's ``id_key``: the metadata key whose value identifies a child's
+    document (the fused result's ``Document.id`` is then that value); ``None``:
+    ``Document.id`` (the content id of its text when it has none)."""
 
     fetch_k: int | None = None
     """Candidates asked of each child; ``None``: ``max(k, 20)`` (`default_fetch_k`)."""
@@ -114,6 +120,8 @@ class FusionRetriever(StrictRetriever):
 
     score_key: str = "score"
     """Metadata key of the fused score (also the first key read as a child's score)."""
+
+    model_config = ConfigDict(populate_by_name=True)
 
     _runner: CallRunner | None = PrivateAttr(default=None)
     _plan_cache: tuple[Any, FusionPlan] | None = PrivateAttr(default=None)
@@ -152,6 +160,11 @@ class FusionRetriever(StrictRetriever):
                              f"metadata key), got {value!r}; use e.g. 'fused_score'")
         return value
 
+    @property
+    def c(self) -> float:
+        """EnsembleRetriever's name of ``k_rrf``."""
+        return self.k_rrf
+
     @model_validator(mode="after")
     def _check_plan(self) -> FusionRetriever:
         plan = self._plan()  # the core checks weights and names against the children
@@ -187,14 +200,19 @@ class FusionRetriever(StrictRetriever):
     def save_local(self, folder_path: str | os.PathLike[str]) -> None:
         """Save every child index (this package's BM25, dense, hybrid or fusion
         retrievers, else `TypeError`) and the settings to one folder; models and a
-        callable ``weights`` rule are not saved (pass them to `load_local`)."""
+        callable ``weights`` rule are not saved (pass them to `load_local`); ``k_rrf``
+        (``c``) and ``id_key`` are."""
         children = []
         for i, child in enumerate(self.retrievers):
             kind = child_kind(i, child, {"bm25": BM25Retriever, "vector": DenseRetriever,
                                          "fusion": (FusionRetriever, HybridRetriever)}, "save")
             children.append((kind, child.save_local, {"k": child.k}))
+        # id_key only when set: the folder stays readable by LlamaIndex's FusionRetriever,
+        # which refuses one that has it (it has no id_key).
+        identity = {} if self.id_key is None else {"id_key": self.id_key}
         settings = fusion_settings(self._plan(), k=self.k, fetch_k=self.fetch_k,
-                                   pass_fetch_k=self.pass_fetch_k, score_key=self.score_key)
+                                   pass_fetch_k=self.pass_fetch_k, score_key=self.score_key,
+                                   **identity)
         save_fusion(folder_path, children, settings)
 
     @classmethod
@@ -273,6 +291,7 @@ class ChildSearcher:
     pass_k: bool
     keys: Sequence[str]  # metadata keys read as the score, in order
     label: str
+    id_key: str | None = None  # the metadata key of the identity (None: Document.id)
 
     def search(self, query: str, k: int) -> list[Hit]:
         kwargs = {"k": k} if self.pass_k else {}
@@ -286,7 +305,17 @@ class ChildSearcher:
         if isinstance(docs, (str, bytes, Mapping)) or not isinstance(docs, Sequence):
             raise TypeError(f"child {self.label} must return a list of Document, got "
                             f"{type(docs).__name__}")
-        return [document_to_hit(d, pos, self.keys) for pos, d in enumerate(docs, 1)]
+        hits = [document_to_hit(d, pos, self.keys) for pos, d in enumerate(docs, 1)]
+        if self.id_key is None:
+            return hits
+        out = []
+        for hit, document in zip(hits, docs):
+            if self.id_key not in document.metadata:
+                raise KeyError(f"child {self.label} returned a document without the id_key "
+                               f"{self.id_key!r} in its metadata (position {hit.rank})")
+            doc = dataclasses.replace(hit.doc, id=str(document.metadata[self.id_key]))
+            out.append(dataclasses.replace(hit, doc=doc))
+        return out
 
 
 def _child_label(fusion: Any, i: int) -> str:
@@ -314,7 +343,7 @@ def _children_for(fusion: Any, call: FusionCall, run_manager: Any, config: Runna
             child = with_store_scores(child)
         child_run = patch_config(config, callbacks=run_manager.get_child(tag=f"retriever_{i + 1}"))
         out.append(ChildSearcher(child, child_run, pass_k=passes, keys=keys,
-                                 label=_child_label(fusion, i)))
+                                 label=_child_label(fusion, i), id_key=fusion.id_key))
     return out
 
 

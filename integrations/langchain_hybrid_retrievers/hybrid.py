@@ -107,11 +107,16 @@ class HybridRetriever(CoreRetriever):
             dense: `VectorIndex.from_texts` options (``metric``, ``batch_size``,
                 ``cache``).
             k: the default number of fused documents.
-            **fusion: `FusionSearcher` arguments (``mode``, ``weights``, ``k_rrf``,
+            **fusion: `FusionSearcher` arguments (``mode``, ``weights``, ``k_rrf`` or
+                EnsembleRetriever's ``c``,
                 ``fetch_k``, ``names``, ``dedup``, ``max_workers``); the retriever's own
                 fields (``filter``, ``score_key``, ``tags``...) are taken out first.
         """
         fields = {key: fusion.pop(key) for key in list(fusion) if key in cls.model_fields}
+        if "c" in fusion:  # EnsembleRetriever's name of the RRF constant
+            if "k_rrf" in fusion:
+                raise ValueError("pass c= (EnsembleRetriever's name) or k_rrf=, not both")
+            fusion["k_rrf"] = fusion.pop("c")
         # A LangChain community spelling (``c``, ``top_k``...): refused with its hint.
         check_arguments(cls, {key: value for key, value in fusion.items()
                               if key in ARGUMENT_HINTS})

@@ -17,10 +17,11 @@ from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypedDict, TypeVar
 
 from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.callbacks import CallbackManager
-from llama_index.core.schema import BaseNode, NodeWithScore, QueryBundle
+from llama_index.core.schema import BaseNode, IndexNode, MetadataMode, NodeWithScore, QueryBundle
 from llama_index.core.vector_stores.types import MetadataFilters
 
 from hybrid_retrievers.integration import check_k
+from hybrid_retrievers.persistence import IndexFormatError
 from hybrid_retrievers.types import Doc, Hit, MetadataFilter
 
 from ._convert import QueryChecked, hit_to_node_with_score, to_core_filter
@@ -109,6 +110,8 @@ class SearcherState(SimilarityTopK, Generic[S]):
         nodes: Iterable[BaseNode] | NodeCache | None = None,
         callback_manager: CallbackManager | None = None,
         verbose: bool = False,
+        objects: list[IndexNode] | None = None,
+        object_map: dict[str, Any] | None = None,
         **unexpected: Any,
     ) -> None:
         refuse_arguments(type(self).__name__, unexpected, {
@@ -122,7 +125,10 @@ class SearcherState(SimilarityTopK, Generic[S]):
         self.similarity_top_k = similarity_top_k
         self._core_filter: Any = to_core_filter(self._filter)
         self._nodes = nodes if isinstance(nodes, NodeCache) else NodeCache(nodes or ())
-        BaseRetriever.__init__(self, callback_manager=callback_manager, verbose=verbose)
+        # objects / object_map: LlamaIndex's recursive retrieval (an IndexNode hit is
+        # replaced by what its object retrieves), handled by BaseRetriever.
+        BaseRetriever.__init__(self, callback_manager=callback_manager, verbose=verbose,
+                               objects=objects, object_map=object_map)
 
     def _check_searcher(self, searcher: Any) -> None:
         if not isinstance(searcher, self.searcher_type):
@@ -178,6 +184,9 @@ class SearcherState(SimilarityTopK, Generic[S]):
         """Constructor arguments read back from the saved settings (besides the options)."""
         return {}
 
+    def _restore(self, settings: dict[str, Any]) -> None:
+        """Set what the saved ``settings`` hold beyond the constructor's arguments."""
+
     def _write(self, persist_dir: str | os.PathLike[str]) -> None:
         """``persist``: the searcher under ``index/``, the settings and the node fields."""
         write_retriever(persist_dir, type(self).__name__, self._settings(),
@@ -194,13 +203,20 @@ class SearcherState(SimilarityTopK, Generic[S]):
         top_k = options.pop("similarity_top_k", None)
         settings, fields, folder = read_retriever(persist_dir, cls.__name__, bare_index_kind)
         saved_filter = filter_from_json(settings.get("filter"), str(persist_dir))
+        try:
+            mode = MetadataMode(settings.get("metadata_mode", MetadataMode.NONE.value))
+        except ValueError:
+            raise IndexFormatError(f"{persist_dir}: unknown metadata_mode "
+                                   f"{settings.get('metadata_mode')!r:.40}") from None
         searcher = load(folder)
-        return cls(  # type: ignore[call-arg]
-            searcher, nodes=NodeCache.from_json(fields, cls._stored_docs(searcher)),
+        retriever = cls(  # type: ignore[call-arg]
+            searcher, nodes=NodeCache.from_json(fields, cls._stored_docs(searcher), mode),
             similarity_top_k=settings.get("similarity_top_k", 4) if top_k is None else top_k,
             filters=saved_filter if filters is None else filters,
             **options, **cls._saved_options(settings),
         )
+        retriever._restore(settings)
+        return retriever
 
 
 class CoreSearcherRetriever(SearcherState[S], NodeEditing, QueryChecked, BaseRetriever):

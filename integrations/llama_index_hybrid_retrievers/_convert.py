@@ -1,7 +1,8 @@
 """Conversions between core `Doc` / `Hit` and LlamaIndex nodes, filters and node sources.
 
-The text that is indexed is the node's own text (``MetadataMode.NONE``), so a metadata
-value never changes scores; the metadata is kept separately (copied) for filters.
+The text that is indexed is the node's content in a `MetadataMode`: its own text
+(``NONE``, the default here) or, for `BM25Retriever`, with its metadata as LlamaIndex's
+own BM25 retriever indexes it (``EMBED``); the metadata is also kept (copied) for filters.
 ``from_defaults`` takes its nodes from exactly one source (`one_source`, `source_nodes`).
 `QueryChecked` refuses a query of the wrong type before LlamaIndex's instrumentation
 sees it (``BaseRetriever.retrieve(None)`` fails there with "2 validation errors for
@@ -20,7 +21,7 @@ from llama_index.core.vector_stores.utils import build_metadata_filter_fn
 
 from hybrid_retrievers.types import Doc, Hit, MetadataFilter
 
-from ._nodes import NodeCache
+from ._nodes import NodeCache, indexed_text
 
 __all__ = [
     "FUSION_KEY",
@@ -48,12 +49,13 @@ def type_error(expected: str, value: Any) -> TypeError:
     return TypeError(f"{expected}, got {type(value).__name__}: {value!r:.80}")
 
 
-def node_to_doc(node: BaseNode) -> Doc:
-    """A LlamaIndex node as a core `Doc` (id ``node.node_id``); TypeError for a non-node."""
+def node_to_doc(node: BaseNode, metadata_mode: MetadataMode = MetadataMode.NONE) -> Doc:
+    """A LlamaIndex node as a core `Doc` (id ``node.node_id``, text its `indexed_text` in
+    ``metadata_mode``); TypeError for a non-node."""
     if not isinstance(node, BaseNode):
         raise type_error("nodes must contain llama_index BaseNode objects (e.g. TextNode, "
                          "Document)", node)
-    return Doc(id=node.node_id, text=node.get_content(metadata_mode=MetadataMode.NONE),
+    return Doc(id=node.node_id, text=indexed_text(node, metadata_mode),
                metadata=dict(node.metadata))
 
 
@@ -64,9 +66,10 @@ def as_node_list(nodes: Iterable[BaseNode]) -> list[BaseNode]:
     return list(nodes)
 
 
-def nodes_to_docs(nodes: Iterable[BaseNode]) -> list[Doc]:
+def nodes_to_docs(nodes: Iterable[BaseNode],
+                  metadata_mode: MetadataMode = MetadataMode.NONE) -> list[Doc]:
     """Convert many nodes (see `node_to_doc`)."""
-    return [node_to_doc(n) for n in as_node_list(nodes)]
+    return [node_to_doc(n, metadata_mode) for n in as_node_list(nodes)]
 
 
 def hit_to_node_with_score(hit: Hit, nodes: NodeCache) -> NodeWithScore:

@@ -55,7 +55,8 @@ class NodeEditing:
         """
         _no_options("insert_nodes", insert_kwargs)
         new_nodes = as_node_list(nodes)
-        ids = add_to_all(self._editable_indexes(), nodes_to_docs(new_nodes))
+        docs = nodes_to_docs(new_nodes, self._nodes.metadata_mode)
+        ids = add_to_all(self._editable_indexes(), docs)
         self._nodes.update(new_nodes)
         return ids
 

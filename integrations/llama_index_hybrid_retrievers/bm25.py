@@ -1,26 +1,27 @@
 """LlamaIndex retriever over the core `BM25Index`.
 
 Thin by design: the core does the scoring, filtering and top-k; this module converts
-nodes to `Doc`s, maps ``similarity_top_k`` onto the core's ``k``, wraps hits in new
-`NodeWithScore` objects and runs async retrieval in a worker thread.
+nodes to `Doc`s (their ``MetadataMode.EMBED`` content by default, as
+``llama-index-retrievers-bm25`` indexes them), maps ``similarity_top_k`` and bm25s's
+tokenizer options onto the core's, wraps hits in new `NodeWithScore` objects and runs
+async retrieval in a worker thread.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from llama_index.core.callbacks.base import CallbackManager
-from llama_index.core.schema import BaseNode
+from llama_index.core.constants import DEFAULT_SIMILARITY_TOP_K
+from llama_index.core.schema import BaseNode, MetadataMode
 from llama_index.core.storage.docstore.types import BaseDocumentStore
-from llama_index.core.vector_stores.types import MetadataFilters
 
 from hybrid_retrievers import Analyzer, BM25Index
-from hybrid_retrievers.types import MetadataFilter
 
-from ._base import CoreIndexRetriever, LoadOptions, SearcherOptions, refuse_arguments
-from ._convert import nodes_to_docs, one_source, source_nodes
+from ._base import CoreIndexRetriever, LoadOptions, refuse_arguments
+from ._convert import as_node_list, nodes_to_docs, one_source, source_nodes
+from ._nodes import NodeCache
 
 if TYPE_CHECKING:  # typing.Unpack is Python 3.11+
     from typing_extensions import Unpack
@@ -31,39 +32,152 @@ __all__ = ["BM25Retriever"]
 class BM25Retriever(CoreIndexRetriever[BM25Index]):
     """BM25 keyword retriever for LlamaIndex backed by `hybrid_retrievers.BM25Index`.
 
+    A drop-in for ``llama_index.retrievers.bm25.BM25Retriever``: its constructor and
+    ``from_defaults`` take the nodes (``BM25Retriever(nodes=nodes, similarity_top_k=2)``)
+    or a ``docstore`` / an ``index``, and index what it indexes: each node's
+    ``get_content(metadata_mode=MetadataMode.EMBED)``, its text with its metadata
+    (titles, file names...) less ``excluded_embed_metadata_keys``. ``metadata_mode=
+    MetadataMode.NONE`` indexes the text alone. ``language``, ``stemmer``,
+    ``skip_stemming`` and ``token_pattern`` (bm25s's tokenizer options) become the
+    index's `Analyzer`, saved with it, and read back as properties after
+    `from_persist_dir` (``language`` as given: ``"en"`` stays ``"en"``); as there,
+    ``nodes=[]`` and nodes with no term to index are ``ValueError``s in the original's
+    words ("Please pass at least one node", "No valid tokens found"). ``filters``
+    (`MetadataFilters`, a mapping, or a callable over a `Doc`) apply before top-k;
+    ``objects`` / ``object_map`` are LlamaIndex's recursive retrieval. A core index built elsewhere goes in as ``bm25_index`` (first argument).
+
+    Refused, with a `TypeError` naming what to pass instead: ``existing_bm25`` (a
+    ``bm25s.BM25`` object: another library's index, which holds no texts to convert),
+    ``corpus_weight_mask`` (its values multiply scores by node position; a 0/1 mask is a
+    filter: pass ``filters=``) and ``corpus``. ``tokenizer``, deprecated and ignored
+    there, is used here: it is the analyzer's tokenizer hook (see `Analyzer`; a callable
+    works in memory, and saving needs it registered with ``register_tokenizer``).
+    Differences kept on principle (README, "Differences from the originals"): only
+    nodes matching a query term are returned (no zero-score padding), so up to
+    ``similarity_top_k``, never more than the corpus (no warning needed);
+    ``similarity_top_k`` is at least 1 (0 is a ``ValueError``, not ``[]``); the default
+    analysis is this package's (`Analyzer`: NLTK's English stopwords, Snowball, codes
+    and CJK kept; pass ``token_pattern=r"(?u)\\b\\w\\w+\\b"`` for bm25s's split).
+
     Each result is a new `NodeWithScore` carrying the BM25 score; its node is the
     caller's node object (not modified; after `from_persist_dir`, rebuilt from its saved
     fields) while it agrees with the index, else a `TextNode` of the stored document.
-    Indexed text is the node's own text (``MetadataMode.NONE``). Only nodes matching at
-    least one query term are returned.
-
-    The constructor takes the core index and the
-    `SearcherOptions` (``filters`` is a mapping, a callable over a `Doc` or `MetadataFilters`,
-    applied before top-k).
 
     Example:
         >>> from llama_index.core.schema import TextNode
         >>> from llama_index_hybrid_retrievers import BM25Retriever
-        >>> retriever = BM25Retriever.from_defaults(
+        >>> retriever = BM25Retriever(
         ...     nodes=[TextNode(id_="a", text="BM25 ranks documents"),
-        ...            TextNode(id_="b", text="Cats sleep all day")],
-        ...     similarity_top_k=1,
+        ...            TextNode(id_="b", text="Cats sleep all day",
+        ...                     metadata={"title": "Ranking cats"})],
+        ...     similarity_top_k=2,
         ... )
         >>> [n.node.node_id for n in retriever.retrieve("ranking documents")]
-        ['a']
+        ['a', 'b']
     """
 
     searcher_type = BM25Index
     searcher_argument = "bm25_index"
-    build_hint = "BM25Retriever.from_defaults(nodes=...)"
+    build_hint = "BM25Retriever(nodes=...)"
 
-    def __init__(self, bm25_index: BM25Index, **options: Unpack[SearcherOptions]) -> None:
-        super().__init__(bm25_index, **options)
+    def __init__(
+        self,
+        bm25_index: BM25Index | Sequence[BaseNode] | None = None,
+        *,
+        nodes: Iterable[BaseNode] | NodeCache | None = None,
+        similarity_top_k: int = DEFAULT_SIMILARITY_TOP_K,
+        metadata_mode: MetadataMode | str | None = None,
+        analyzer: Analyzer | None = None,
+        language: str | None = None,
+        stemmer: Any = None,
+        skip_stemming: bool = False,
+        token_pattern: str | None = None,
+        tokenizer: Callable[[str], Iterable[str]] | str | None = None,
+        k1: float | None = None,
+        b: float | None = None,
+        method: str | None = None,
+        delta: float | None = None,
+        **options: Any,
+    ) -> None:
+        refuse_arguments(type(self).__name__, {
+            key: options.pop(key) for key in list(options) if key in _UNSUPPORTED
+        }, _UNSUPPORTED)
+        if bm25_index is not None and not isinstance(bm25_index, BM25Index) and \
+                isinstance(bm25_index, Sequence) and not isinstance(bm25_index, (str, bytes)):
+            if nodes is not None:  # the original's first argument is the nodes
+                raise ValueError("pass the nodes once: as the first argument or as nodes=")
+            bm25_index, nodes = None, bm25_index
+        build = {"analyzer": analyzer, "language": language, "stemmer": stemmer,
+                 "skip_stemming": skip_stemming or None, "token_pattern": token_pattern,
+                 "tokenizer": tokenizer, "k1": k1, "b": b, "method": method, "delta": delta}
+        if bm25_index is None:
+            if nodes is None or isinstance(nodes, NodeCache):
+                raise ValueError("pass nodes= (the nodes to index) or bm25_index= (a "
+                                 "hybrid_retrievers.BM25Index); got neither")
+            mode = MetadataMode.EMBED if metadata_mode is None else MetadataMode(metadata_mode)
+            node_list = as_node_list(nodes)
+            if not node_list:  # the original's words, so code matching them keeps working
+                raise ValueError("Please pass at least one node: nodes= is empty (an empty "
+                                 "corpus cannot be indexed)")
+            bm25_index = BM25Index.from_docs(
+                nodes_to_docs(node_list, mode),
+                analyzer=analyzer_from_bm25s(analyzer, language, stemmer, skip_stemming,
+                                             token_pattern, tokenizer),
+                k1=k1, b=b, method=method, delta=delta,
+                show_progress=bool(options.get("verbose", False)))
+            if bm25_index.vocabulary_size == 0:
+                raise ValueError(
+                    f"No valid tokens found in the {len(node_list)} node(s) given: each is "
+                    f"empty or only stopwords after analysis ({bm25_index.analyzer!r})")
+            nodes = NodeCache(node_list, mode)
+        else:
+            given = sorted(key for key, value in build.items() if value is not None)
+            if given:
+                raise ValueError(f"an existing BM25Index keeps its analyzer and parameters; "
+                                 f"do not pass {', '.join(given)} with it")
+            if not isinstance(nodes, NodeCache):  # the caller's nodes for an index built
+                mode = MetadataMode.NONE if metadata_mode is None else MetadataMode(
+                    metadata_mode)  # elsewhere: from texts as given, unless told
+                nodes = NodeCache(nodes or (), mode)
+        super().__init__(bm25_index, nodes=nodes, similarity_top_k=similarity_top_k,
+                         **options)
+        self._language_as_given = language  # read back as given ("en"), saved with it
 
     @property
     def bm25_index(self) -> BM25Index:
         """The core BM25 index."""
         return self._searcher
+
+    @property
+    def metadata_mode(self) -> MetadataMode:
+        """Which content of a node is indexed (``EMBED``: with its metadata; ``NONE``)."""
+        return self._nodes.metadata_mode
+
+    @property
+    def language(self) -> str:
+        """``language`` as given (``"en"`` reads back ``"en"``, also after
+        `from_persist_dir`), else the analyzer's language (``"english"`` by default)."""
+        return self._language_as_given or self._searcher.analyzer.language
+
+    @property
+    def skip_stemming(self) -> bool:
+        """Whether terms are not stemmed."""
+        return self._searcher.analyzer.stemmer is None
+
+    @property
+    def token_pattern(self) -> str | None:
+        """The token regex, or ``None`` for the analyzer's tokenizer (`Analyzer`)."""
+        return self._searcher.analyzer.token_pattern
+
+    def _settings(self) -> dict[str, Any]:
+        language = {} if self._language_as_given is None else {
+            "language": self._language_as_given}
+        return {**super()._settings(), "metadata_mode": self._nodes.metadata_mode.value,
+                **language}
+
+    def _restore(self, settings: dict[str, Any]) -> None:
+        language = settings.get("language")
+        self._language_as_given = language if isinstance(language, str) else None
 
     @classmethod
     def from_defaults(
@@ -73,41 +187,23 @@ class BM25Retriever(CoreIndexRetriever[BM25Index]):
         *,
         index: Any = None,
         bm25_index: BM25Index | None = None,
-        similarity_top_k: int = 4,
-        analyzer: Analyzer | None = None,
-        language: str | None = None,
-        stemmer: Any = None,
-        skip_stemming: bool = False,
-        k1: float = 1.5,
-        b: float = 0.75,
-        method: str = "lucene",
-        delta: float | None = None,
-        filters: MetadataFilters | MetadataFilter | None = None,
-        callback_manager: CallbackManager | None = None,
-        verbose: bool = False,
-        **unsupported: Any,
+        similarity_top_k: int = DEFAULT_SIMILARITY_TOP_K,
+        **kwargs: Any,
     ) -> BM25Retriever:
         """Index nodes (or a docstore's, or a LlamaIndex index's) and return a retriever.
 
-        Takes the arguments of ``llama_index.retrievers.bm25.BM25Retriever.from_defaults``
-        that mean something here; the others (``tokenizer``, ``token_pattern``,
-        ``existing_bm25``...) raise a `TypeError` naming the alternative.
-
         Exactly one source: ``nodes``, a ``docstore`` or a LlamaIndex ``index`` whose
-        nodes are all indexed, or a core ``bm25_index`` used as it is. ``language`` /
-        ``stemmer`` / ``skip_stemming`` are bm25s's spelling of an ``analyzer``
-        (`analyzer_from_bm25s`); ``k1``, ``b``, ``method`` and ``delta`` are
-        `BM25Index.from_docs`'s; the rest are the constructor's.
+        nodes are all indexed, or a core ``bm25_index`` used as it is. ``kwargs`` are the
+        constructor's (``metadata_mode``, ``language``, ``stemmer``, ``skip_stemming``,
+        ``token_pattern``, ``analyzer``, ``k1``, ``b``, ``method``, ``delta``,
+        ``filters``, ``callback_manager``, ``verbose``, ``objects``, ``object_map``).
         """
-        refuse_arguments("BM25Retriever.from_defaults", unsupported, _UNSUPPORTED)
+        refuse_arguments("BM25Retriever.from_defaults", {
+            key: kwargs.pop(key) for key in list(kwargs) if key in _UNSUPPORTED
+            and key != "index"}, _UNSUPPORTED)
         one_source(nodes=nodes, docstore=docstore, index=index, bm25_index=bm25_index)
-        analyzer = analyzer_from_bm25s(analyzer, language, stemmer, skip_stemming)
-        options = {"similarity_top_k": similarity_top_k, "filters": filters,
-                   "callback_manager": callback_manager, "verbose": verbose}
         if bm25_index is not None:
-            if analyzer is not None:
-                raise ValueError("an existing BM25Index keeps its analyzer; do not pass one")
-            return cls(bm25_index, **options)
+            return cls(bm25_index, similarity_top_k=similarity_top_k, **kwargs)
         if index is not None:
             docstore = getattr(index, "docstore", None)
             if docstore is None:
@@ -116,10 +212,8 @@ class BM25Retriever(CoreIndexRetriever[BM25Index]):
                     f"got {type(index).__name__}; a hybrid_retrievers BM25Index goes in "
                     "bm25_index="
                 )
-        node_list = source_nodes(nodes, docstore)
-        core = BM25Index.from_docs(nodes_to_docs(node_list), analyzer=analyzer, k1=k1, b=b,
-                                   method=method, delta=delta, show_progress=verbose)
-        return cls(core, nodes=node_list, **options)
+        return cls(nodes=source_nodes(nodes, docstore), similarity_top_k=similarity_top_k,
+                   **kwargs)
 
     @classmethod
     def from_persist_dir(cls, persist_dir: str | os.PathLike[str], *, mmap: bool = False,
@@ -127,20 +221,25 @@ class BM25Retriever(CoreIndexRetriever[BM25Index]):
         """Load a retriever saved with `persist` (or a `BM25Index.save` folder).
 
         ``options`` default to the saved ones; ``mmap`` memory-maps the index arrays.
-        `IndexFormatError` for a missing, corrupt or foreign directory.
+        The analyzer (``language``, ``skip_stemming``, ``token_pattern``) and the
+        ``metadata_mode`` come back as saved. `IndexFormatError` for a missing, corrupt
+        or foreign directory.
         """
         return cls._load(persist_dir, lambda folder: BM25Index.load(folder, mmap=mmap),  # type: ignore[no-any-return]
                          bare_index_kind="bm25", **options)
 
 
 _UNSUPPORTED = {
-    "tokenizer": "pass analyzer=hybrid_retrievers.Analyzer(...) with its tokenizer hook "
-                 "(saved with the index, used for documents and queries)",
-    "token_pattern": "pass analyzer=hybrid_retrievers.Analyzer(...) with its tokenizer hook",
-    "existing_bm25": "pass bm25_index=<hybrid_retrievers.BM25Index> (e.g. BM25Index.load(path)), "
+    "existing_bm25": "a bm25s.BM25 object holds no texts to convert: pass "
+                     "bm25_index=<hybrid_retrievers.BM25Index> (e.g. BM25Index.load(path)), "
                      "or use BM25Retriever.from_persist_dir",
+    "corpus_weight_mask": "its values multiply scores by node position; to keep some nodes "
+                          "pass filters= (MetadataFilters, a mapping, or a callable over a "
+                          "hybrid_retrievers.Doc, e.g. lambda doc: doc.id in keep)",
     "corpus": "pass nodes=, docstore= or index=",
     "filter": "LlamaIndex spells it filters=, as VectorIndexRetriever does",
+    "index": "pass the core index as bm25_index= (in LlamaIndex, index= is a "
+             "VectorStoreIndex: BM25Retriever.from_defaults(index=...) takes one)",
 }
 
 
@@ -152,18 +251,22 @@ _PROBE = ["running", "connections", "generously", "nations", "happiness"]
 
 
 def analyzer_from_bm25s(analyzer: Analyzer | None, language: str | None, stemmer: Any,
-                        skip_stemming: bool) -> Analyzer | None:
-    """``analyzer``, or the `Analyzer` of the bm25s options (``None`` when none is given).
+                        skip_stemming: bool, token_pattern: str | None = None,
+                        tokenizer: Any = None) -> Analyzer | None:
+    """``analyzer``, or the `Analyzer` of the bm25s options (``None`` when none is given):
+    ``token_pattern`` is `Analyzer`'s, ``tokenizer`` its tokenizer hook.
 
     Raises:
         ValueError: for ``analyzer`` together with a bm25s option, ``stemmer`` together
             with ``skip_stemming``, or a PyStemmer stemmer that does not stem like
             Snowball ``language`` (default English).
     """
-    if language is None and stemmer is None and not skip_stemming:
+    if language is None and stemmer is None and not skip_stemming and \
+            token_pattern is None and tokenizer is None:
         return analyzer
     if analyzer is not None:
-        raise ValueError("pass analyzer= or language= / stemmer= / skip_stemming=, not both")
+        raise ValueError("pass analyzer= or language= / stemmer= / skip_stemming= / "
+                         "token_pattern= / tokenizer=, not both")
     if skip_stemming and stemmer is not None:
         raise ValueError("pass stemmer= or skip_stemming=True, not both")
     lang = "english" if language is None else language
@@ -179,4 +282,5 @@ def analyzer_from_bm25s(analyzer: Analyzer | None, language: str | None, stemmer
             )
     elif stemmer is not None:
         spec = stemmer
-    return Analyzer(lang, stemmer=spec)
+    split = {} if tokenizer is None else {"tokenizer": tokenizer}
+    return Analyzer(lang, stemmer=spec, token_pattern=token_pattern, **split)

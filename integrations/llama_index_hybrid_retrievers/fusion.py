@@ -21,6 +21,7 @@ from typing import Any
 from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.callbacks.base import CallbackManager
+from llama_index.core.constants import DEFAULT_SIMILARITY_TOP_K
 from llama_index.core.schema import NodeWithScore, QueryBundle
 
 from hybrid_retrievers.fusion import DEFAULT_K_RRF, Dedup, FusionMode
@@ -74,9 +75,21 @@ class FusionRetriever(SimilarityTopK, QueryChecked, FusionEditing, BaseRetriever
 
     Args:
         retrievers: The children: any LlamaIndex `BaseRetriever` objects, in order.
-        similarity_top_k: Number of fused nodes to return (>= 1).
+        similarity_top_k: Number of fused nodes to return (>= 1; default
+            ``QueryFusionRetriever``'s, LlamaIndex's ``DEFAULT_SIMILARITY_TOP_K``: 2).
         weights, mode, k_rrf, names, dedup: As for `hybrid_retrievers.FusionSearcher`
             (a child whose weight is 0 for a query is not called).
+        retriever_weights, num_queries, use_async, llm, query_gen_prompt:
+            ``QueryFusionRetriever``'s. ``retriever_weights`` are ``weights`` normalised
+            to sum 1, as there; ``num_queries`` must be 1 (no generated queries: for
+            more, an LLM writes them: use `HyDERetriever` or fuse retrievers over your
+            own rewrites), so ``llm`` and ``query_gen_prompt`` go unused, as there;
+            ``use_async`` changes nothing (children always run at the same time).
+            Its ``mode`` names are taken too: ``"reciprocal_rerank"`` is RRF over its
+            0-based ranks, ``1 / (60 + r0)``, which is ``k_rrf=59`` here (unless
+            ``k_rrf`` is given), ignoring ``retriever_weights`` as there (``weights``
+            count); ``"relative_score"`` and ``"dist_based_score"`` are the
+            same formulas; ``"simple"`` (keep the highest score per text) is refused.
         max_workers: Children run at the same time in ``retrieve``, at most (default:
             all; 1 runs them one after another in the calling thread).
         callback_manager, verbose: As for LlamaIndex's `BaseRetriever`.
@@ -103,16 +116,23 @@ class FusionRetriever(SimilarityTopK, QueryChecked, FusionEditing, BaseRetriever
         self,
         retrievers: Sequence[BaseRetriever],
         *,
-        similarity_top_k: int = 4,
+        similarity_top_k: int = DEFAULT_SIMILARITY_TOP_K,
         weights: Weights | None = None,
         mode: FusionMode | str = FusionMode.RRF,
-        k_rrf: float = DEFAULT_K_RRF,
+        k_rrf: float | None = None,
         names: Sequence[str] | None = None,
         dedup: Dedup | str = Dedup.ID,
         max_workers: int | None = None,
         callback_manager: CallbackManager | None = None,
         verbose: bool = False,
+        retriever_weights: Sequence[float] | None = None,
+        num_queries: int = 1,
+        use_async: bool = True,
+        llm: Any = None,
+        query_gen_prompt: str | None = None,
     ) -> None:
+        mode, k_rrf, weights = _query_fusion_arguments(mode, k_rrf, weights,
+                                                        retriever_weights, num_queries)
         if isinstance(retrievers, (str, bytes, Mapping, BaseRetriever)) or not isinstance(
             retrievers, Sequence
         ):
@@ -187,6 +207,12 @@ class FusionRetriever(SimilarityTopK, QueryChecked, FusionEditing, BaseRetriever
         constructor arguments. `IndexFormatError` for a missing, corrupt or foreign one.
         """
         settings, entries = read_fusion(persist_dir)
+        if settings.get("id_key") is not None:
+            raise ValueError(
+                f"{persist_dir}: saved by LangChain's FusionRetriever with id_key="
+                f"{settings['id_key']!r:.60} (identity by that metadata field), which this "
+                "FusionRetriever does not take; load it with langchain_hybrid_retrievers."
+                "FusionRetriever.load_local")
         # A fusion child that keeps its index in "index/" is a persisted HybridRetriever.
         entries = [("hybrid" if kind == "fusion" and "index_dir" in child else kind, path, child)
                    for kind, path, child in entries]
@@ -201,7 +227,7 @@ class FusionRetriever(SimilarityTopK, QueryChecked, FusionEditing, BaseRetriever
         }, model=embed_model, model_arg="embed_model", method="from_persist_dir")
         check_weights_restorable(settings, kwargs, persist_dir, "from_persist_dir")
         saved = {key: value for key, value in settings.items() if key in _CONSTRUCTOR_KEYS}
-        saved["similarity_top_k"] = settings.get("k", 4)
+        saved["similarity_top_k"] = settings.get("k", DEFAULT_SIMILARITY_TOP_K)
         return cls(children, **{**saved, **kwargs})
 
     # ---------------------------------------------------------------- search
@@ -230,6 +256,34 @@ class FusionRetriever(SimilarityTopK, QueryChecked, FusionEditing, BaseRetriever
     def _note(self, call: Any) -> Any:  # names a failing child in the exception
         return lambda j: f"FusionRetriever child {self._label(call.active[j])}"
 
+
+
+def _query_fusion_arguments(mode: Any, k_rrf: float | None, weights: Any,
+                            retriever_weights: Sequence[float] | None,
+                            num_queries: int) -> tuple[Any, float, Any]:
+    """``(mode, k_rrf, weights)`` with QueryFusionRetriever's spellings resolved (see
+    `FusionRetriever`'s Args)."""
+    if num_queries != 1:
+        raise ValueError(
+            f"num_queries must be 1 here, got {num_queries!r}: generating queries needs an "
+            "LLM; use HyDERetriever, or fuse retrievers over your own query rewrites")
+    if retriever_weights is not None:
+        if weights is not None:
+            raise ValueError("pass weights= or retriever_weights= (QueryFusionRetriever's "
+                             "name), not both")
+        total = sum(retriever_weights)
+        if not total > 0:
+            raise ValueError(f"retriever_weights must have a positive sum, got "
+                             f"{list(retriever_weights)!r:.80}")
+        weights = [w / total for w in retriever_weights]
+    if mode == "simple":
+        raise ValueError("mode='simple' (QueryFusionRetriever's highest score per text) has "
+                         "no equivalent here; use mode='rrf' or 'relative_score'")
+    if mode == "reciprocal_rerank":  # 1 / (60 + 0-based rank) == 1 / (59 + 1-based rank)
+        if retriever_weights is not None:
+            weights = None  # QueryFusionRetriever's RRF ignores retriever_weights
+        return FusionMode.RRF, 59.0 if k_rrf is None else k_rrf, weights
+    return mode, DEFAULT_K_RRF if k_rrf is None else k_rrf, weights
 
 
 # ------------------------------------------------------------ one child, one call

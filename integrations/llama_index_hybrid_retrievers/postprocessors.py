@@ -100,6 +100,12 @@ class RerankPostprocessor(BaseNodePostprocessor):
         "or NONE (its own text, as indexed by this package's retrievers).",
     )
 
+    keep_retrieval_score: bool = Field(
+        default=True,
+        description="Keep the input score under metadata['retrieval_score'] "
+        "(SentenceTransformerRerank's keep_retrieval_score; it defaults to False there).",
+    )
+
     _reranker: Any = PrivateAttr()
 
     @field_validator("top_n", mode="before")
@@ -118,15 +124,15 @@ class RerankPostprocessor(BaseNodePostprocessor):
         return positional_docs((n.node.node_id, n.node.get_content(metadata_mode=mode))
                                for n in nodes)
 
-    @staticmethod
-    def _to_nodes(hits: list[Hit], nodes: list[NodeWithScore]) -> list[NodeWithScore]:
+    def _to_nodes(self, hits: list[Hit], nodes: list[NodeWithScore]) -> list[NodeWithScore]:
         out = []
         for hit in hits:
             position = input_position(hit)
             original = nodes[position]
             info = hit.explanation[RERANK_KEY]
-            added: dict[str, Any] = {RETRIEVAL_SCORE_KEY: original.score,
-                                     RETRIEVAL_RANK_KEY: position + 1}
+            added: dict[str, Any] = {RETRIEVAL_RANK_KEY: position + 1}
+            if self.keep_retrieval_score:
+                added[RETRIEVAL_SCORE_KEY] = original.score
             if "status" in info:
                 added[STATUS_KEY] = info["status"]
                 added[DETAIL_KEY] = info["detail"]

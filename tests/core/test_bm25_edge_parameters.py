@@ -130,3 +130,30 @@ def test_the_numpy_maxscore_path_is_within_the_documented_tolerance(method: str)
     assert len(shared) >= 45
     worst = max(abs(got[i] - want[i]) / abs(want[i]) for i in shared)
     assert worst < 1e-6, worst
+
+
+def test_epsilon_floors_negative_robertson_idfs_and_is_saved(tmp_path) -> None:
+    # "wing" is in 3 of 4 documents: its Robertson idf is negative, so it is floored at
+    # epsilon times the mean idf (rank_bm25's BM25Okapi); epsilon changes its weight.
+    texts = ["wing lift", "wing drag", "wing", "flutter"]
+    scores = {}
+    for epsilon in (0.25, 1.0):
+        index = BM25Index.from_texts(texts, ids=list("abcd"), analyzer=PLAIN,
+                                     method="okapi", epsilon=epsilon)
+        scores[epsilon] = index.search("wing", k=1)[0].score
+        assert index.params.epsilon == epsilon
+        index.save(tmp_path / str(epsilon))
+        loaded = BM25Index.load(tmp_path / str(epsilon))
+        assert loaded.params == index.params
+        assert loaded.search("wing", k=1)[0].score == scores[epsilon]
+    assert scores[1.0] == pytest.approx(4 * scores[0.25], rel=1e-6)
+    assert BM25Params("okapi") == BM25Params("robertson", epsilon=0.25)
+    assert "epsilon" not in BM25Params("okapi").as_dict()  # older releases read it too
+
+
+def test_epsilon_is_robertson_only_and_checked() -> None:
+    with pytest.raises(ValueError, match="method 'bm25l' has none"):
+        BM25Params("bm25l", epsilon=0.1)
+    with pytest.raises(ValueError, match="epsilon must be >= 0.0"):
+        BM25Params("robertson", epsilon=-1)
+    assert BM25Params("lucene").epsilon is None

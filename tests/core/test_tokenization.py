@@ -429,3 +429,57 @@ def test_import_needs_no_optional_dependencies() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     ).stdout.split()
     assert out == ["False", "False"]
+
+
+# -- token_pattern and normalize=False (issue 35: the frameworks' tokenizer options) ----------
+
+
+def test_token_pattern_splits_like_bm25s_and_is_saved() -> None:
+    bm25s_pattern = r"(?u)\b\w\w+\b"
+    a = Analyzer(token_pattern=bm25s_pattern, accent_folding=False, **PLAIN)
+    # Matches of the pattern in the lowercased text: one-character words are dropped and
+    # codes are split at the hyphen (no compound), exactly as bm25s.tokenize does.
+    assert a.tokenize("A wing's IPC-420 lift, x y Café") == ["wing", "ipc", "420", "lift",
+                                                             "café"]
+    assert a.token_pattern == bm25s_pattern
+    cfg = a.to_config()
+    assert cfg["version"] == 3 and cfg["token_pattern"] == bm25s_pattern
+    b = Analyzer.from_config(json.loads(json.dumps(cfg)))
+    assert b == a and b.token_pattern == bm25s_pattern
+    # One group: its text is the token (scikit-learn's rule).
+    assert Analyzer(token_pattern=r"#(\w+)", **PLAIN).tokenize("#wing and #lift") == [
+        "wing", "lift"]
+
+
+def test_token_pattern_bad_values() -> None:
+    with pytest.raises(ValueError, match="not a valid regular expression"):
+        Analyzer(token_pattern="(")
+    with pytest.raises(ValueError, match="at most one group"):
+        Analyzer(token_pattern=r"(\w)(\w)")
+    with pytest.raises(TypeError, match="token_pattern must be a regular expression"):
+        Analyzer(token_pattern=5)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="tokenizer= or token_pattern=, not both"):
+        Analyzer(tokenizer="words", token_pattern=r"\w+")
+
+
+def test_normalize_false_hands_the_text_to_the_tokenizer_as_given() -> None:
+    a = Analyzer(tokenizer=str.split, normalize=False, **PLAIN)
+    assert a.tokenize("The Café  sat.") == ["The", "Café", "sat."]
+    assert not a.normalizes and Analyzer().normalizes
+    with pytest.raises(ValueError, match="normalize=False needs a callable"):
+        Analyzer(normalize=False)
+    with pytest.raises(TypeError, match="normalize must be True or False"):
+        Analyzer(normalize="no")  # type: ignore[arg-type]
+    # An unregistered callable is refused at save, as before.
+    with pytest.raises(ValueError, match="unregistered tokenizer"):
+        a.to_config()
+
+
+def test_configs_without_version_3_settings_stay_version_2() -> None:
+    assert Analyzer().to_config()["version"] == 2
+    with pytest.raises(ValueError, match="exactly the keys"):
+        Analyzer.from_config({**Analyzer().to_config(), "token_pattern": None})
+    v3 = {**Analyzer().to_config(), "version": 3, "token_pattern": None, "normalize": True}
+    assert Analyzer.from_config(v3) == Analyzer()
+    with pytest.raises(ValueError, match="'normalize' must be a bool"):
+        Analyzer.from_config({**v3, "normalize": 1})

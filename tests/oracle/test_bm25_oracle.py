@@ -53,6 +53,17 @@ def test_matches_rank_bm25(cranfield, method: str, oracle: str) -> None:
         assert all(not vocab & set(PLAIN.tokenize(docs[i].text)) for i in unmatched_docs)
 
 
+def test_epsilon_matches_rank_bm25_okapi(cranfield) -> None:
+    docs, queries = cranfield
+    index = BM25Index.from_docs(docs, analyzer=PLAIN, method="okapi", epsilon=0.9)
+    ref = rank_bm25.BM25Okapi([PLAIN.tokenize(d.text) for d in docs], epsilon=0.9)
+    for q in queries[:10]:
+        got = _dense_scores(index, q)
+        matched = got != 0
+        np.testing.assert_allclose(got[matched], ref.get_scores(PLAIN.tokenize(q))[matched],
+                                   rtol=2e-6, atol=1e-6)
+
+
 # bm25s's robertson idf has no epsilon floor, and its bm25+ adds the absent-term
 # weight idf*delta one time too few for matching documents (rank_bm25, which
 # follows Lv & Zhai's formula, is the oracle for both above).

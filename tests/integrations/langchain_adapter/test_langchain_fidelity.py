@@ -97,18 +97,16 @@ def _assert_child_has_caller_config(run: dict[str, Any]) -> None:
 
 
 @pytest.mark.parametrize(("build", "argument", "hint"), [
-    (lambda d, **kw: BM25Retriever.from_documents(d, **kw), "preprocess_func",
-     "analyzer=hybrid_retrievers.Analyzer"),
-    (lambda d, **kw: BM25Retriever.from_documents(d, **kw), "bm25_params", "k1=..., b=..."),
+    # Honoured by from_texts / from_documents (issue 35); the constructor names them.
+    (lambda d, **kw: BM25Retriever(index=BM25Retriever.from_documents(d).index, **kw),
+     "preprocess_func", "BM25Retriever.from_texts / from_documents"),
+    (lambda d, **kw: BM25Retriever(index=BM25Retriever.from_documents(d).index, **kw),
+     "bm25_params", "BM25Retriever.from_texts / from_documents"),
     (lambda d, **kw: BM25Retriever.from_texts([x.page_content for x in d], **kw), "top_k",
      "is k"),
     (lambda d, **kw: DenseRetriever.from_documents(d, EMBED, **kw), "search_kwargs",
      "pass k=, filter="),
-    (lambda d, **kw: FusionRetriever(retrievers=[BM25Retriever.from_documents(d)], **kw), "c",
-     "k_rrf"),
-    (lambda d, **kw: FusionRetriever(retrievers=[BM25Retriever.from_documents(d)], **kw),
-     "id_key", "Document.id"),
-    (lambda d, **kw: HybridRetriever.from_documents(d, EMBED, **kw), "c", "k_rrf"),
+    (lambda d, **kw: HybridRetriever.from_documents(d, EMBED, **kw), "id_key", "Document.id"),
     (lambda d, **kw: HyDERetriever.from_documents(d, embedding=EMBED, llm=FakeListLLM(
         responses=["x"]), **kw), "temperature", None),
     (lambda d, **kw: ParentDocumentRetriever.from_documents(d, **kw), "id_key", "Document.id"),

@@ -41,7 +41,7 @@ def nodes() -> list[TextNode]:
 
 @pytest.fixture
 def retriever(nodes: list[TextNode]) -> BM25Retriever:
-    return BM25Retriever.from_defaults(nodes=nodes)
+    return BM25Retriever.from_defaults(nodes=nodes, similarity_top_k=4)
 
 
 def _ids(results: list[NodeWithScore]) -> list[str]:
@@ -94,8 +94,10 @@ def test_from_defaults_needs_exactly_one_source(nodes: list[TextNode]) -> None:
         BM25Retriever.from_defaults(nodes=[])
     with pytest.raises(TypeError, match="nodes"):
         BM25Retriever.from_defaults(nodes=["plain text"])  # type: ignore[list-item]
-    with pytest.raises(TypeError, match="index"):
-        BM25Retriever(nodes)  # type: ignore[arg-type]
+    # The original's first argument is the nodes: built, as there.
+    assert BM25Retriever(nodes).index.ids == BM25Retriever(nodes=nodes).index.ids
+    with pytest.raises(TypeError, match="bm25_index must be a hybrid_retrievers.BM25Index"):
+        BM25Retriever(object())  # type: ignore[arg-type]
 
 
 def test_bm25_settings_are_passed_to_the_core(nodes: list[TextNode]) -> None:
@@ -110,9 +112,9 @@ def test_bm25_settings_are_passed_to_the_core(nodes: list[TextNode]) -> None:
     assert _pairs(retriever.retrieve("wings")) == [(h.id, h.score) for h in index.search("wings", 2)]
 
 
-def test_indexed_text_excludes_metadata() -> None:
+def test_indexed_text_excludes_metadata_with_metadata_mode_none() -> None:
     node = TextNode(id_="n", text="Lift on a wing.", metadata={"source": "zeppelin manual"})
-    retriever = BM25Retriever.from_defaults(nodes=[node])
+    retriever = BM25Retriever.from_defaults(nodes=[node], metadata_mode=MetadataMode.NONE)
     assert retriever.index.get("n").text == node.get_content(metadata_mode=MetadataMode.NONE)
     assert retriever.retrieve("zeppelin") == []
     assert _ids(retriever.retrieve("wing")) == ["n"]
@@ -291,9 +293,10 @@ def test_bm25_index_is_the_core_index_argument(retriever: BM25Retriever) -> None
     core = retriever.bm25_index
     assert core is retriever.index
     expected = _ids(retriever.retrieve(WING_QUERY))
-    assert _ids(BM25Retriever(core).retrieve(WING_QUERY)) == expected
-    assert _ids(BM25Retriever(bm25_index=core).retrieve(WING_QUERY)) == expected
-    assert _ids(BM25Retriever.from_defaults(bm25_index=core).retrieve(WING_QUERY)) == expected
+    assert _ids(BM25Retriever(core, similarity_top_k=4).retrieve(WING_QUERY)) == expected
+    assert _ids(BM25Retriever(bm25_index=core, similarity_top_k=4).retrieve(WING_QUERY)) == expected
+    assert _ids(BM25Retriever.from_defaults(bm25_index=core, similarity_top_k=4).retrieve(
+        WING_QUERY)) == expected
     # In LlamaIndex index= is a VectorStoreIndex: a core index there is refused with a hint.
     with pytest.raises(TypeError, match="bm25_index"):
         BM25Retriever(index=core)  # type: ignore[call-arg]

@@ -50,11 +50,11 @@ CORPUS_BY_ID = {i: m for i, _, m in CORPUS}
 
 
 def test_unsupported_arguments_name_the_alternative(nodes: list[TextNode]) -> None:
-    with pytest.raises(TypeError, match=r"'tokenizer' \(pass analyzer=hybrid_retrievers"):
-        BM25Retriever.from_defaults(nodes=nodes, tokenizer=str.split)
+    with pytest.raises(TypeError, match=r"'corpus_weight_mask' \(.*pass filters="):
+        BM25Retriever(nodes=nodes, corpus_weight_mask=[1] * len(nodes))
     with pytest.raises(TypeError, match=r"'existing_bm25' \(.*from_persist_dir"):
         BM25Retriever.from_defaults(nodes=nodes, existing_bm25=object())
     with pytest.raises(TypeError, match=r"'filter' \(LlamaIndex spells it filters="):
         BM25Retriever.from_defaults(nodes=nodes, filter={"topic": "aero"})
-    with pytest.raises(ValueError, match="analyzer= or language="):
+    with pytest.raises(ValueError, match="pass analyzer= or language="):
         BM25Retriever.from_defaults(nodes=nodes, analyzer=Analyzer(), language="en")

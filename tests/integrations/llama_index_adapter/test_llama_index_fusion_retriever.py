@@ -108,7 +108,7 @@ def test_hybrid_equals_core_fusion_searcher(hybrid: HybridRetriever) -> None:
     assert isinstance(hybrid.bm25, BM25Index) and isinstance(hybrid.dense, VectorIndex)
     core = FusionSearcher([hybrid.bm25, hybrid.dense], names=["bm25", "dense"])
     # The same indexes behind LlamaIndex retrievers, fused by a FusionRetriever.
-    fused = FusionRetriever(_children(hybrid), names=["bm25", "dense"])
+    fused = FusionRetriever(_children(hybrid), names=["bm25", "dense"], similarity_top_k=4)
     for query in QUERIES:
         hits = core.search(query, 4)
         for results in (hybrid.retrieve(query), fused.retrieve(query)):
@@ -151,7 +151,7 @@ def test_bad_arguments_are_clear_errors(hybrid: HybridRetriever) -> None:
     with pytest.raises(ValueError, match="one weight per source"):
         FusionRetriever(children, weights=[1])
     with pytest.raises(ValueError, match="mode must be one of"):
-        FusionRetriever(children, mode="reciprocal_rerank")
+        FusionRetriever(children, mode="reciprocal")
     with pytest.raises(ValueError, match="similarity_top_k must be >= 1"):
         FusionRetriever(children, similarity_top_k=0)
     with pytest.raises(ValueError, match="k_rrf"):
@@ -266,7 +266,8 @@ def test_callable_weights_see_the_query(hybrid: HybridRetriever) -> None:
 
 @pytest.mark.parametrize("mode", ["relative_score", "dist_based_score", "zscore", "combmnz"])
 def test_score_modes(hybrid: HybridRetriever, mode: str) -> None:
-    results = FusionRetriever(_children(hybrid), mode=mode).retrieve(WING_QUERY)
+    results = FusionRetriever(_children(hybrid), mode=mode,
+                              similarity_top_k=4).retrieve(WING_QUERY)
     assert len(results) == 4 and results[0].node.metadata["fusion"]["mode"] == mode
     scores = [r.score for r in results]
     assert scores == sorted(scores, reverse=True)
@@ -290,7 +291,7 @@ def _sleepy() -> list[ListRetriever]:
 def test_retrieve_runs_children_concurrently() -> None:
     children = _sleepy()
     start = time.perf_counter()
-    results = FusionRetriever(children).retrieve("q")
+    results = FusionRetriever(children, similarity_top_k=3).retrieve("q")
     elapsed = time.perf_counter() - start
     assert _ids(results) == ["b", "a", "c"]
     assert elapsed < 1.75 * SLEEP, elapsed
@@ -310,7 +311,7 @@ def test_max_workers_one_runs_children_in_turn() -> None:
 async def test_aretrieve_gathers_children() -> None:
     children = _sleepy()
     start = time.perf_counter()
-    results = await FusionRetriever(children).aretrieve("q")
+    results = await FusionRetriever(children, similarity_top_k=3).aretrieve("q")
     elapsed = time.perf_counter() - start
     assert _ids(results) == ["b", "a", "c"]
     assert elapsed < 1.75 * SLEEP, elapsed
@@ -386,7 +387,8 @@ async def test_inside_async_retriever_query_engine(hybrid: HybridRetriever) -> N
 
 
 def test_nested_fusion(hybrid: HybridRetriever) -> None:
-    outer = FusionRetriever([hybrid, _children(hybrid, 4)[0]], names=["hybrid", "bm25"])
+    outer = FusionRetriever([hybrid, _children(hybrid, 4)[0]], names=["hybrid", "bm25"],
+                            similarity_top_k=4)
     results = outer.retrieve(WING_QUERY)
     assert len(results) == 4
     assert {s["source"] for r in results for s in r.node.metadata["fusion"]["sources"]} <= {

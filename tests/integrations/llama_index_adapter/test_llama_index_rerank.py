@@ -325,3 +325,22 @@ def test_llm_rerank_shows_the_llm_text_like_llama_index_s_llm_rerank() -> None:
         [NodeWithScore(node=node, score=1.0), NodeWithScore(node=other, score=0.5)],
         query_str="q")
     assert "wing lift" in prompts[0] and "a.txt" not in prompts[0]
+
+
+def test_keep_retrieval_score_as_sentence_transformer_rerank() -> None:
+    # Issue 35: SentenceTransformerRerank(model=..., top_n=..., keep_retrieval_score=...).
+    from llama_index.core.schema import NodeWithScore as _NWS
+    from llama_index.core.schema import TextNode as _TN
+
+    from llama_index_hybrid_retrievers import CrossEncoderRerank as _Rerank
+    from corpora import WordOverlap as _Overlap
+
+    nodes = [_NWS(node=_TN(text="cats sleep"), score=2.0),
+             _NWS(node=_TN(text="wing lift and drag"), score=1.0)]
+    kept = _Rerank(model=_Overlap(), top_n=1, keep_retrieval_score=True).postprocess_nodes(
+        nodes, query_str="wing lift")
+    assert kept[0].node.metadata["retrieval_score"] == 1.0
+    dropped = _Rerank(model=_Overlap(), top_n=1, keep_retrieval_score=False).postprocess_nodes(
+        nodes, query_str="wing lift")
+    assert "retrieval_score" not in dropped[0].node.metadata
+    assert dropped[0].node.text == "wing lift and drag" and len(dropped) == 1
