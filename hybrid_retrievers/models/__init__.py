@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from .adapter import EmbedderAdapter, adapt_embedder
 from .cross_encoder import CrossEncoderScorer
-from .fake import HashingEmbedder
+from .fake import HashingEmbedder, HashingSparseEmbedder
 from .local import local_minilm_path
 from .names import DEFAULT_CROSS_ENCODER, DEFAULT_EMBEDDING_MODEL, model_name
 from .sentence_transformers import SentenceTransformerEmbedder
@@ -21,6 +21,7 @@ __all__ = [
     "CrossEncoderScorer",
     "EmbedderAdapter",
     "HashingEmbedder",
+    "HashingSparseEmbedder",
     "SentenceTransformerEmbedder",
     "adapt_embedder",
     "local_minilm_path",
