@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from .adapter import EmbedderAdapter, adapt_embedder
 from .cross_encoder import CrossEncoderScorer
-from .fake import HashingEmbedder
+from .fake import HashingEmbedder, HashingSparseEmbedder
 from .local import local_minilm_path, local_splade_path
 from .names import (
     DEFAULT_CROSS_ENCODER,
@@ -28,6 +28,7 @@ __all__ = [
     "CrossEncoderScorer",
     "EmbedderAdapter",
     "HashingEmbedder",
+    "HashingSparseEmbedder",
     "SentenceTransformerEmbedder",
     "SpladeEncoder",
     "adapt_embedder",
