@@ -79,6 +79,7 @@ FACES = {
         "Reranker",
         "RerankingSearcher",
         "Searcher",
+        "SparseIndex",
         "TextGenerator",
         "VectorIndex",
         "__version__",
