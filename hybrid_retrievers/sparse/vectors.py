@@ -61,12 +61,6 @@ class SparseVectors:
         """Entries per vector."""
         return np.diff(self.offsets).astype(np.int32)
 
-    def vector(self, i: int) -> CheckedVector:
-        """Vector ``i`` on its own."""
-        lo, hi = int(self.offsets[i]), int(self.offsets[i + 1])
-        return CheckedVector([self.tokens[t] for t in self.token_ids[lo:hi].tolist()],
-                             self.weights[lo:hi])
-
     def select(self, rows: Sequence[int]) -> SparseVectors:
         """The vectors at ``rows``, in that order (same token table)."""
         rows_a = np.asarray(rows, dtype=np.int64).reshape(-1)
@@ -78,6 +72,7 @@ class SparseVectors:
 
     @classmethod
     def empty(cls) -> SparseVectors:
+        """No vectors."""
         return cls(np.zeros(1, np.int64), np.zeros(0, np.int32), np.zeros(0, np.float32), [])
 
 
@@ -136,17 +131,17 @@ class SparseVectorsBuilder:
 
     def __init__(self, name: str) -> None:
         self.name = name
-        self.table: dict[Any, int] = {}  # token -> id in the table, first-occurrence order
-        self.parts: list[tuple[NDArray[np.int64], NDArray[np.int32], NDArray[np.float64]]] = []
+        self._table: dict[Any, int] = {}  # token -> id in the table, first-occurrence order
+        self._parts: list[tuple[NDArray[np.int64], NDArray[np.int32], NDArray[np.float32]]] = []
 
-    def where(self, i: int) -> str:
+    def _where(self, i: int) -> str:
         return self.name.format(i=i) if "{i}" in self.name else f"{self.name}[{i}]"
 
     def add(self, vectors: Sequence[Any], first: int) -> None:
         """Check and append ``vectors`` (the ones at ``first``, ``first + 1``... of the input)."""
         for i, v in enumerate(vectors):
             if type(v) is not dict and not isinstance(v, Mapping):
-                raise TypeError(f"{self.where(first + i)} must be a mapping {{token: weight}}, "
+                raise TypeError(f"{self._where(first + i)} must be a mapping {{token: weight}}, "
                                 f"got {type(v).__name__}")
         lengths = np.fromiter(map(len, vectors), dtype=np.int64, count=len(vectors))
         total = int(lengths.sum())
@@ -154,7 +149,7 @@ class SparseVectorsBuilder:
         values = list(chain.from_iterable(map(methodcaller("values"), vectors)))
         if len(keys) != total or len(values) != total:
             raise ValueError(f"a mapping among {self.name} changed size while it was read")
-        table = self.table
+        table = self._table
         ids = np.fromiter(map(table.get, keys, repeat(-1)), dtype=np.int64, count=total)
         miss = np.flatnonzero(ids < 0)
         if miss.size:
@@ -173,24 +168,25 @@ class SparseVectorsBuilder:
 
         def named(j: int) -> tuple[str, Any]:
             row = int(np.searchsorted(offsets, j, side="right")) - 1
-            return self.where(first + row), keys[j]
+            return self._where(first + row), keys[j]
 
         _check_values(weights, named)
-        self.parts.append((lengths, ids.astype(np.int32), weights))
+        self._parts.append((lengths, ids.astype(np.int32), weights.astype(np.float32)))
 
     def _raise(self, vectors: Sequence[Any], first: int) -> None:
         """Raise `check_vector`'s error for the first bad vector of ``vectors``."""
         for i, v in enumerate(vectors):
-            check_vector(v, self.where(first + i))
+            check_vector(v, self._where(first + i))
         raise AssertionError("a bad token or weight was found but no vector failed its check")
 
     def result(self) -> SparseVectors:
-        if not self.parts:
+        """The vectors added so far, zero weights dropped."""
+        if not self._parts:
             return SparseVectors.empty()
-        lengths = np.concatenate([p[0] for p in self.parts])
-        ids = np.concatenate([p[1] for p in self.parts])
-        weights = np.concatenate([p[2] for p in self.parts]).astype(np.float32)
-        return _dropping_zeros(lengths, ids, weights, list(self.table))
+        lengths = np.concatenate([p[0] for p in self._parts])
+        ids = np.concatenate([p[1] for p in self._parts])
+        weights = np.concatenate([p[2] for p in self._parts])
+        return _dropping_zeros(lengths, ids, weights, list(self._table))
 
 
 def _is_number_type(kind: type) -> bool:
