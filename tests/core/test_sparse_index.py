@@ -282,3 +282,26 @@ def test_flat_checks_name_the_bad_vector() -> None:
 
     with pytest.raises(ValueError, match=r"the vector of texts\[40\]\['bad'\]"):
         SparseIndex.from_texts(["a b"] * 40 + ["x"], embedder=Negative(), batch_size=16)
+
+
+def test_weighted_runs_transposed_equal_sorted_and_repeats_add_up() -> None:
+    from hybrid_retrievers.bm25 import postings
+    from hybrid_retrievers.bm25.chunking import TokenChunk
+
+    rng = np.random.default_rng(5)
+    lengths = rng.integers(0, 6, size=50).astype(np.int32)
+    ids = np.concatenate([rng.choice(40, size=n, replace=False) for n in lengths])
+    chunk = TokenChunk(lengths, ids.astype(np.int32), rng.random(ids.size).astype(np.float32))
+    fast = postings._transposed_runs(chunk, 7)
+    assert fast is not None
+    # The sorting path (what a chunk with a repeated term takes) gives the same runs.
+    sorted_runs = postings._chunk_runs(chunk._replace(weights=None), 7)
+    np.testing.assert_array_equal(fast.terms, sorted_runs.terms)
+    np.testing.assert_array_equal(fast.counts, sorted_runs.counts)
+    np.testing.assert_array_equal(fast.docs, sorted_runs.docs)
+    repeated = TokenChunk(np.array([3, 1], np.int32), np.array([4, 2, 4, 2], np.int32),
+                          np.array([0.5, 1.0, 0.25, 2.0], np.float32))
+    assert postings._transposed_runs(repeated, 0) is None
+    runs = postings._chunk_runs(repeated, 0)
+    assert runs.terms.tolist() == [2, 4] and runs.docs.tolist() == [0, 1, 0]
+    assert runs.tf.tolist() == [1.0, 2.0, 0.75]
