@@ -505,6 +505,8 @@ def build_sparse_shards(
         The written `ShardedManifest` (kind ``"sparse"``).
     """
     from ..sparse import SparseIndex
+    import scipy.sparse as sp
+
     from ..sparse.vectors import check_vectors, csr_vectors, is_sparse_matrix
 
     n_shards = check_n_shards(n_shards)
@@ -517,14 +519,16 @@ def build_sparse_shards(
                    else check_vectors(vectors))
         if len(checked) != len(docs):
             raise ValueError(f"got {len(checked)} vectors for {len(docs)} documents")
-        vecs = [dict(zip(v.tokens, v.weights.tolist())) for v in checked]
         root = _prepare_root(path)
         for i, positions in enumerate(plan_shards([d.id for d in docs], n_shards)):
             shard = SparseIndex()
             if positions:
-                shard.add_vectors([vecs[p] for p in positions], [docs[p].id for p in positions],
+                part = checked.select(positions)  # as a CSR matrix over the token table
+                matrix = sp.csr_matrix((part.weights, part.token_ids, part.offsets),
+                                       shape=(len(part), len(part.tokens)))
+                shard.add_vectors(matrix, [docs[p].id for p in positions],
                                   [dict(docs[p].metadata) for p in positions],
-                                  texts=[docs[p].text for p in positions])
+                                  texts=[docs[p].text for p in positions], vocabulary=part.tokens)
             shard._model_id = model_id
             save_shard(root / shard_folder(i), shard, {docs[p].id: p for p in positions})
         n_docs = len(docs)

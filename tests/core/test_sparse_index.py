@@ -210,3 +210,98 @@ def test_zero_weights_are_dropped() -> None:
     index = SparseIndex.from_vectors([{"a": 0.0, "b": 1.0}, {"a": 0.0}], ids=["x", "y"])
     assert index.search_vector({"a": 1.0}) == []
     assert [h.id for h in index.search_vector({"b": 1.0, "a": 0.0})] == ["x"]
+
+
+def _postings(index: SparseIndex) -> tuple[object, ...]:
+    st = index._state
+    return (st.vocab, st.indptr.tolist(), st.post_docs.tolist(), st.post_tf.tolist(),
+            st.doc_len.tolist())
+
+
+def test_csr_and_mapping_input_give_identical_postings() -> None:
+    # Enough documents for several build chunks (CHUNK_DOCS = 4096), zero weights, unused
+    # vocabulary columns and a column order unlike first occurrence, so the vectorised
+    # paths must number terms and place postings exactly as one mapping at a time would.
+    rng = np.random.default_rng(3)
+    n, n_cols = 9000, 300
+    dense = np.where(rng.random((n, n_cols)) < 0.03, rng.random((n, n_cols)), 0.0)
+    dense[::7, 5] = 0.0
+    vocab = [f"t{j}" for j in rng.permutation(n_cols)]
+    matrix = sp.csr_matrix(dense.astype(np.float32))
+    ids = [f"d{i}" for i in range(n)]
+    mappings = []
+    for i in range(n):
+        cols = rng.permutation(np.flatnonzero(dense[i]))  # key order does not matter
+        row = {vocab[j]: float(np.float32(dense[i, j])) for j in cols.tolist()}
+        if i % 11 == 0:
+            row["explicit-zero"] = 0.0
+        mappings.append(row)
+    by_csr = SparseIndex.from_vectors(matrix, ids, vocabulary=vocab)
+    by_map = SparseIndex.from_vectors(mappings, ids)
+    one_by_one = SparseIndex.from_vectors(mappings[:1], ids[:1])
+    for s in range(1, n, 2500):
+        one_by_one.add_vectors(mappings[s:s + 2500], ids[s:s + 2500])
+    assert sorted(by_csr._state.vocab) == sorted(by_map._state.vocab)
+    assert (by_csr._state.post_docs.size == by_map._state.post_docs.size
+            == int((matrix.data > 0).sum()))
+    # Term ids follow first occurrence, so the two inputs number them alike only when
+    # their entries come in the same order: compare per term, then exactly by order.
+    for index in (by_map, one_by_one):
+        for term in ("t0", "t17", vocab[-1]):
+            hits_a = by_csr.search_vector({term: 1.0}, k=n)
+            hits_b = index.search_vector({term: 1.0}, k=n)
+            assert [(h.id, h.score) for h in hits_a] == [(h.id, h.score) for h in hits_b]
+    csr_sorted = [{vocab[j]: float(np.float32(dense[i, j]))
+                   for j in np.flatnonzero(dense[i]).tolist()} for i in range(n)]
+    assert _postings(SparseIndex.from_vectors(csr_sorted, ids)) == _postings(by_csr)
+    assert _postings(one_by_one) == _postings(by_map)
+
+
+def test_flat_checks_name_the_bad_vector() -> None:
+    good = {"a": 1.0, "b": 2.0}
+    for bad, kind, what in [({"a": -1.0}, ValueError, r"vectors\[5000\]\['a'\].*finite"),
+                            ({"a": True}, TypeError, r"vectors\[5000\]\['a'\] must be a number"),
+                            ({"a": "1.5"}, TypeError, r"vectors\[5000\]\['a'\] must be a number"),
+                            ({"": 1.0}, TypeError, r"vectors\[5000\] has token ''"),
+                            ({"a": 1.0, 3: 1.0}, TypeError, r"vectors\[5000\] has token 3"),
+                            (["a"], TypeError, r"vectors\[5000\] must be a mapping")]:
+        vectors = [good] * 5000 + [bad] + [good]
+        with pytest.raises(kind, match=what):
+            SparseIndex.from_vectors(vectors, ids=[str(i) for i in range(5002)])
+    emb = HashingSparseEmbedder()
+
+    class Negative:
+        model_id = "negative"
+
+        def embed_documents(self, texts):  # type: ignore[no-untyped-def]
+            return [{**emb.embed_query(t), "bad": -1.0} if t == "x" else emb.embed_query(t)
+                    for t in texts]
+
+        def embed_query(self, text):  # type: ignore[no-untyped-def]
+            return emb.embed_query(text)
+
+    with pytest.raises(ValueError, match=r"the vector of texts\[40\]\['bad'\]"):
+        SparseIndex.from_texts(["a b"] * 40 + ["x"], embedder=Negative(), batch_size=16)
+
+
+def test_weighted_runs_transposed_equal_sorted_and_repeats_add_up() -> None:
+    from hybrid_retrievers.bm25 import postings
+    from hybrid_retrievers.bm25.chunking import TokenChunk
+
+    rng = np.random.default_rng(5)
+    lengths = rng.integers(0, 6, size=50).astype(np.int32)
+    ids = np.concatenate([rng.choice(40, size=n, replace=False) for n in lengths])
+    chunk = TokenChunk(lengths, ids.astype(np.int32), rng.random(ids.size).astype(np.float32))
+    fast = postings._transposed_runs(chunk, 7)
+    assert fast is not None
+    # The sorting path (what a chunk with a repeated term takes) gives the same runs.
+    sorted_runs = postings._chunk_runs(chunk._replace(weights=None), 7)
+    np.testing.assert_array_equal(fast.terms, sorted_runs.terms)
+    np.testing.assert_array_equal(fast.counts, sorted_runs.counts)
+    np.testing.assert_array_equal(fast.docs, sorted_runs.docs)
+    repeated = TokenChunk(np.array([3, 1], np.int32), np.array([4, 2, 4, 2], np.int32),
+                          np.array([0.5, 1.0, 0.25, 2.0], np.float32))
+    assert postings._transposed_runs(repeated, 0) is None
+    runs = postings._chunk_runs(repeated, 0)
+    assert runs.terms.tolist() == [2, 4] and runs.docs.tolist() == [0, 1, 0]
+    assert runs.tf.tolist() == [1.0, 2.0, 0.75]

@@ -205,6 +205,29 @@ def test_sharded_sparse_equals_one_index(cluster: Any, docs: list[Doc], queries:
         assert sharded.search("zzzzqqq", 10) == []
 
 
+def test_sharded_sparse_from_vectors_equals_one_index(cluster: Any, docs: list[Doc],
+                                                      queries: list[str], tmp_path: Path) -> None:
+    """Precomputed vectors (mappings, or a CSR matrix with its vocabulary) are split by id."""
+    import scipy.sparse as sp
+
+    emb = HashingSparseEmbedder()
+    vectors = emb.embed_documents([d.text for d in docs])
+    vocab = sorted({t for v in vectors for t in v})
+    column = {t: j for j, t in enumerate(vocab)}
+    rows = np.repeat(np.arange(len(vectors)), [len(v) for v in vectors])
+    cols = [column[t] for v in vectors for t in v]
+    weights = [w for v in vectors for w in v.values()]
+    matrix = sp.csr_matrix((weights, (rows, cols)), shape=(len(vectors), len(vocab)))
+    whole = SparseIndex.from_docs(docs, embedder=emb)
+    for name, given in [("maps", {"vectors": vectors}),
+                        ("csr", {"vectors": matrix, "vocabulary": vocab})]:
+        build_sparse_shards(docs, tmp_path / name, n_shards=3, **given)
+        with ShardedSearcher(tmp_path / name, embedder=emb) as sharded:
+            assert len(sharded) == len(whole)
+            for q in queries[:5]:
+                assert_same(sharded.search(q, 10), whole.search(q, 10), tol=0.0)
+
+
 def test_encoding_rerun_is_served_by_the_cache(dense_dir: Path, docs: list[Doc],
                                                dense_cache: EmbeddingCache,
                                                whole_dense: VectorIndex) -> None:
