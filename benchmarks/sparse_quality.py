@@ -23,15 +23,23 @@ For each collection (document text = title + " " + text; every judged query):
   ``dist_based_score`` (mean +- 3 sd) and ``zscore``, equal weights and the default
   three-way weights. No weight is tuned on these collections.
 
-Metrics: nDCG@10 and Recall@100 (trec_eval definitions), plus the number of queries where
-the three-way default is better / worse than today's two-way default (BM25 + dense, RRF)
-and a Wilcoxon signed-rank test on the per-query nDCG@10 differences (scipy).
+Metrics: nDCG@10 and Recall@100 (trec_eval definitions). Then the decision table: the
+three-way default of `FusionSearcher.hybrid` (`hybrid_weights` and `hybrid_mode`:
+``relative_score`` with 0.5 : 1 : 0.5), and three-way RRF for reference, against today's
+two-way default (BM25 + dense, RRF, equal weights), over the same queries: the mean
+nDCG@10 difference, the queries better / worse, three paired tests on the per-query
+nDCG@10 differences (two-sided: Student's paired t-test, ``scipy.stats.ttest_rel``; a
+paired randomization test, the sign of each query's difference flipped at random
+100,000 times, Fisher's randomization test as recommended for IR by Smucker, Allan &
+Carterette 2007; and the Wilcoxon signed-rank test), and Recall@100 of both with its
+difference (a drop is reported as a negative difference).
 The tables are printed and written to ``benchmarks/results/sparse_quality.md``.
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import sys
 import time
@@ -67,11 +75,62 @@ ISSUE_BEFORE = {  # the issue's table: exhaustive scoring, RRF k=60, nDCG@10
 }
 
 
+ROUNDS = 100_000  # sign flips of the paired randomization test
+
+
 def judge(qids: list[str], hits: list[list[Any]], qrels: Any) -> tuple[dict[str, float], Any]:
     from hybrid_retrievers.evaluation import evaluate_run, hits_to_run, per_query_metrics
 
     run = hits_to_run(dict(zip(qids, hits)), keep_order=True)
-    return evaluate_run(run, qrels, METRICS), per_query_metrics(run, qrels, ["ndcg@10"])
+    return evaluate_run(run, qrels, METRICS), per_query_metrics(run, qrels, METRICS)
+
+
+def randomization_p(diffs: list[float], rounds: int = ROUNDS, seed: int = 0) -> float:
+    """Two-sided p of the paired randomization (sign-flip) test of mean(``diffs``) = 0.
+
+    Under the null hypothesis each query's two systems are exchangeable, so the sign of
+    its difference is a coin flip; p is the share of ``rounds`` random sign assignments
+    whose mean difference is at least as far from 0 as the observed one, counted with
+    the observed assignment ((hits + 1) / (rounds + 1), so never 0).
+    """
+    import numpy as np
+
+    d = np.asarray(diffs, dtype=np.float64)
+    observed = abs(d.mean())
+    rng = np.random.default_rng(seed)
+    hits = 0
+    for start in range(0, rounds, 10_000):
+        n = min(10_000, rounds - start)
+        signs = rng.integers(0, 2, size=(n, d.size), dtype=np.int8) * 2 - 1
+        hits += int((np.abs(signs @ d) / d.size >= observed - 1e-12).sum())
+    return (hits + 1) / (rounds + 1)
+
+
+def paired_row(label: str, a: dict[str, Any], b: dict[str, Any], means_a: dict[str, float],
+               means_b: dict[str, float]) -> list[str]:
+    """One row of the decision table: system ``a`` against the baseline ``b`` (per-query
+    metrics and their means)."""
+    from scipy.stats import ttest_rel, wilcoxon
+
+    queries = list(b)
+    x = [a[q]["ndcg@10"] for q in queries]
+    y = [b[q]["ndcg@10"] for q in queries]
+    diffs = [u - v for u, v in zip(x, y)]
+    better = sum(d > 1e-12 for d in diffs)
+    worse = sum(d < -1e-12 for d in diffs)
+    if any(diffs):
+        t_p = float(ttest_rel(x, y).pvalue)
+        w_p = float(wilcoxon(diffs).pvalue)
+        r_p = randomization_p(diffs)
+    else:
+        t_p = w_p = r_p = 1.0
+    mean = sum(diffs) / len(diffs)
+    sd = math.sqrt(sum((d - mean) ** 2 for d in diffs) / max(len(diffs) - 1, 1))
+    ci = 1.96 * sd / math.sqrt(len(diffs))
+    recall = means_a["recall@100"] - means_b["recall@100"]
+    return [label, fmt_float(means_a["ndcg@10"]), f"{mean:+.4f} (±{ci:.4f})",
+            f"{better} / {worse}", f"{t_p:.3f}", f"{r_p:.3f}", f"{w_p:.3f}",
+            fmt_float(means_a["recall@100"]), f"{recall:+.4f}"]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -84,8 +143,7 @@ def main(argv: list[str] | None = None) -> int:
     import torch
 
     from hybrid_retrievers import BM25Index, SparseIndex, VectorIndex
-    from scipy.stats import wilcoxon
-    from hybrid_retrievers.fusion import fuse, hybrid_weights
+    from hybrid_retrievers.fusion import fuse, hybrid_mode, hybrid_weights
     from hybrid_retrievers.models import (
         SentenceTransformerEmbedder,
         SpladeEncoder,
@@ -104,7 +162,8 @@ def main(argv: list[str] | None = None) -> int:
     dense_model = SentenceTransformerEmbedder(local_minilm_path(), model_id=DENSE_ID)
     sparse_model = SpladeEncoder(local_splade_path(), model_id=SPARSE_ID, cache=sparse_cache)
 
-    default_three = hybrid_weights(("bm25", "dense", "sparse"))
+    default_three = hybrid_weights(LEGS)
+    default_mode = hybrid_mode(LEGS).value
     sections: list[str] = []
     for name in [n.strip() for n in args.datasets.split(",") if n.strip()]:
         coll = load_collection(name, args.data_dir)
@@ -158,20 +217,15 @@ def main(argv: list[str] | None = None) -> int:
                         add(f"{key} {mode} ({wname})", legs, hits,
                             before if (mode, wname) == ("rrf", "equal") else "")
 
-        two = "bm25+dense rrf (equal)"
-        three = "bm25+dense+sparse rrf (default " + ":".join(
-            f"{w:g}" for w in default_three) + ")"
-        compare_rows = []
-        for label in (three, "bm25+dense+sparse rrf (equal)"):
-            a = per_query[label]
-            b = per_query[two]
-            better = sum(a[q]["ndcg@10"] > b[q]["ndcg@10"] + 1e-12 for q in a)
-            worse = sum(a[q]["ndcg@10"] < b[q]["ndcg@10"] - 1e-12 for q in a)
-            diffs = [a[q]["ndcg@10"] - b[q]["ndcg@10"] for q in a]
-            p = wilcoxon(diffs).pvalue if any(diffs) else 1.0
-            compare_rows.append([label, fmt_float(results[label]["ndcg@10"] -
-                                                  results[two]["ndcg@10"]),
-                                 f"{better} / {worse}", f"{float(p):.3f}"])
+        two = "bm25+dense rrf (equal)"  # today's two-way default (hybrid_mode: RRF)
+        weights_label = "default " + ":".join(f"{w:g}" for w in default_three)
+        three = f"bm25+dense+sparse {default_mode} ({weights_label})"
+        compare_rows = [paired_row(f"{label}{' (the default)' if label == three else ''}",
+                                   per_query[label], per_query[two], results[label],
+                                   results[two])
+                        for label in dict.fromkeys((
+                            three, f"bm25+dense+sparse rrf ({weights_label})",
+                            "bm25+dense+sparse rrf (equal)"))]
         sections += [
             f"## {name} ({len(docs)} documents, {len(qids)} judged queries; {coll.source})",
             "",
@@ -182,10 +236,15 @@ def main(argv: list[str] | None = None) -> int:
             markdown_table(["system", "nDCG@10", "Recall@100", "issue's nDCG@10 (before)"],
                            rows),
             "",
-            f"Three-way vs today's two-way ({two}), nDCG@10 per query:",
+            f"Three-way vs today's two-way default ({two}: nDCG@10 "
+            f"{fmt_float(results[two]['ndcg@10'])}, Recall@100 "
+            f"{fmt_float(results[two]['recall@100'])}), paired over the {len(qids)} queries "
+            "(delta: mean of the per-query nDCG@10 differences, ± 1.96 standard errors; "
+            "p: two-sided):",
             "",
-            markdown_table(["three-way", "delta nDCG@10", "queries better / worse",
-                            "p (Wilcoxon signed-rank)"], compare_rows),
+            markdown_table(["three-way", "nDCG@10", "delta nDCG@10", "queries better / worse",
+                            "p (paired t)", "p (randomization)", "p (Wilcoxon)",
+                            "Recall@100", "delta Recall@100"], compare_rows),
             "",
         ]
         print("\n".join(sections[-10:]), flush=True)

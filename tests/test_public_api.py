@@ -99,6 +99,7 @@ FACES = {
         "RerankingRetriever",
         "ScoredVectorStoreRetriever",
         "SearcherRetriever",
+        "SparseRetriever",
         "__version__",
         "as_eval_callable",
     ],
@@ -113,6 +114,7 @@ FACES = {
         "LlamaIndexEmbedder",
         "ParentDocumentRetriever",
         "SearcherRetriever",
+        "SparseRetriever",
         "__version__",
         "as_eval_callable",
     ],
@@ -126,6 +128,7 @@ FACES = {
         "LlamaIndexEmbedder",
         "ParentDocumentRetriever",
         "SearcherRetriever",
+        "SparseRetriever",
         "__version__",
     ],
     "llama_index.postprocessor.hybrid": [

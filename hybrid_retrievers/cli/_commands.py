@@ -67,7 +67,8 @@ def demo(args: argparse.Namespace) -> int:
             "the CPU; hybrid runs BM25 and dense concurrently, then fuses, so it costs about "
             "as much as dense." if "dense" in retrievers else ").")
          + (" sparse encodes the query with splade-tiny; hybrid3 fuses BM25, dense and "
-            "sparse with BM25 and sparse sharing the lexical vote (weights 0.5:1:0.5)."
+            "sparse with BM25 and sparse sharing the lexical vote (weights 0.5:1:0.5, "
+            "relative_score fusion)."
             if "hybrid3" in retrievers else ""))
     if "dense" in retrievers:
         wins = report.compare("bm25", "dense", "recall@10", limit=1000)

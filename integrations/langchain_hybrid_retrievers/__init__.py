@@ -25,9 +25,11 @@ from .hybrid import HybridRetriever
 from .hyde import HyDERetriever
 from .parent import LangChainParentStore, ParentDocumentRetriever
 from .searcher import SearcherRetriever
+from .sparse import SparseRetriever
 from .vectorstores import ScoredVectorStoreRetriever
 
 __all__ = ["BM25Retriever", "CrossEncoderReranker", "DenseRetriever", "FusionRetriever",
            "HyDERetriever", "HybridRetriever", "LLMRerankCompressor", "LangChainEmbedder",
            "LangChainParentStore", "ParentDocumentRetriever", "RerankingRetriever",
-           "ScoredVectorStoreRetriever", "SearcherRetriever", "__version__", "as_eval_callable"]
+           "ScoredVectorStoreRetriever", "SearcherRetriever", "SparseRetriever", "__version__",
+           "as_eval_callable"]

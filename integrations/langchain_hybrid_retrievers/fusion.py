@@ -47,13 +47,14 @@ from hybrid_retrievers.integration import (
     read_fusion,
     save_fusion,
 )
-from hybrid_retrievers.types import Hit
+from hybrid_retrievers.types import Hit, SparseEmbedder
 
 from ._base import StrictRetriever, accepts_k, count_validator, current_config
 from ._convert import FUSION_KEY, SCORE_KEYS, check_score_key, document_to_hit, hit_to_document
 from .bm25 import BM25Retriever
 from .dense import DenseRetriever
 from .hybrid import HybridRetriever
+from .sparse import SparseRetriever
 from .vectorstores import with_store_scores
 
 __all__ = ["FusionRetriever"]
@@ -198,13 +199,14 @@ class FusionRetriever(StrictRetriever):
         return self._documents(plan.fuse(call, results))
 
     def save_local(self, folder_path: str | os.PathLike[str]) -> None:
-        """Save every child index (this package's BM25, dense, hybrid or fusion
+        """Save every child index (this package's BM25, dense, sparse, hybrid or fusion
         retrievers, else `TypeError`) and the settings to one folder; models and a
         callable ``weights`` rule are not saved (pass them to `load_local`); ``k_rrf``
         (``c``) and ``id_key`` are."""
         children = []
         for i, child in enumerate(self.retrievers):
             kind = child_kind(i, child, {"bm25": BM25Retriever, "vector": DenseRetriever,
+                                         "sparse": SparseRetriever,
                                          "fusion": (FusionRetriever, HybridRetriever)}, "save")
             children.append((kind, child.save_local, {"k": child.k}))
         # id_key only when set: the folder stays readable by LlamaIndex's FusionRetriever,
@@ -217,9 +219,11 @@ class FusionRetriever(StrictRetriever):
 
     @classmethod
     def load_local(cls, folder_path: str | os.PathLike[str], embedding: Embeddings | Any = None,
+                   *, sparse_embedding: SparseEmbedder | None = None,
                    **kwargs: Any) -> FusionRetriever:
         """Load a retriever saved with `save_local`; ``embedding`` is the dense children's
-        model, ``**kwargs`` replace saved fields. `IndexFormatError` for a bad folder.
+        model, ``sparse_embedding`` the learned sparse children's, ``**kwargs`` replace
+        saved fields. `IndexFormatError` for a bad folder.
 
         Reads the core's `FusionSearcher.save` folders too (a saved `HybridRetriever`),
         and LlamaIndex's ``FusionRetriever.persist`` ones."""
@@ -229,8 +233,11 @@ class FusionRetriever(StrictRetriever):
         children = load_children(folder_path, located, {
             "bm25": lambda path, k: BM25Retriever.load_local(path, k=k),
             "vector": lambda path, k: DenseRetriever.load_local(path, embedding, k=k),
-            "fusion": lambda path, k: FusionRetriever.load_local(path, embedding, k=k),
-        }, model=embedding, model_arg="embedding", method="load_local")
+            "sparse": lambda path, k: SparseRetriever.load_local(path, sparse_embedding, k=k),
+            "fusion": lambda path, k: FusionRetriever.load_local(
+                path, embedding, sparse_embedding=sparse_embedding, k=k),
+        }, model=embedding, model_arg="embedding", method="load_local",
+            sparse_model=sparse_embedding, sparse_model_arg="sparse_embedding")
         check_weights_restorable(settings, kwargs, folder_path, "load_local")
         fields = {key: value for key, value in settings.items() if key in cls.model_fields}
         return cls(retrievers=children, **{**fields, **kwargs})

@@ -1,4 +1,4 @@
-"""LangChain `HybridRetriever`: BM25 + dense over the same documents, fused, in one call.
+"""LangChain `HybridRetriever`: BM25 + dense (+ learned sparse) over the same documents, fused.
 
 A retriever over ONE core `FusionSearcher` built by the core's hybrid recipe
 (`FusionSearcher.hybrid`): per query one core call and one conversion of the fused hits
@@ -23,7 +23,7 @@ from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 from pydantic import field_validator
 
-from hybrid_retrievers import BM25Index, VectorIndex
+from hybrid_retrievers import BM25Index, SparseIndex, VectorIndex
 from hybrid_retrievers.fusion import FusionMode, FusionSearcher
 from hybrid_retrievers.integration import (
     Weights,
@@ -32,8 +32,9 @@ from hybrid_retrievers.integration import (
     current_files,
     delete_from_all,
     make_docs,
+    read_fusion,
 )
-from hybrid_retrievers.types import Hit
+from hybrid_retrievers.types import Hit, SparseEmbedder
 
 from ._base import ARGUMENT_HINTS, CoreRetriever, Filter, check_arguments
 from ._convert import FUSION_KEY, Ids, Metadatas, copy_metadatas, documents_to_columns
@@ -47,7 +48,9 @@ class HybridRetriever(CoreRetriever):
 
     `from_documents` / `from_texts` build one core `FusionSearcher` with the core's
     hybrid recipe (`FusionSearcher.hybrid`: a `BM25Index` and a `VectorIndex` over the
-    same ids, named ``"bm25"`` and ``"dense"`` in the provenance). Each query is one
+    same ids, named ``"bm25"`` and ``"dense"`` in the provenance; ``sparse=`` adds a
+    learned sparse `SparseIndex` leg, ``"sparse"``, fused by the core's three-way default,
+    see `FusionSearcher.hybrid`). Each query is one
     call to it and one conversion of the fused hits: new documents with the fused score
     under ``score_key``, ``"rank"`` and the provenance under ``"fusion"``
     (`hybrid_retrievers.fusion`). ``k``, ``filter``, ``weights``, ``mode`` and
@@ -69,6 +72,18 @@ class HybridRetriever(CoreRetriever):
         ['a', 'c']
         >>> retriever.searcher.names
         ('bm25', 'dense')
+
+    Three legs, with a learned sparse model (`hybrid_retrievers.models.SpladeEncoder` for a
+    real one):
+
+        >>> from hybrid_retrievers.models import HashingSparseEmbedder
+        >>> three = HybridRetriever.from_texts(
+        ...     ["wings generate lift", "cats sleep all day", "lift and drag of wings"],
+        ...     embedding=HashingEmbedder(dimension=64), sparse=HashingSparseEmbedder(),
+        ...     ids=["a", "b", "c"], k=2,
+        ... )
+        >>> three.searcher.names, three.searcher.plan.mode.value
+        (('bm25', 'dense', 'sparse'), 'relative_score')
     """
 
     searcher: FusionSearcher
@@ -94,9 +109,10 @@ class HybridRetriever(CoreRetriever):
     def from_texts(
         cls, texts: Iterable[str], embedding: Embeddings | Any, metadatas: Metadatas = None,
         ids: Ids = None, *, bm25: Mapping[str, Any] | None = None,
-        dense: Mapping[str, Any] | None = None, k: int = 4, **fusion: Any,
+        dense: Mapping[str, Any] | None = None,
+        sparse: SparseEmbedder | Mapping[str, Any] | None = None, k: int = 4, **fusion: Any,
     ) -> HybridRetriever:
-        """Index raw texts for BM25 and dense retrieval (same ids) and fuse the two.
+        """Index raw texts for BM25, dense (and learned sparse) retrieval and fuse them.
 
         Args:
             texts, metadatas, ids: the documents (``None`` ids: content ids; metadata is
@@ -106,6 +122,9 @@ class HybridRetriever(CoreRetriever):
                 ``analyzer``).
             dense: `VectorIndex.from_texts` options (``metric``, ``batch_size``,
                 ``cache``).
+            sparse: the learned sparse leg: its model (a `SparseEmbedder` such as
+                `hybrid_retrievers.models.SpladeEncoder`), or `SparseIndex.from_texts`
+                options with the model as ``"embedder"``; ``None``: two legs.
             k: the default number of fused documents.
             **fusion: `FusionSearcher` arguments (``mode``, ``weights``, ``k_rrf`` or
                 EnsembleRetriever's ``c``,
@@ -122,7 +141,7 @@ class HybridRetriever(CoreRetriever):
                               if key in ARGUMENT_HINTS})
         searcher = FusionSearcher.hybrid(texts, as_embedder(embedding), ids,
                                          copy_metadatas(metadatas), bm25=bm25, dense=dense,
-                                         **fusion)
+                                         sparse=sparse, **fusion)
         return cls(searcher=searcher, k=k, **fields)
 
     @classmethod
@@ -144,6 +163,11 @@ class HybridRetriever(CoreRetriever):
     def dense(self) -> VectorIndex:
         """The core dense index (the searcher's second child)."""
         return self.searcher.searchers[1]  # type: ignore[no-any-return]
+
+    @property
+    def sparse(self) -> SparseIndex | None:
+        """The core learned sparse index (the child named ``"sparse"``), or ``None``."""
+        return leg_named(self.searcher, "sparse")
 
     # ------------------------------------------------------------------ search
 
@@ -200,25 +224,47 @@ class HybridRetriever(CoreRetriever):
     # ------------------------------------------------------------------ persistence
 
     def save_local(self, folder_path: str | os.PathLike[str]) -> None:
-        """Save the fusion to a folder: `FusionSearcher.save` (both indexes and the fusion
+        """Save the fusion to a folder: `FusionSearcher.save` (every index and the fusion
         settings; JSON + ``.npy``, no pickle, no model). Query-time settings (``k``,
         ``filter``, ``score_key``) are not saved: pass them to `load_local`."""
         self.searcher.save(folder_path)
 
     @classmethod
     def load_local(cls, folder_path: str | os.PathLike[str], embedding: Embeddings | Any = None,
-                   *, mmap: bool = False, **kwargs: Any) -> HybridRetriever:
+                   *, sparse_embedding: SparseEmbedder | None = None, mmap: bool = False,
+                   **kwargs: Any) -> HybridRetriever:
         """Load a retriever saved with `save_local` (`FusionSearcher.load`; a LlamaIndex
-        ``HybridRetriever.persist`` folder too) with the model it was built with;
+        ``HybridRetriever.persist`` folder too) with the models it was built with
+        (``embedding``: the dense leg's, ``sparse_embedding``: the learned sparse leg's);
         ``**kwargs`` are retriever fields. `IndexFormatError` for a bad folder."""
-        if embedding is None:
-            raise ValueError(
-                f"{str(folder_path)!r} holds a dense index: pass embedding= (the model the "
-                "index was built with) to HybridRetriever.load_local"
-            )
-        searcher = FusionSearcher.load(_fusion_folder(folder_path), as_embedder(embedding),
-                                       mmap=mmap)
+        folder = _fusion_folder(folder_path)
+        check_models(folder, "HybridRetriever.load_local", embedding=embedding,
+                     sparse_embedding=sparse_embedding)
+        searcher = FusionSearcher.load(
+            folder, None if embedding is None else as_embedder(embedding),
+            sparse_embedder=sparse_embedding, mmap=mmap)
         return cls(searcher=searcher, **kwargs)
+
+
+def leg_named(searcher: FusionSearcher, name: str) -> Any:
+    """The child of ``searcher`` named ``name`` in the provenance, or ``None``."""
+    names = searcher.names
+    return searcher.searchers[names.index(name)] if name in names else None
+
+
+def check_models(folder: str | os.PathLike[str], method: str, **models: Any) -> None:
+    """Refuse, naming the argument of ``method``, a saved fusion whose dense (``vector``)
+    or learned sparse child has no model among ``models`` (``embedding``,
+    ``sparse_embedding``). A bad folder is left to the loader's own error."""
+    try:
+        kinds = {kind for kind, _, _ in read_fusion(folder)[1]}
+    except ValueError:
+        return
+    for kind, argument, what in (("vector", "embedding", "a dense index"),
+                                 ("sparse", "sparse_embedding", "a learned sparse index")):
+        if kind in kinds and models.get(argument) is None:
+            raise ValueError(f"{str(folder)!r} holds {what}: pass {argument}= (the model "
+                             f"the index was built with) to {method}")
 
 
 def _fusion_folder(folder: str | os.PathLike[str]) -> Path:

@@ -30,6 +30,7 @@ from .hyde import HyDERetriever
 from .parent import ParentDocumentRetriever
 from .postprocessors import CrossEncoderRerank, LLMRerank
 from .searcher import SearcherRetriever
+from .sparse import SparseRetriever
 
 __all__ = [
     "BM25Retriever",
@@ -42,6 +43,7 @@ __all__ = [
     "LlamaIndexEmbedder",
     "ParentDocumentRetriever",
     "SearcherRetriever",
+    "SparseRetriever",
     "__version__",
     "as_eval_callable",
 ]

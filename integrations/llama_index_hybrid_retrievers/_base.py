@@ -99,6 +99,9 @@ class SearcherState(SimilarityTopK, Generic[S]):
     searcher_type: ClassVar[type]
     searcher_argument: ClassVar[str] = "searcher"
     build_hint: ClassVar[str]
+    model_argument: ClassVar[str | None] = None
+    """The ``from_persist_dir`` argument of the model a searcher must have for text
+    queries (``embed_model``...); ``None``: it needs none."""
     _searcher: Any
 
     def __init__(
@@ -136,6 +139,14 @@ class SearcherState(SimilarityTopK, Generic[S]):
                 f"{self.searcher_argument} must be a hybrid_retrievers."
                 f"{self.searcher_type.__name__}, got {type(searcher).__name__}; build one "
                 f"with {self.build_hint}"
+            )
+        if self.model_argument is not None and searcher.embedder is None:
+            name = type(self).__name__
+            raise ValueError(
+                f"{self.searcher_argument} must have an embedder to answer text queries, got "
+                f"a {self.searcher_type.__name__} without one (built from vectors); build it "
+                f"with an embedder or load it with {name}.from_persist_dir(dir, "
+                f"{self.model_argument}=...)"
             )
 
     @property

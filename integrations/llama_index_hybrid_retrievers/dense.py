@@ -67,15 +67,10 @@ class DenseRetriever(CoreIndexRetriever[VectorIndex]):
     searcher_type = VectorIndex
     searcher_argument = "vector_index"
     build_hint = "DenseRetriever.from_defaults(nodes=..., embed_model=...)"
+    model_argument = "embed_model"
 
     def __init__(self, vector_index: VectorIndex, **options: Unpack[SearcherOptions]) -> None:
         super().__init__(vector_index, **options)
-        if self._searcher.embedder is None:
-            raise ValueError(
-                "vector_index must have an embedder to answer text queries, got a VectorIndex "
-                "without one; build it with an embedder or load it with "
-                "DenseRetriever.from_persist_dir(dir, embed_model=...)"
-            )
 
     @property
     def vector_index(self) -> VectorIndex:

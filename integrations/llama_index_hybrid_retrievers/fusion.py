@@ -39,7 +39,7 @@ from hybrid_retrievers.integration import (
     read_fusion,
     save_fusion,
 )
-from hybrid_retrievers.types import Hit
+from hybrid_retrievers.types import Hit, SparseEmbedder
 
 from ._base import SimilarityTopK
 from ._convert import (
@@ -53,6 +53,7 @@ from ._editing import FusionEditing
 from .bm25 import BM25Retriever
 from .dense import DenseRetriever
 from .hybrid import HybridRetriever
+from .sparse import SparseRetriever
 
 __all__ = ["FUSION_KEY", "FusionRetriever"]
 
@@ -179,12 +180,13 @@ class FusionRetriever(SimilarityTopK, QueryChecked, FusionEditing, BaseRetriever
     def persist(self, persist_dir: str | os.PathLike[str]) -> None:
         """Save every child index and the fusion settings to one directory (no pickle).
 
-        Children must be this package's BM25, dense, hybrid or fusion retrievers (else
+        Children must be this package's BM25, dense, sparse, hybrid or fusion retrievers (else
         `TypeError`); models and a callable ``weights`` rule are not saved.
         """
         children = []
         for i, child in enumerate(self._retrievers):
             kind = child_kind(i, child, {"bm25": BM25Retriever, "vector": DenseRetriever,
+                                         "sparse": SparseRetriever,
                                          "fusion": (FusionRetriever, HybridRetriever)},
                               "persist")
             # A core-index retriever persists its index in "index/" beside its node
@@ -199,12 +201,12 @@ class FusionRetriever(SimilarityTopK, QueryChecked, FusionEditing, BaseRetriever
     @classmethod
     def from_persist_dir(
         cls, persist_dir: str | os.PathLike[str], *, embed_model: BaseEmbedding | Any = None,
-        **kwargs: Any,
+        sparse_embed_model: SparseEmbedder | None = None, **kwargs: Any,
     ) -> FusionRetriever:
         """Load a retriever saved with `persist` (or the LangChain adapter's ``save_local``).
 
-        ``embed_model`` is the dense children's model; ``kwargs`` replace saved
-        constructor arguments. `IndexFormatError` for a missing, corrupt or foreign one.
+        ``embed_model`` is the dense children's model, ``sparse_embed_model`` the learned
+        sparse children's; ``kwargs`` replace saved constructor arguments. `IndexFormatError` for a missing, corrupt or foreign one.
         """
         settings, entries = read_fusion(persist_dir)
         if settings.get("id_key") is not None:
@@ -220,11 +222,16 @@ class FusionRetriever(SimilarityTopK, QueryChecked, FusionEditing, BaseRetriever
             "bm25": lambda path, top: BM25Retriever.from_persist_dir(path, similarity_top_k=top),
             "vector": lambda path, top: DenseRetriever.from_persist_dir(
                 path, embed_model=embed_model, similarity_top_k=top),
+            "sparse": lambda path, top: SparseRetriever.from_persist_dir(
+                path, sparse_embed_model=sparse_embed_model, similarity_top_k=top),
             "fusion": lambda path, top: FusionRetriever.from_persist_dir(
-                path, embed_model=embed_model, similarity_top_k=top),
+                path, embed_model=embed_model, sparse_embed_model=sparse_embed_model,
+                similarity_top_k=top),
             "hybrid": lambda path, top: HybridRetriever.from_persist_dir(
-                path, embed_model=embed_model, similarity_top_k=top),
-        }, model=embed_model, model_arg="embed_model", method="from_persist_dir")
+                path, embed_model=embed_model, sparse_embed_model=sparse_embed_model,
+                similarity_top_k=top),
+        }, model=embed_model, model_arg="embed_model", method="from_persist_dir",
+            sparse_model=sparse_embed_model, sparse_model_arg="sparse_embed_model")
         check_weights_restorable(settings, kwargs, persist_dir, "from_persist_dir")
         saved = {key: value for key, value in settings.items() if key in _CONSTRUCTOR_KEYS}
         saved["similarity_top_k"] = settings.get("k", DEFAULT_SIMILARITY_TOP_K)

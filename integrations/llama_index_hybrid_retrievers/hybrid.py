@@ -1,4 +1,4 @@
-"""LlamaIndex `HybridRetriever`: BM25 + dense over the same nodes, fused, in one call.
+"""LlamaIndex `HybridRetriever`: BM25 + dense (+ learned sparse) over the same nodes, fused.
 
 A retriever over ONE core `FusionSearcher` built by the core's hybrid recipe
 (`FusionSearcher.hybrid`), like `BM25Retriever` over one `BM25Index`: per query one core
@@ -17,10 +17,10 @@ from llama_index.core.callbacks import CallbackManager
 from llama_index.core.schema import BaseNode, NodeWithScore
 from llama_index.core.storage.docstore.types import BaseDocumentStore
 
-from hybrid_retrievers import BM25Index, VectorIndex
+from hybrid_retrievers import BM25Index, SparseIndex, VectorIndex
 from hybrid_retrievers.fusion import FusionSearcher
-from hybrid_retrievers.integration import child_leaves
-from hybrid_retrievers.types import Doc, Hit
+from hybrid_retrievers.integration import child_leaves, read_fusion
+from hybrid_retrievers.types import Doc, Hit, SparseEmbedder
 
 from ._base import CoreSearcherRetriever, Filter, LoadOptions, refuse_arguments
 from ._convert import (
@@ -43,7 +43,9 @@ class HybridRetriever(CoreSearcherRetriever[FusionSearcher]):
 
     `from_defaults` builds one core `FusionSearcher` with the core's hybrid recipe
     (`FusionSearcher.hybrid`: a `BM25Index` and a `VectorIndex` over the same nodes,
-    named ``"bm25"`` and ``"dense"``). Each query is one call to it: the children are
+    named ``"bm25"`` and ``"dense"``; ``sparse=`` adds a learned sparse `SparseIndex` leg,
+    ``"sparse"``, fused by the core's three-way default, see `FusionSearcher.hybrid`).
+    Each query is one call to it: the children are
     asked for ``fetch_k`` candidates resolved per call (default
     ``max(similarity_top_k, 20)``, so setting ``similarity_top_k`` later deepens them
     too), and the fused hits become nodes once. Returned nodes are as for
@@ -54,7 +56,7 @@ class HybridRetriever(CoreSearcherRetriever[FusionSearcher]):
     The constructor takes the `FusionSearcher` and the `SearcherOptions`. Queries are
     text: a `QueryBundle`'s ``embedding`` / ``custom_embedding_strs`` are not used (fuse
     a `DenseRetriever` in a `FusionRetriever` for that). Edits (`insert_nodes`,
-    `delete_nodes`) reach both indexes.
+    `delete_nodes`) reach every index.
 
     Example:
         >>> from llama_index.core.schema import TextNode
@@ -66,6 +68,16 @@ class HybridRetriever(CoreSearcherRetriever[FusionSearcher]):
         ...     nodes=nodes, embed_model=HashingEmbedder(dimension=64), similarity_top_k=2)
         >>> sorted(n.node.node_id for n in retriever.retrieve("wing lift"))
         ['a', 'c']
+
+    Three legs, with a learned sparse model (`hybrid_retrievers.models.SpladeEncoder` for
+    a real one):
+
+        >>> from hybrid_retrievers.models import HashingSparseEmbedder
+        >>> three = HybridRetriever.from_defaults(
+        ...     nodes=nodes, embed_model=HashingEmbedder(dimension=64),
+        ...     sparse=HashingSparseEmbedder(), similarity_top_k=2)
+        >>> three.searcher.names, three.searcher.plan.mode.value
+        (('bm25', 'dense', 'sparse'), 'relative_score')
     """
 
     searcher_type = FusionSearcher
@@ -80,13 +92,15 @@ class HybridRetriever(CoreSearcherRetriever[FusionSearcher]):
         embed_model: BaseEmbedding | Any,
         bm25: Mapping[str, Any] | None = None,
         dense: Mapping[str, Any] | None = None,
+        sparse: SparseEmbedder | Mapping[str, Any] | None = None,
         similarity_top_k: int = 4,
         filters: Filter = None,
         callback_manager: CallbackManager | None = None,
         verbose: bool = False,
         **fusion: Any,
     ) -> HybridRetriever:
-        """Index nodes (or every node of a docstore: exactly one) for BM25 and dense; fuse.
+        """Index nodes (or every node of a docstore: exactly one) for BM25, dense (and
+        learned sparse) retrieval; fuse.
 
         Args:
             embed_model: a LlamaIndex `BaseEmbedding` or a core `Embedder` (required).
@@ -94,6 +108,9 @@ class HybridRetriever(CoreSearcherRetriever[FusionSearcher]):
                 ``analyzer``).
             dense: `VectorIndex.from_texts` options (``metric``, ``batch_size``,
                 ``cache``).
+            sparse: the learned sparse leg: its model (a `SparseEmbedder` such as
+                `hybrid_retrievers.models.SpladeEncoder`), or `SparseIndex.from_texts`
+                options with the model as ``"embedder"``; ``None``: two legs.
             similarity_top_k, filters, callback_manager, verbose: the
                 constructor's (``similarity_top_k`` counts fused nodes).
             **fusion: `FusionSearcher` arguments (``fetch_k``, ``weights``, ``mode``,
@@ -109,7 +126,8 @@ class HybridRetriever(CoreSearcherRetriever[FusionSearcher]):
         docs = nodes_to_docs(node_list)
         searcher = FusionSearcher.hybrid(
             [d.text for d in docs], as_embedder(embed_model), [d.id for d in docs],
-            [d.metadata for d in docs], bm25=bm25, dense=dense, show_progress=verbose, **fusion)
+            [d.metadata for d in docs], bm25=bm25, dense=dense, sparse=sparse, show_progress=verbose,
+            **fusion)
         return cls(searcher, nodes=node_list, similarity_top_k=similarity_top_k,
                    filters=filters, callback_manager=callback_manager, verbose=verbose)
 
@@ -122,6 +140,12 @@ class HybridRetriever(CoreSearcherRetriever[FusionSearcher]):
     def dense(self) -> VectorIndex:
         """The core dense index (the searcher's second child)."""
         return self._searcher.searchers[1]  # type: ignore[no-any-return]
+
+    @property
+    def sparse(self) -> SparseIndex | None:
+        """The core learned sparse index (the child named ``"sparse"``), or ``None``."""
+        names = self._searcher.names
+        return self._searcher.searchers[names.index("sparse")] if "sparse" in names else None
 
     def _editable_indexes(self) -> list[Any]:
         return child_leaves(self._searcher)
@@ -147,18 +171,28 @@ class HybridRetriever(CoreSearcherRetriever[FusionSearcher]):
     @classmethod
     def from_persist_dir(
         cls, persist_dir: str | os.PathLike[str], *, embed_model: BaseEmbedding | Any = None,
-        mmap: bool = False, **options: Unpack[LoadOptions],
+        sparse_embed_model: SparseEmbedder | None = None, mmap: bool = False,
+        **options: Unpack[LoadOptions],
     ) -> HybridRetriever:
         """Load a retriever saved with `persist` (or a `FusionSearcher.save` folder, such
-        as the LangChain ``HybridRetriever.save_local``'s) with the model it was built
-        with; ``options`` (`LoadOptions`) default to the saved ones. `IndexFormatError`
+        as the LangChain ``HybridRetriever.save_local``'s) with the models it was built
+        with (``embed_model``: the dense leg's, ``sparse_embed_model``: the learned sparse
+        leg's); ``options`` (`LoadOptions`) default to the saved ones. `IndexFormatError`
         for a missing, corrupt or foreign directory."""
-        if embed_model is None:
-            raise ValueError(
-                f"{str(persist_dir)!r} holds a dense index: pass embed_model= (the model the "
-                "index was built with) to HybridRetriever.from_persist_dir"
-            )
+
+        def load(folder: Any) -> FusionSearcher:
+            kinds = {kind for kind, _, _ in read_fusion(folder)[1]}
+            for kind, model, argument, what in (
+                    ("vector", embed_model, "embed_model", "a dense index"),
+                    ("sparse", sparse_embed_model, "sparse_embed_model",
+                     "a learned sparse index")):
+                if kind in kinds and model is None:
+                    raise ValueError(f"{str(persist_dir)!r} holds {what}: pass {argument}= "
+                                     "(the model the index was built with) to "
+                                     "HybridRetriever.from_persist_dir")
+            return FusionSearcher.load(
+                folder, None if embed_model is None else as_embedder(embed_model),
+                sparse_embedder=sparse_embed_model, mmap=mmap)
+
         return cls._load(  # type: ignore[no-any-return]
-            persist_dir,
-            lambda folder: FusionSearcher.load(folder, as_embedder(embed_model), mmap=mmap),
-            bare_index_kind="fusion", **options)
+            persist_dir, load, bare_index_kind="fusion", **options)

@@ -1,5 +1,6 @@
 """The hybrid recipe with the learned sparse leg: any subset of BM25 / dense / sparse, the
-default weights (one vote per family), provenance per leg, and save/load of the sparse leg.
+default weights (one vote per family) and mode (relative_score for three legs, RRF for
+fewer: two-way results unchanged), provenance per leg, and save/load of the sparse leg.
 
 Models: `HashingEmbedder` (dense) and `HashingSparseEmbedder` (sparse), deterministic and
 dependency-free; the real splade-tiny leg is exercised by benchmarks/sparse_quality.py and
@@ -14,7 +15,7 @@ import pytest
 
 from corpora import CORPUS, WING_QUERY
 from hybrid_retrievers import BM25Index, FusionSearcher, SparseIndex, VectorIndex
-from hybrid_retrievers.fusion import fuse, hybrid_weights
+from hybrid_retrievers.fusion import FusionMode, fuse, hybrid_mode, hybrid_weights
 from hybrid_retrievers.models import HashingEmbedder, HashingSparseEmbedder
 
 TEXTS = [t for _, t, _ in CORPUS]
@@ -42,11 +43,12 @@ def test_three_legs_are_built_named_and_weighed_one_vote_per_family(dense, spars
     assert three.names == ("bm25", "dense", "sparse")
     assert [type(c) for c in three.searchers] == [BM25Index, VectorIndex, SparseIndex]
     assert three.plan.weights == (0.5, 1.0, 0.5)
+    assert three.plan.mode is FusionMode.RELATIVE_SCORE
     assert three.searchers[2].get("bread-1").metadata == METAS[5]
-    # The fused list is RRF over the legs' own lists with those weights.
+    # The fused list is min-max score fusion of the legs' own lists with those weights.
     for q in QUERIES:
         lists = [c.search(q, three.plan.fetch_for(5, None)) for c in three.searchers]
-        want = fuse(lists, "rrf", weights=[0.5, 1.0, 0.5], limit=5)
+        want = fuse(lists, "relative_score", weights=[0.5, 1.0, 0.5], limit=5)
         assert [(h.id, h.score) for h in three.search(q, 5)] == [(h.id, h.score) for h in want]
     # Provenance names the sparse leg, with its rank and score.
     hit = three.search(WING_QUERY, 1)[0]
@@ -58,6 +60,24 @@ def test_three_legs_are_built_named_and_weighed_one_vote_per_family(dense, spars
     # Two-way is unchanged: 1:1, i.e. the constructor's default (no weights recorded).
     two = FusionSearcher.hybrid(TEXTS, dense, IDS)
     assert two.plan.weights is None and two.names == ("bm25", "dense")
+    assert two.plan.mode is FusionMode.RRF
+
+
+def test_two_way_results_are_unchanged_by_the_three_way_default(dense, sparse) -> None:
+    # Differential: the two-way recipe equals the fusion it was before the sparse leg
+    # existed (the constructor's defaults: RRF, k_rrf 60, no weights), hit for hit.
+    two = FusionSearcher.hybrid(TEXTS, dense, IDS, METAS)
+    before = FusionSearcher([BM25Index.from_texts(TEXTS, IDS, METAS),
+                             VectorIndex.from_texts(TEXTS, IDS, METAS, embedder=dense)],
+                            names=["bm25", "dense"])
+    for k in (1, 5, 12):
+        assert ranked(two, k) == ranked(before, k)
+    for legs in (("bm25", "dense"), ("bm25", "sparse"), ("dense", "sparse"), ("bm25",)):
+        assert hybrid_mode(legs) is FusionMode.RRF
+    assert hybrid_mode(("bm25", "dense", "sparse")) is FusionMode.RELATIVE_SCORE
+    # A mode given wins over the default, for three legs too.
+    rrf = FusionSearcher.hybrid(TEXTS, dense, IDS, sparse=sparse, mode="rrf")
+    assert rrf.plan.mode is FusionMode.RRF and rrf.plan.weights == (0.5, 1.0, 0.5)
 
 
 @pytest.mark.parametrize(("legs", "kwargs"), [
@@ -104,6 +124,7 @@ def test_save_and_load_keep_the_sparse_leg(tmp_path: Path, dense, sparse) -> Non
     loaded = FusionSearcher.load(tmp_path / "three", dense, sparse_embedder=sparse)
     assert ranked(loaded) == ranked(three)
     assert loaded.names == three.names and loaded.plan.weights == (0.5, 1.0, 0.5)
+    assert loaded.plan.mode is FusionMode.RELATIVE_SCORE
     assert isinstance(loaded.searchers[2], SparseIndex)
     assert loaded.searchers[2].model_id == sparse.model_id
     with pytest.raises(ValueError, match=r"learned sparse child: pass sparse_embedder="):

@@ -28,7 +28,7 @@ from langchain_core.vectorstores import InMemoryVectorStore
 
 from hybrid_retrievers.bm25 import BM25Index
 from hybrid_retrievers.fusion import FusionSearcher
-from hybrid_retrievers.models import HashingEmbedder
+from hybrid_retrievers.models import HashingEmbedder, HashingSparseEmbedder
 from hybrid_retrievers.types import Doc
 from hybrid_retrievers.vector import VectorIndex
 import langchain_hybrid_retrievers as lc
@@ -37,6 +37,7 @@ from contract import BAD_K, RARE_MATCHES, RARE_QUERY
 from corpora import CORPUS, QUERIES, WordOverlap
 
 EMBED = HashingEmbedder(dimension=64)
+SPARSE = HashingSparseEmbedder()
 
 
 def make_documents() -> list[Document]:
@@ -94,8 +95,11 @@ class Case:
 BUILDERS: dict[str, Case] = {
     "bm25": Case(lambda d: lc.BM25Retriever.from_documents(d, k=3), lexical=True),
     "dense": Case(lambda d: lc.DenseRetriever.from_documents(d, EMBED, k=3)),
+    "sparse": Case(lambda d: lc.SparseRetriever.from_documents(d, SPARSE, k=3), lexical=True),
     "hybrid": Case(lambda d: lc.HybridRetriever.from_documents(d, EMBED, k=3),
                    provenance="fusion"),
+    "hybrid3": Case(lambda d: lc.HybridRetriever.from_documents(d, EMBED, sparse=SPARSE, k=3),
+                    provenance="fusion"),
     "fusion": Case(lambda d: lc.FusionRetriever(retrievers=children(d), k=3),
                    provenance="fusion"),
     "fusion-score": Case(

@@ -26,7 +26,7 @@ from llama_index.core.vector_stores.types import (
     MetadataFilters,
 )
 
-from hybrid_retrievers.models import HashingEmbedder
+from hybrid_retrievers.models import HashingEmbedder, HashingSparseEmbedder
 from llama_index_hybrid_retrievers import (
     BM25Retriever,
     DenseRetriever,
@@ -34,11 +34,13 @@ from llama_index_hybrid_retrievers import (
     HybridRetriever,
     HyDERetriever,
     ParentDocumentRetriever,
+    SparseRetriever,
 )
 
 from corpora import CORPUS, QUERIES, WING_QUERY
 
 EMBED = HashingEmbedder(dimension=64)
+SPARSE = HashingSparseEmbedder()
 FIELDS = ("node_id", "ref_doc_id", "excluded_llm_metadata_keys",
           "excluded_embed_metadata_keys", "metadata_template", "metadata_separator",
           "text_template", "class_name")
@@ -61,12 +63,16 @@ BUILDERS: dict[str, Callable[[list[TextNode]], Any]] = {
     "bm25": lambda n: BM25Retriever.from_defaults(nodes=n, similarity_top_k=3),
     "dense": lambda n: DenseRetriever.from_defaults(nodes=n, embed_model=EMBED,
                                                     similarity_top_k=3),
+    "sparse": lambda n: SparseRetriever.from_defaults(nodes=n, sparse_embed_model=SPARSE,
+                                                      similarity_top_k=3),
     "fusion": lambda n: FusionRetriever(
         [BM25Retriever.from_defaults(nodes=n, similarity_top_k=10),
          DenseRetriever.from_defaults(nodes=n, embed_model=EMBED, similarity_top_k=10)],
         similarity_top_k=3),
     "hybrid": lambda n: HybridRetriever.from_defaults(nodes=n, embed_model=EMBED,
                                                       similarity_top_k=3),
+    "hybrid3": lambda n: HybridRetriever.from_defaults(nodes=n, embed_model=EMBED,
+                                                       sparse=SPARSE, similarity_top_k=3),
     "parent": lambda n: ParentDocumentRetriever.from_defaults(n, similarity_top_k=3,
                                                               chunk_size=60, chunk_overlap=0),
     "hyde": lambda n: HyDERetriever.from_defaults(n, embed_model=EMBED,
@@ -76,7 +82,10 @@ BUILDERS: dict[str, Callable[[list[TextNode]], Any]] = {
 PERSISTED = {
     "bm25": lambda d: BM25Retriever.from_persist_dir(d),
     "dense": lambda d: DenseRetriever.from_persist_dir(d, embed_model=EMBED),
+    "sparse": lambda d: SparseRetriever.from_persist_dir(d, sparse_embed_model=SPARSE),
     "hybrid": lambda d: HybridRetriever.from_persist_dir(d, embed_model=EMBED),
+    "hybrid3": lambda d: HybridRetriever.from_persist_dir(d, embed_model=EMBED,
+                                                          sparse_embed_model=SPARSE),
     "parent": lambda d: ParentDocumentRetriever.from_persist_dir(d),
 }
 ALL = list(BUILDERS)
@@ -137,7 +146,8 @@ def test_persisted_filters_are_restored(tmp_path: Path) -> None:
     filters = MetadataFilters(filters=[MetadataFilter(key="topic", value="cooking",
                                                       operator=FilterOperator.EQ)])
     for build, load in ((BUILDERS["bm25"], PERSISTED["bm25"]),
-                        (BUILDERS["dense"], PERSISTED["dense"])):
+                        (BUILDERS["dense"], PERSISTED["dense"]),
+                        (BUILDERS["sparse"], PERSISTED["sparse"])):
         retriever = build(make_nodes())
         filtered = type(retriever)(retriever.index, similarity_top_k=5, filters=filters,
                                    nodes=make_nodes())
@@ -193,7 +203,7 @@ def test_delete_ref_doc_removes_a_source_document_s_nodes() -> None:
                    for r in retriever.retrieve("ailerons elevators aircraft"))
 
 
-@pytest.mark.parametrize("name", ["bm25", "dense"])
+@pytest.mark.parametrize("name", ["bm25", "dense", "sparse"])
 def test_an_id_replaced_through_index_returns_the_new_text(name: str) -> None:
     # The stored document wins over a stale cached node: results never show old text.
     retriever = BUILDERS[name](make_nodes())
@@ -201,7 +211,7 @@ def test_an_id_replaced_through_index_returns_the_new_text(name: str) -> None:
     retriever.index.add(["Brand new text about wing lift and lift."], ids=["aero-1"])
     (hit,) = [r for r in retriever.retrieve(WING_QUERY) if r.node.node_id == "aero-1"]
     assert hit.node.get_content() == "Brand new text about wing lift and lift."
-    if name == "dense":
+    if name != "bm25":
         retriever.index.upsert(["Upserted wing lift text."], ids=["aero-1"])
         (hit,) = [r for r in retriever.retrieve(WING_QUERY) if r.node.node_id == "aero-1"]
         assert hit.node.get_content() == "Upserted wing lift text."

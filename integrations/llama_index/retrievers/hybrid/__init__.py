@@ -22,6 +22,7 @@ from llama_index_hybrid_retrievers import (
     LlamaIndexEmbedder,
     ParentDocumentRetriever,
     SearcherRetriever,
+    SparseRetriever,
     __version__,
 )
 
@@ -34,5 +35,6 @@ __all__ = [
     "LlamaIndexEmbedder",
     "ParentDocumentRetriever",
     "SearcherRetriever",
+    "SparseRetriever",
     "__version__",
 ]
