@@ -55,8 +55,9 @@ def load_children(
 ) -> list[Any]:
     """Each ``(kind, folder, settings)`` entry loaded by ``loaders[kind]`` with its saved ``k``.
 
-    Every kind but ``"bm25"`` embeds queries: a ``"sparse"`` child needs
-    ``sparse_model``, the others ``model``.
+    A ``"vector"`` child embeds queries with ``model``, a ``"sparse"`` one with
+    ``sparse_model``; a nested ``"fusion"`` child is checked by its own loader against
+    the legs it really has (a BM25 + sparse hybrid needs no dense model).
 
     Raises:
         ValueError: naming the argument and ``method``, for a child without its model.
@@ -69,7 +70,7 @@ def load_children(
                     f"{str(folder)!r} holds a learned sparse child: pass {sparse_model_arg}= "
                     f"(the sparse model the index was built with) to {method}"
                 )
-        elif kind != "bm25" and model is None:
+        elif kind == "vector" and model is None:
             raise ValueError(
                 f"{str(folder)!r} holds a dense child: pass {model_arg}= (the model the "
                 f"index was built with) to {method}"

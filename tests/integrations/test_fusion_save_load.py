@@ -107,3 +107,24 @@ def test_llama_index_fusion_with_a_hybrid_child_round_trips(tmp_path: Path) -> N
     # The core reads the same folder (each child's index under its index_dir).
     core = FusionSearcher.load(tmp_path / "nested", emb)
     assert [h.id for h in core.search(QUERY, 2, fetch_k=3)] == expected
+
+
+def test_a_nested_bm25_and_sparse_hybrid_loads_without_a_dense_model(tmp_path: Path) -> None:
+    # A nested fusion child is checked by its own loader against the legs it has: a
+    # BM25 + sparse hybrid inside a fusion needs the sparse model only.
+    from hybrid_retrievers import BM25Index, FusionSearcher
+    from hybrid_retrievers.models import HashingSparseEmbedder
+    from langchain_hybrid_retrievers import FusionRetriever
+
+    sparse = HashingSparseEmbedder()
+    lexical = FusionSearcher.hybrid(TEXTS, None, ids=IDS, sparse=sparse)
+    outer = FusionSearcher([lexical, BM25Index.from_texts(TEXTS[:3], ids=IDS[:3])])
+    outer.save(tmp_path / "outer")
+    expected = [hit.id for hit in outer.search(QUERY, k=3)]
+
+    core = FusionSearcher.load(tmp_path / "outer", sparse_embedder=sparse)
+    assert [hit.id for hit in core.search(QUERY, k=3)] == expected
+    loaded = FusionRetriever.load_local(tmp_path / "outer", sparse_embedding=sparse, k=3)
+    assert [d.id for d in loaded.invoke(QUERY)] == expected
+    with pytest.raises(ValueError, match="sparse_embedding="):
+        FusionRetriever.load_local(tmp_path / "outer", k=3)
