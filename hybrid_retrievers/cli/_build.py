@@ -14,7 +14,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["RETRIEVER_CHOICES", "build_retrievers", "dense_available", "user_cache_dir"]
+__all__ = ["RETRIEVER_CHOICES", "build_retrievers", "close_embedding_cache", "dense_available",
+           "open_embedding_cache", "user_cache_dir"]
 
 RETRIEVER_CHOICES = ("bm25", "bm25-robertson", "bm25-bm25l", "bm25-bm25+", "dense", "hybrid")
 CACHE_ENV = "HYBRID_RETRIEVERS_CACHE_DIR"
@@ -81,9 +82,7 @@ def dense_index(
     """A `VectorIndex` of ``docs`` (with ``hybrid``: the hybrid recipe's `FusionSearcher`
     of a `BM25Index` and that `VectorIndex`); vectors come from (and go to) the on-disk
     cache."""
-    from ..vector import EmbeddingCache
     from ..models import SentenceTransformerEmbedder, local_minilm_path
-    from ..persistence import IndexFormatError
     from ..vector import VectorIndex
 
     model = model or local_minilm_path()
@@ -96,15 +95,7 @@ def dense_index(
     # One bar per long task: ours over the corpus; sentence-transformers' own per-batch
     # (and per-query) bars stay off.
     embedder = SentenceTransformerEmbedder(model, show_progress=False)
-    store = None
-    folder = user_cache_dir() / "embeddings"
-    if cache:
-        store = EmbeddingCache()
-        if folder.is_dir():
-            try:
-                store = EmbeddingCache.load(folder)
-            except (IndexFormatError, OSError) as exc:
-                log(f"Embedding cache at {folder} is unreadable ({exc}); rebuilding it.")
+    store = open_embedding_cache(log) if cache else None
     cached = store.size(embedder.model_id) if store is not None else 0
     # Chunks of 64 texts: the bar moves every few seconds instead of every 1024 texts.
     dense = {"cache": store, "batch_size": 64}
@@ -117,17 +108,38 @@ def dense_index(
     else:
         index = VectorIndex.from_docs(docs, embedder=embedder, show_progress=progress, **dense)
     if store is not None:
-        encoded = store.misses
-        if encoded:
-            try:
-                store.save(folder)
-            except OSError as exc:
-                log(f"Could not save the embedding cache to {folder}: {exc}")
-        log(f"Embeddings: {store.hits} distinct texts read from the EmbeddingCache in "
-            f"{folder}, {encoded} encoded" + (" and saved there" if encoded else "")
-            + f" (the cache held {cached} vectors of this model).")
+        close_embedding_cache(store, cached, log)
     _one_torch_thread_for_queries(embedder)
     return index
+
+
+def open_embedding_cache(log: Any = print) -> Any:
+    """The on-disk `EmbeddingCache` of the CLI (empty when missing or unreadable)."""
+    from ..persistence import IndexFormatError
+    from ..vector import EmbeddingCache
+
+    folder = user_cache_dir() / "embeddings"
+    if folder.is_dir():
+        try:
+            return EmbeddingCache.load(folder)
+        except (IndexFormatError, OSError) as exc:
+            log(f"Embedding cache at {folder} is unreadable ({exc}); rebuilding it.")
+    return EmbeddingCache()
+
+
+def close_embedding_cache(store: Any, cached: int, log: Any = print) -> None:
+    """Save ``store`` when it learned vectors, and say what it saved (``cached``: the
+    vectors of this model it held before)."""
+    folder = user_cache_dir() / "embeddings"
+    encoded = store.misses
+    if encoded:
+        try:
+            store.save(folder)
+        except OSError as exc:
+            log(f"Could not save the embedding cache to {folder}: {exc}")
+    log(f"Embeddings: {store.hits} distinct texts read from the EmbeddingCache in "
+        f"{folder}, {encoded} encoded" + (" and saved there" if encoded else "")
+        + f" (the cache held {cached} vectors of this model).")
 
 
 def _one_torch_thread_for_queries(embedder: Any) -> None:
