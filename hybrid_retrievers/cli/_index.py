@@ -102,7 +102,8 @@ def index_command(args: argparse.Namespace) -> int:
     n_chunks = len(searcher.searchers[0])
     elapsed = time.perf_counter() - t0
     legs = " + ".join(str(n) for n in searcher.names)
-    print(f"indexed {len(found.hashes)} files ({plan.summary()}) into {args.out}: "
+    done = plan_sync(indexed, found.hashes)  # without the files that failed to read
+    print(f"indexed {len(found.hashes)} files ({done.summary()}) into {args.out}: "
           f"{n_chunks} chunks, {legs}; {len(new_docs)} chunks (re)made; skipped "
           f"{len(found.skipped)} files" + (" (listed above)" if found.skipped else "")
           + f"; {elapsed:.1f} s ({len(found.hashes) / max(elapsed, 1e-9):.1f} files/s)",

@@ -57,6 +57,7 @@ def build_server(loaded: LoadedIndex) -> Any:
     """The `MCPServer` with the ``search`` and ``explain`` tools over ``loaded``."""
     try:
         from mcp.server.mcpserver import MCPServer
+        from mcp.server.mcpserver.exceptions import ToolError
         from mcp.types import ToolAnnotations
     except ImportError:
         raise ImportError("serve needs the mcp SDK: pip install 'hybrid-retrievers[serve]'") \
@@ -67,7 +68,7 @@ def build_server(loaded: LoadedIndex) -> Any:
                      f"{loaded.folder.name} ({len(loaded.lexical)} chunks; legs: "
                      f"{', '.join(loaded.names)}). Results name their file and section.",
     )
-    read_only = ToolAnnotations(readOnlyHint=True, idempotentHint=True, openWorldHint=False)
+    read_only = ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False)
 
     @server.tool(annotations=read_only)
     def search(query: str, k: int = 5, mode: str | None = None,
@@ -75,12 +76,19 @@ def build_server(loaded: LoadedIndex) -> Any:
         """Search the index. query: the question or keywords; k: results (1-50); mode:
         fusion mode (rrf, relative_score, dist_based_score, ...); filter: metadata
         equality, e.g. {"file": "README.md"}; parents: return whole sections."""
+        try:
+            return _search(query, k, mode, filter, parents)
+        except (ValueError, KeyError, TypeError) as exc:  # the client's mistake: say which
+            raise ToolError(exc.args[0] if exc.args else str(exc)) from None
+
+    def _search(query: Any, k: Any, mode: Any, filter: Any, parents: Any) -> dict[str, Any]:
         query = _check_query(query)
         if not isinstance(k, int) or isinstance(k, bool) or not 1 <= k <= MAX_K:
             raise ValueError(f"k must be an integer from 1 to {MAX_K}, got {k!r}")
         if mode is not None and mode not in MODES:
             raise ValueError(f"mode must be one of {list(MODES)}, got {mode!r}")
-        hits = loaded.search(query, k, mode=mode, filter=_check_filter(filter), parents=parents)
+        hits = loaded.search(query, k, mode=mode, filter=_check_filter(filter),
+                             parents=bool(parents))
         results = []
         for hit in hits:
             record = loaded.result(hit, query)
@@ -92,10 +100,13 @@ def build_server(loaded: LoadedIndex) -> Any:
     def explain(query: str, id: str) -> dict[str, Any]:
         """Why the chunk `id` (from a search result) scored what it did for `query`:
         BM25's per-term idf, tf and contribution, and each leg's rank."""
-        query = _check_query(query)
-        if not isinstance(id, str) or not id or len(id) > 1000:
-            raise ValueError("id must be a chunk id from a search result")
-        return loaded.explain(query, id)
+        try:
+            query = _check_query(query)
+            if not isinstance(id, str) or not id or len(id) > 1000:
+                raise ValueError("id must be a chunk id from a search result")
+            return loaded.explain(query, id)
+        except (ValueError, KeyError, TypeError) as exc:
+            raise ToolError(exc.args[0] if exc.args else str(exc)) from None
 
     return server
 
