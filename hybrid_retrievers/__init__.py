@@ -9,6 +9,7 @@ subpackage's face, one home per name (``tests/test_public_api.py`` pins these li
 
 * ``hybrid_retrievers.bm25``: `BM25Method`, `BM25Explanation`, `TermContribution`...;
 * ``hybrid_retrievers.vector``: `EmbeddingCache`, `HNSWConfig`...;
+* ``hybrid_retrievers.sparse``: `SparseExplanation`, `SparseTermContribution`...;
 * ``hybrid_retrievers.text``: `SentenceSplitter`, `split_parents`, `register_tokenizer`...;
 * ``hybrid_retrievers.fusion``: `fuse`, `score_fusion`, `lexical_boost_rule`,
   `FilteredSource`...;
@@ -31,6 +32,7 @@ from .hyde import HyDESearcher
 from .parent import ParentChildSearcher
 from .persistence import IndexFormatError
 from .rerank import LLMReranker, Reranker, RerankingSearcher
+from .sparse import SparseIndex
 from .text import Analyzer
 from .types import Doc, Embedder, Hit, MetadataFilter, PairScorer, Searcher, TextGenerator
 from .vector import VectorIndex
@@ -53,6 +55,7 @@ __all__ = [
     "Reranker",
     "RerankingSearcher",
     "Searcher",
+    "SparseIndex",
     "TextGenerator",
     "VectorIndex",
     "__version__",

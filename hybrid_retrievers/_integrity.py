@@ -41,14 +41,17 @@ def check_postings(
     *,
     where: str,
     full: bool,
+    impacts: bool = False,
 ) -> None:
-    """Validate term-major postings of a BM25 index.
+    """Validate term-major postings of a BM25 index (or, ``impacts``, a sparse index).
 
     Always: ``indptr`` starts at 0, never decreases and ends at the number of postings;
     document lengths are >= 0. With ``full``: every posting's document is in range,
     each term's documents are strictly increasing (sorted, no duplicates), every term
     frequency is >= 1, and each document's length equals the sum of its term
-    frequencies (the analyzer's token count).
+    frequencies (the analyzer's token count). With ``impacts`` the values are float32
+    weights, which must be finite and > 0, and a document's length is its number of
+    postings.
     """
     n_docs = int(doc_len.shape[0])
     check_offsets(indptr, where=where)
@@ -67,7 +70,11 @@ def check_postings(
             f"{where}/postings_docs.npy: postings refer to documents outside 0..{n_docs - 1} "
             f"(found {lo if lo < 0 else hi})"
         )
-    if int(post_tf.min()) < 1:
+    if impacts:
+        if post_tf.dtype != np.float32 or not bool(np.all(np.isfinite(post_tf) & (post_tf > 0))):
+            raise IndexFormatError(f"{where}/postings_weights.npy: weights must be finite "
+                                   "float32 values > 0")
+    elif int(post_tf.min()) < 1:
         raise IndexFormatError(f"{where}/postings_tf.npy: a term frequency is 0")
     # Ids are in 0..n_docs-1 (checked above), so their differences fit the stored dtype.
     bad = np.diff(post_docs) <= 0
@@ -83,7 +90,7 @@ def check_postings(
             f"increasing (document {int(post_docs[pos])} after {int(post_docs[pos - 1])}: "
             "out of order or duplicated)"
         )
-    lengths = np.bincount(post_docs, weights=post_tf, minlength=n_docs)
+    lengths = np.bincount(post_docs, weights=None if impacts else post_tf, minlength=n_docs)
     mismatch = np.flatnonzero(lengths != doc_len)
     if mismatch.size:
         d = int(mismatch[0])

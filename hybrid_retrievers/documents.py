@@ -61,6 +61,18 @@ class DocTable:
         """Refuse documents whose id this table holds (`add` semantics)."""
         check_new_ids(docs, self.positions, "use upsert() to replace them, or delete them first")
 
+    def upsert_rows(self, docs: list[Doc]) -> NDArray[np.int64]:
+        """Where an upsert puts each of ``docs``: a held id keeps its position, a new id
+        gets the next free one, in order (ties still go to the earlier document)."""
+        rows = np.empty(len(docs), dtype=np.int64)
+        n = len(self.docs)
+        for j, d in enumerate(docs):
+            pos = self.positions.get(d.id)
+            if pos is None:
+                pos, n = n, n + 1
+            rows[j] = pos
+        return rows
+
     def kept_after_delete(self, ids: list[str]) -> NDArray[np.bool_] | None:
         """Which positions survive deleting ``ids``; ``None`` when ``ids`` is empty.
 

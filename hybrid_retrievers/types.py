@@ -20,6 +20,7 @@ __all__ = [
     "MetadataFilter",
     "Searcher",
     "Embedder",
+    "SparseEmbedder",
     "PairScorer",
     "TextGenerator",
 ]
@@ -97,6 +98,25 @@ class Embedder(Protocol):
     def embed_documents(self, texts: Sequence[str]) -> NDArray[np.float32]: ...
 
     def embed_query(self, text: str) -> NDArray[np.float32]: ...
+
+
+@runtime_checkable
+class SparseEmbedder(Protocol):
+    """Turns texts into sparse vectors: ``{token: weight}`` dicts (learned sparse, SPLADE).
+
+    Tokens are the model's vocabulary strings (``"diabetes"``, ``"##ing"``); weights are
+    finite and > 0 (zeros are left out). ``model_id`` names the model, so a saved index
+    and a cache know which vectors they hold. Documents and queries may be encoded
+    differently (inference-free models encode queries with a tokenizer and an idf
+    table). An ``embed_queries(texts)`` method, when present, encodes a batch of queries
+    (`SparseIndex.search_many` uses it).
+    """
+
+    model_id: str
+
+    def embed_documents(self, texts: Sequence[str]) -> list[dict[str, float]]: ...
+
+    def embed_query(self, text: str) -> dict[str, float]: ...
 
 
 @runtime_checkable

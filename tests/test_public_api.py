@@ -110,6 +110,7 @@ FACES = {
         "Reranker",
         "RerankingSearcher",
         "Searcher",
+        "SparseIndex",
         "TextGenerator",
         "VectorIndex",
         "__version__",

@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-__all__ = ["BLOCK", "BM25L", "BM25PLUS", "CODE_TF", "LUCENE", "NO_CODE", "ROBERTSON",
+__all__ = ["BLOCK", "BM25L", "BM25PLUS", "CODE_TF", "IMPACT", "LUCENE", "NO_CODE", "ROBERTSON",
            "build_blocks", "build_table", "build_weights"]
 
 BLOCK = 64
@@ -28,7 +28,9 @@ CODE_TF = 16
 NO_CODE = 255
 """A document's norm code when its length norm has no table row."""
 
-LUCENE, ROBERTSON, BM25L, BM25PLUS = 0, 1, 2, 3
+LUCENE, ROBERTSON, BM25L, BM25PLUS, IMPACT = 0, 1, 2, 3, 4
+"""Scorer codes (`kernels._VARIANT_CODES`). IMPACT: the posting value (float32) is the
+weight, with no norm and no absent-term shift (`scoring.tfw_impact`)."""
 
 
 @njit(cache=True, inline="always")
@@ -41,6 +43,8 @@ def _tfw(variant, tf, norm, k1, k1p1, delta):  # pragma: no cover - compiled
     if variant == BM25L:
         c = tf / norm
         return k1p1 * (c + delta) / (k1 + c + delta)
+    if variant == IMPACT:
+        return tf
     return delta + tf * k1p1 / (tf + k1 * norm)
 
 
@@ -59,6 +63,8 @@ def _span(lo, hi):  # pragma: no cover - compiled
 @njit(cache=True, inline="always")
 def _weight(q, post_docs, post_tf, norm, variant, k1, k1p1, delta, aw, has_aw, scale):  # pragma: no cover
     """``scale · (tfw(tf, norm) - tfw(0))`` of posting ``q``, as `matching._weigh`."""
+    if variant == IMPACT:  # the stored value is the weight: no norm to read
+        return np.float32(post_tf[q]) * scale
     w = _tfw(variant, np.float32(post_tf[q]), norm[_u(post_docs[q])], k1, k1p1, delta)
     if has_aw:
         w = w - aw
@@ -133,6 +139,7 @@ def _coded(q, d, post_docs, post_tf, norm, doc_codes, table, variant, k1, k1p1, 
     """`_weight` of posting ``q`` (of document ``d``), from the table when it has a row."""
     c = doc_codes[d]
     tf = post_tf[q]
+    # Impact postings (float32) never have a code (`kernels.NormCodes`): no table read.
     if c != NO_CODE and tf < CODE_TF:
         return table[_u(c) * _u(CODE_TF) + _u(tf)] * scale
     return _weight(q, post_docs, post_tf, norm, variant, k1, k1p1, delta, aw, has_aw, scale)

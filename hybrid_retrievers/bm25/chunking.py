@@ -49,11 +49,15 @@ class TokenChunk(NamedTuple):
     """One chunk's tokens, documents one after another; ``lengths[j]``: tokens of its j-th.
 
     ``vocab_ids[i]`` is the term id of its i-th token in the vocabulary being built (the
-    dict its `TermNumbering` grows; stopwords are already dropped).
+    dict its `TermNumbering` grows; stopwords are already dropped). ``weights``, when
+    given (float32, one per token), makes the chunk a batch of sparse vectors: a
+    posting's stored value is then the sum of its tokens' weights instead of their
+    count (the impact postings of `hybrid_retrievers.sparse`).
     """
 
     lengths: NDArray[np.int32]
     vocab_ids: NDArray[np.int32]
+    weights: NDArray[np.float32] | None = None
 
 
 def tokenize_chunk(

@@ -22,7 +22,7 @@ from __future__ import annotations
 import os
 import threading
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Self
 
@@ -31,14 +31,13 @@ from numpy.typing import NDArray
 
 from ..documents import DocumentAccess, check_docs, make_docs
 from ..persistence import AtomicSave, IndexReader, read_index
-from ..selection import top_k
 from ..text import Analyzer
 from ..types import Doc, Hit, MetadataFilter
 from ..validation import check_id_list, check_k, check_queries, check_query
 from .chunking import resolve_n_jobs, token_chunks
 from .collection_stats import CollectionStats
 from .explanation import BM25Explanation, explain
-from .matching import match, match_many, query_ids
+from .matching import match, match_many, query_ids, ranked_matches
 from .params import Backend, BM25Backend, BM25Params, params_from
 from .postings import Snapshot, compacted, written
 from .saving import FORMAT_VERSION
@@ -237,15 +236,8 @@ class BM25Index(AtomicSave, DocumentAccess):
         with self._lock:
             state = self._state
             if docs:
-                rows = np.empty(len(docs), dtype=np.int64)
-                n = len(state.docs)
-                for j, d in enumerate(docs):
-                    pos = state.positions.get(d.id)
-                    if pos is None:
-                        pos, n = n, n + 1
-                    rows[j] = pos
-                self._state = self._written(state, docs, rows, show_progress=show_progress,
-                                            n_jobs=jobs)
+                self._state = self._written(state, docs, state.upsert_rows(docs),
+                                            show_progress=show_progress, n_jobs=jobs)
         return [d.id for d in docs]
 
     def delete(self, ids: Iterable[str]) -> None:
@@ -369,23 +361,13 @@ class BM25Index(AtomicSave, DocumentAccess):
         filter: MetadataFilter | None,
         explain: bool,
     ) -> list[Hit]:
-        if filter is None:
-            cand, scores = self._match(st, terms, counts, k)
-        elif callable(filter) and not isinstance(filter, Mapping):
-            # A predicate is only known per candidate, so every match must be seen.
-            cand, scores = self._match(st, terms, counts)
-            if cand.size:
-                keep = _filter_callable(filter, st.docs, cand)
-                cand, scores = cand[keep], scores[keep]
-        else:
-            allowed = st.equality_mask(filter)
-            cand, scores = self._match(st, terms, counts, k, allowed)
-            keep = allowed[cand]
-            cand, scores = cand[keep], scores[keep]
-        if not cand.size:
+        cache = self._cache(st)
+        ids, constant = query_ids(st, cache, self._params, terms, counts)
+        positions, scores = ranked_matches(st, cache, self._params, ids, constant, k, filter,
+                                           self._scratch, self._backend)
+        if not positions.size:
             return []
-        best = top_k(scores, k, tiebreak=cand)
-        return self._hits(st, query, terms, counts, cand[best], scores[best], explain)
+        return self._hits(st, query, terms, counts, positions, scores, explain)
 
     def _hits(
         self,
@@ -565,9 +547,3 @@ class BM25Index(AtomicSave, DocumentAccess):
         st = self._state
         arrays = [st.indptr, st.post_docs, st.post_tf, st.doc_len]
         return int(sum(a.nbytes for a in arrays)) + self._cache(st).nbytes()
-
-
-def _filter_callable(
-    filter: Callable[[Doc], bool], docs: list[Doc], cand: NDArray[np.int32]
-) -> NDArray[np.bool_]:
-    return np.fromiter((bool(filter(docs[p])) for p in cand.tolist()), bool, cand.size)

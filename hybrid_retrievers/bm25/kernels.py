@@ -49,7 +49,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..optional import is_available
-from .params import BM25Backend, BM25Params
+from .params import BM25Backend, ScoringParams
 from .scoring import BM25Method
 
 if TYPE_CHECKING:
@@ -60,8 +60,9 @@ if TYPE_CHECKING:
 __all__ = ["BlockMax", "NormCodes", "available", "block_max", "match_top_k", "match_top_k_many",
            "norm_codes"]
 
-_VARIANT_CODES = {BM25Method.LUCENE: 0, BM25Method.ROBERTSON: 1, BM25Method.BM25L: 2,
-                  BM25Method.BM25PLUS: 3}
+_VARIANT_CODES: dict[object, int] = {BM25Method.LUCENE: 0, BM25Method.ROBERTSON: 1,
+                                     BM25Method.BM25L: 2, BM25Method.BM25PLUS: 3, "impact": 4}
+_IMPACT = 4  # `_numba_weights.IMPACT`: the posting value is the weight
 _kernels: ModuleType | None = None
 _checked = False
 _lock = threading.Lock()  # guards the one-time import
@@ -96,7 +97,7 @@ class _Metadata:
 
     __slots__ = ("params",)
 
-    def __init__(self, state: Snapshot, cache: ScoreCache, params: BM25Params,
+    def __init__(self, state: Snapshot, cache: ScoreCache, params: ScoringParams,
                  backend: BM25Backend) -> None:
         kernels = _load()
         assert kernels is not None
@@ -132,6 +133,15 @@ class NormCodes(_Metadata):
 
     def _build(self, kernels: ModuleType, state: Snapshot, cache: ScoreCache,
                backend: BM25Backend) -> None:
+        if self.params[0] == _IMPACT:
+            # Impacts are their own weights: every list streams its stored float32 values
+            # (the postings themselves, no copy), and no document has a norm code, so the
+            # table (indexed by an integer tf) is never read.
+            self.doc_codes = np.full(len(state.docs), kernels.NO_CODE, dtype=np.uint8)
+            self.table = np.zeros(0, dtype=np.float32)
+            self.weight_ptr = np.asarray(state.indptr[:-1], dtype=np.int64)
+            self.weights = np.asarray(state.post_tf)
+            return
         self.doc_codes, self.table = _codes(kernels, cache, self.params)
         self.weight_ptr, self.weights = kernels.build_weights(
             state.indptr, np.asarray(state.post_docs), np.asarray(state.post_tf),
@@ -140,7 +150,7 @@ class NormCodes(_Metadata):
         )
 
 
-def norm_codes(state: Snapshot, cache: ScoreCache, params: BM25Params,
+def norm_codes(state: Snapshot, cache: ScoreCache, params: ScoringParams,
                backend: BM25Backend) -> NormCodes:
     """TAAT's norm codes for ``state`` (built on first use, then kept by ``cache``)."""
     return cache.kept(NormCodes, lambda: NormCodes(state, cache, params, backend))
@@ -165,10 +175,10 @@ def _codes(kernels: ModuleType, cache: ScoreCache,
     return rank[inverse.reshape(-1)], table
 
 
-def _params(params: BM25Params, cache: ScoreCache) -> tuple[Any, ...]:
+def _params(params: ScoringParams, cache: ScoreCache) -> tuple[Any, ...]:
     """(variant, k1, k1 + 1, delta, tfw(0), has tfw(0)) as the float32 numpy scoring uses."""
     return (
-        _VARIANT_CODES[BM25Method.parse(params.method)],
+        _VARIANT_CODES[params.variant.method],
         np.float32(params.k1),
         np.float32(params.k1 + 1.0),
         np.float32(params.delta),
@@ -202,7 +212,7 @@ def _long_list_rule(longest: Any, total: Any, k: int, backend: BM25Backend) -> A
             & (8 * (total - longest) <= longest))
 
 
-def block_max(state: Snapshot, cache: ScoreCache, params: BM25Params,
+def block_max(state: Snapshot, cache: ScoreCache, params: ScoringParams,
               backend: BM25Backend) -> BlockMax:
     """MaxScore's block metadata for ``state`` (built on first use, then kept by ``cache``)."""
     return cache.kept(BlockMax, lambda: BlockMax(state, cache, params, backend))
@@ -211,7 +221,7 @@ def block_max(state: Snapshot, cache: ScoreCache, params: BM25Params,
 def match_top_k(
     state: Snapshot,
     cache: ScoreCache,
-    params: BM25Params,
+    params: ScoringParams,
     ids: list[tuple[int, int]],
     constant: np.float32,
     k: int,
@@ -263,7 +273,7 @@ def _prefer_maxscore_many(indptr: NDArray[np.int64], terms: NDArray[np.int64],
 def match_top_k_many(
     state: Snapshot,
     cache: ScoreCache,
-    params: BM25Params,
+    params: ScoringParams,
     queries: list[tuple[list[tuple[int, int]], np.float32]],
     k: int,
     scratch: Scratch,

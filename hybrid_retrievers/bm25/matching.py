@@ -15,26 +15,33 @@ keeps 8); weighing a posting costs about as much as reading a cached score would
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
+
 import numpy as np
 from numpy.typing import NDArray
 
+from ..selection import top_k
+from ..types import Doc, MetadataFilter
 from .kernels import match_top_k, match_top_k_many
-from .params import BM25Backend, BM25Params
+from .params import BM25Backend, ScoringParams
 from .postings import Snapshot
 from .score_cache import ScoreCache
 from .scratch import Scratch
 
-__all__ = ["TermIds", "query_ids", "match", "match_many", "can_skip_new"]
+__all__ = ["TermIds", "query_ids", "match", "match_many", "ranked_matches", "can_skip_new"]
 
-TermIds = list[tuple[int, int]]
-"""A query's (term id, count) pairs in query order, every term in the vocabulary."""
+TermIds = list[tuple[int, float]]
+"""A query's (term id, count) pairs in query order, every term in the vocabulary.
+
+The count scales the term's contribution: BM25's query term count, or a learned sparse
+query's term weight (the impact scorer)."""
 
 Matches = tuple[NDArray[np.int32], NDArray[np.float32]]
 """Document positions and their float32 scores."""
 
 
 def query_ids(
-    st: Snapshot, cache: ScoreCache, params: BM25Params, terms: list[str], counts: list[int]
+    st: Snapshot, cache: ScoreCache, params: ScoringParams, terms: list[str], counts: list[int]
 ) -> tuple[TermIds, np.float32]:
     """The query's (term id, count) pairs in the vocabulary, and its absent-term weight."""
     vocab = st.vocab
@@ -49,7 +56,7 @@ def query_ids(
 def match(
     st: Snapshot,
     cache: ScoreCache,
-    params: BM25Params,
+    params: ScoringParams,
     ids: TermIds,
     constant: np.float32,
     k: int | None,
@@ -130,10 +137,52 @@ def match(
             seen[f] = False
     return cand, scores
 
+def ranked_matches(
+    st: Snapshot,
+    cache: ScoreCache,
+    params: ScoringParams,
+    ids: TermIds,
+    constant: np.float32,
+    k: int,
+    filter: MetadataFilter | None,
+    scratch: Scratch,
+    backend: BM25Backend,
+) -> Matches:
+    """The top ``k`` matches as ``(positions, scores)``, best first, ties to the earlier document.
+
+    ``filter`` (a metadata equality mapping, or a predicate over `Doc`) applies before
+    top-k, so ``k`` filtered hits come back when they exist: a mapping becomes a mask the
+    scoring loop prunes with, a predicate is called on every matching document.
+    """
+    if filter is None:
+        cand, scores = match(st, cache, params, ids, constant, k, None, scratch, backend)
+    elif callable(filter) and not isinstance(filter, Mapping):
+        # A predicate is only known per candidate, so every match must be seen.
+        cand, scores = match(st, cache, params, ids, constant, None, None, scratch, backend)
+        if cand.size:
+            keep = _filter_callable(filter, st.docs, cand)
+            cand, scores = cand[keep], scores[keep]
+    else:
+        allowed = st.equality_mask(filter)
+        cand, scores = match(st, cache, params, ids, constant, k, allowed, scratch, backend)
+        keep = allowed[cand]
+        cand, scores = cand[keep], scores[keep]
+    if not cand.size:
+        return cand, scores
+    best = top_k(scores, k, tiebreak=cand)
+    return cand[best], scores[best]
+
+
+def _filter_callable(
+    filter: Callable[[Doc], bool], docs: list[Doc], cand: NDArray[np.int32]
+) -> NDArray[np.bool_]:
+    return np.fromiter((bool(filter(docs[p])) for p in cand.tolist()), bool, cand.size)
+
+
 def match_many(
     st: Snapshot,
     cache: ScoreCache,
-    params: BM25Params,
+    params: ScoringParams,
     queries: list[tuple[TermIds, np.float32]],
     k: int,
     scratch: Scratch,
@@ -148,7 +197,7 @@ def match_many(
 
 
 def _weigh(
-    params: BM25Params,
+    params: ScoringParams,
     cache: ScoreCache,
     tf: NDArray[np.unsignedinteger],
     docs: NDArray[np.int32],
@@ -165,7 +214,7 @@ def _weigh(
 def _match_batched(
     st: Snapshot,
     cache: ScoreCache,
-    params: BM25Params,
+    params: ScoringParams,
     ids: TermIds,
     constant: np.float32,
     k: int | None,

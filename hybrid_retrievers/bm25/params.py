@@ -35,9 +35,9 @@ from typing import Any, Literal
 import numpy as np
 
 from ..optional import is_available
-from .scoring import DEFAULT_DELTA, BM25Method, Variant, get_variant
+from .scoring import DEFAULT_DELTA, IMPACT, BM25Method, Variant, get_variant
 
-__all__ = ["BM25Params", "BM25Backend", "params_from"]
+__all__ = ["BM25Params", "ImpactParams", "ScoringParams", "BM25Backend", "params_from"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,6 +93,36 @@ class BM25Params:
         """JSON-ready ``{"method", "k1", "b", "delta"}`` (what a saved index's manifest holds)."""
         return {"method": BM25Method.parse(self.method).value, "k1": self.k1, "b": self.b,
                 "delta": self.delta}
+
+
+@dataclass(frozen=True, slots=True)
+class ImpactParams:
+    """The impact scorer's parameters, for learned sparse indexes (`SparseIndex`): none.
+
+    It stands where `BM25Params` stands in the engine's functions (postings, score
+    cache, matching, kernels): its `variant` is `scoring.IMPACT`, whose posting weight
+    is the stored float32 value and whose idf is 1, and ``b = 0`` makes every length
+    norm 1, so the engine scores ``Σ_t q_w(t) · d_w(t, d)`` summed in float32 in query
+    order, with no absent-term constant.
+
+    Example:
+        >>> ImpactParams().variant.method
+        'impact'
+    """
+
+    method: str = "impact"
+    k1: float = 0.0
+    b: float = 0.0
+    delta: float = 0.0
+
+    @property
+    def variant(self) -> Variant:
+        """`scoring.IMPACT`."""
+        return IMPACT
+
+
+ScoringParams = BM25Params | ImpactParams
+"""What the engine's functions score with: BM25's parameters or the impact scorer's."""
 
 
 def params_from(

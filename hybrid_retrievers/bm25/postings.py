@@ -4,7 +4,9 @@ A `Snapshot` is everything a search reads, never modified once published. Its po
 are term-major CSR arrays: term ``t``'s documents are ``post_docs[indptr[t]:indptr[t+1]]``
 (ascending) with their raw term frequencies in ``post_tf`` (the smallest unsigned type
 that holds them, a byte for most corpora), and ``doc_len`` holds each document's token
-count. Edits never change a snapshot: `written` (append or replace documents) and
+count. The same structure holds a learned sparse index's impacts: ``post_tf`` is then
+float32 weights (`TokenChunk.weights`) and ``doc_len`` each document's number of terms;
+edits and compaction treat both alike. Edits never change a snapshot: `written` (append or replace documents) and
 `compacted` (delete) build new arrays off to the side and return a new one, so searches
 on the old one go on safely. Nothing here depends on the analyzer or on BM25's
 parameters; what does (idf, norms, bounds) is the snapshot's lazily built score cache
@@ -15,7 +17,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, NamedTuple, TypeVar
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 import numpy as np
 from numpy.typing import NDArray
@@ -139,12 +141,14 @@ def written(
     df = np.zeros(len(vocab), dtype=np.int64)
     df[:old_indptr.size - 1] = np.diff(old_indptr)
     max_tf = int(old_tf.max()) if old_tf.size else 0
+    weighted = bool(runs) and runs[0].tf.dtype.kind == "f"
     for r in runs:
         df[r.terms] += r.counts
         max_tf = max(max_tf, r.max_tf)
     indptr = offsets(df)
     post_docs = np.empty(int(indptr[-1]), dtype=np.int32)
-    post_tf = np.empty(post_docs.size, dtype=smallest_uint(max_tf))
+    post_tf = np.empty(post_docs.size,
+                       dtype=np.float32 if weighted else smallest_uint(max_tf))
     _copy_old(old_indptr, old_docs, old_tf, indptr, post_docs, post_tf)
     del old_docs, old_tf
     cursor = indptr[:-1].copy()  # where each term's next new posting goes
@@ -190,24 +194,34 @@ class _Runs(NamedTuple):
     counts: NDArray[np.int64]
     starts: NDArray[np.int64]
     docs: NDArray[np.unsignedinteger]
-    tf: NDArray[np.unsignedinteger]
+    tf: NDArray[Any]  # counts (smallest unsigned type), or float32 weights
     max_tf: int
     first: int
 
 
 def _chunk_runs(chunk: TokenChunk, first: int) -> _Runs:
-    """Count the chunk's (term, doc) pairs, term-sorted."""
+    """Count the chunk's (term, doc) pairs, term-sorted (with weights: sum their weights)."""
     key = chunk.vocab_ids.astype(np.int64)
     n = max(int(chunk.lengths.size), 1)
     key *= n
     key += np.repeat(np.arange(chunk.lengths.size, dtype=np.int64), chunk.lengths)
-    key.sort()
+    weights = chunk.weights
+    if weights is None:
+        key.sort()
+    else:
+        order = np.argsort(key, kind="stable")
+        key, weights = key[order], weights[order]
+        del order
     new = np.empty(key.size, dtype=bool)
     new[:1] = True
     np.not_equal(key[1:], key[:-1], out=new[1:])
     pair_start = np.flatnonzero(new)
     del new
-    tf = np.diff(np.append(pair_start, key.size))
+    if weights is None:
+        tf = np.diff(np.append(pair_start, key.size))
+    else:
+        tf = (np.add.reduceat(weights, pair_start, dtype=np.float32) if pair_start.size
+              else np.zeros(0, dtype=np.float32))
     pairs = key[pair_start]
     del key, pair_start
     terms = pairs // n
@@ -220,7 +234,7 @@ def _chunk_runs(chunk: TokenChunk, first: int) -> _Runs:
     counts = np.diff(np.append(starts, terms.size))
     max_tf = int(tf.max()) if tf.size else 0
     return _Runs(terms[starts].astype(np.int32), counts, starts, docs,
-                 tf.astype(smallest_uint(max_tf)), max_tf, first)
+                 compact_tf(tf), max_tf, first)
 
 
 def _copy_old(
@@ -306,8 +320,13 @@ def offsets(df: NDArray[np.integer]) -> NDArray[np.int64]:
     return indptr
 
 
-def compact_tf(tf: NDArray[np.integer]) -> NDArray[np.unsignedinteger]:
-    """Term frequencies in the smallest unsigned type that holds them (most fit a byte)."""
+def compact_tf(tf: NDArray[Any]) -> NDArray[Any]:
+    """Term frequencies in the smallest unsigned type that holds them (most fit a byte).
+
+    Float impacts (a sparse index's postings) stay float32.
+    """
+    if tf.dtype.kind == "f":
+        return tf.astype(np.float32, copy=False)
     return tf.astype(smallest_uint(int(tf.max()) if tf.size else 0))
 
 

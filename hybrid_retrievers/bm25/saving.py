@@ -5,7 +5,8 @@ checks and reads them back (`BM25Index.save` / `BM25Index.load` call them). The 
 `hybrid_retrievers.persistence`): ``docs.jsonl``, ``vocabulary.json`` (terms in term-id
 order), the postings as ``.npy`` arrays (``postings_indptr``, ``postings_docs``,
 ``postings_tf``, ``doc_lengths``) and a checksummed manifest with the BM25 parameters
-and the analyzer's configuration.
+and the analyzer's configuration. `write_postings` / `read_postings` are the postings
+half, which the learned sparse index (`hybrid_retrievers.sparse`) saves the same way.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from ..text import Analyzer
 from .params import BM25Params
 from .postings import Snapshot
 
-__all__ = ["FORMAT_VERSION", "write", "read"]
+__all__ = ["FORMAT_VERSION", "write", "read", "write_postings", "read_postings"]
 
 FORMAT_VERSION = 1
 
@@ -28,6 +29,17 @@ FORMAT_VERSION = 1
 def write(directory: Path, st: Snapshot, params: BM25Params, analyzer: Analyzer) -> None:
     """Write the index files and their manifest into an existing empty directory."""
     w = IndexWriter(directory)
+    counts = write_postings(w, st)
+    w.manifest("bm25", FORMAT_VERSION,
+               {"params": params.as_dict(), "analyzer": analyzer.to_config(), **counts})
+
+
+def write_postings(w: IndexWriter, st: Snapshot, values: str = "postings_tf") -> dict[str, int]:
+    """Write a snapshot's documents, vocabulary and postings; the manifest's counts back.
+
+    ``values`` names the file of the posting values (BM25's term frequencies, or a
+    sparse index's float32 weights).
+    """
     terms = [""] * len(st.vocab)
     for t, i in st.vocab.items():
         terms[i] = t
@@ -35,19 +47,10 @@ def write(directory: Path, st: Snapshot, params: BM25Params, analyzer: Analyzer)
     w.json("vocabulary", terms)
     w.array("postings_indptr", st.indptr)
     w.array("postings_docs", st.post_docs)
-    w.array("postings_tf", st.post_tf)
+    w.array(values, st.post_tf)
     w.array("doc_lengths", st.doc_len)
-    w.manifest(
-        "bm25",
-        FORMAT_VERSION,
-        {
-            "params": params.as_dict(),
-            "analyzer": analyzer.to_config(),
-            "n_docs": len(st.docs),
-            "vocabulary_size": len(terms),
-            "n_postings": int(st.post_docs.size),
-        },
-    )
+    return {"n_docs": len(st.docs), "vocabulary_size": len(terms),
+            "n_postings": int(st.post_docs.size)}
 
 
 def read(
@@ -56,33 +59,46 @@ def read(
     """The snapshot, parameters and analyzer of a saved index; nothing trusted unchecked.
 
     Every file read into memory is checksummed, and the manifest (parameters
-    included) is covered by a checksum too. The postings are checked for structure:
-    document ids in range, each term's documents strictly increasing, term
-    frequencies >= 1, document lengths equal to their postings' token counts. With
-    ``mmap`` the two posting arrays are memory-mapped; their checksums and the
-    per-posting checks are skipped unless ``verify``.
+    included) is covered by a checksum too. The postings are checked (`read_postings`).
 
     Raises:
         IndexFormatError: anything missing, corrupt, inconsistent or invalid.
     """
     where = r.where()
     saved = r.field("params", dict)
-    n_docs = r.count("n_docs")
-    vocabulary_size = r.count("vocabulary_size")
     try:
         analyzer = Analyzer.from_config(r.field("analyzer", dict))
         params = BM25Params(**{k: saved[k] for k in ("method", "k1", "b", "delta")})
     except (KeyError, TypeError, ValueError) as exc:
         raise IndexFormatError(f"{where}: invalid parameters in manifest ({exc})") from None
+    return read_postings(r, mmap=mmap, verify=verify), params, analyzer
+
+
+def read_postings(r: IndexReader, *, mmap: bool = False, verify: bool = False,
+                  values: str = "postings_tf") -> Snapshot:
+    """The snapshot `write_postings` wrote, checked for structure.
+
+    Document ids in range, each term's documents strictly increasing, and the values:
+    term frequencies >= 1 and document lengths equal to their postings' token counts,
+    or (``values`` of float kind, a sparse index) finite weights > 0 and document
+    lengths equal to their numbers of postings. With ``mmap`` the posting documents and
+    values are memory-mapped; their checksums and the per-posting checks are skipped
+    unless ``verify``.
+    """
+    where = r.where()
+    n_docs = r.count("n_docs")
+    vocabulary_size = r.count("vocabulary_size")
     indptr = r.array("postings_indptr", dtype_kind="i", ndim=1, length=vocabulary_size + 1)
     check_offsets(indptr, where=where)
     n_postings = int(indptr[-1])
     post_docs = r.array("postings_docs", dtype_kind="i", ndim=1, length=n_postings,
                         mmap=mmap, verify=verify)
-    post_tf = r.array("postings_tf", dtype_kind="u", ndim=1, length=n_postings,
+    impacts = values != "postings_tf"
+    post_tf = r.array(values, dtype_kind="f" if impacts else "u", ndim=1, length=n_postings,
                       mmap=mmap, verify=verify)
     doc_len = r.array("doc_lengths", dtype_kind="i", ndim=1, length=n_docs)
-    check_postings(indptr, post_docs, post_tf, doc_len, where=where, full=not mmap or verify)
+    check_postings(indptr, post_docs, post_tf, doc_len, where=where, full=not mmap or verify,
+                   impacts=impacts)
     if "n_postings" in r.manifest and r.manifest["n_postings"] != n_postings:
         raise IndexFormatError(
             f"{where}: manifest says {r.manifest['n_postings']!r} postings, "
@@ -100,9 +116,8 @@ def read(
     if len(docs) != n_docs:
         raise IndexFormatError(f"{where}: docs.jsonl has {len(docs)} documents, manifest says {n_docs}")
     check_unique_ids([d.id for d in docs], where=f"{where}/docs.jsonl")
-    snapshot = Snapshot(
+    return Snapshot(
         docs, {t: i for i, t in enumerate(terms)}, indptr.astype(np.int64),
         post_docs if post_docs.dtype == np.int32 else post_docs.astype(np.int32),
         post_tf, doc_len.astype(np.int32),
     )
-    return snapshot, params, analyzer

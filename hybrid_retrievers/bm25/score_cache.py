@@ -22,7 +22,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from .collection_stats import CollectionStats
-from .params import BM25Params
+from .params import ScoringParams
 from .postings import Snapshot
 from .scoring import length_norm
 
@@ -77,13 +77,13 @@ class ScoreCache:
         self._lock = threading.Lock()
 
     @classmethod
-    def of(cls, state: Snapshot, params: BM25Params, stats: CollectionStats | None) -> ScoreCache:
+    def of(cls, state: Snapshot, params: ScoringParams, stats: CollectionStats | None) -> ScoreCache:
         """``state``'s cache, built on first use (once, however many readers ask at once)."""
         return state.derived(lambda: cls.build(state, params, stats))
 
     @classmethod
     def build(
-        cls, state: Snapshot, params: BM25Params, stats: CollectionStats | None
+        cls, state: Snapshot, params: ScoringParams, stats: CollectionStats | None
     ) -> ScoreCache:
         """The cache of ``state`` computed now (`of` builds it once per snapshot)."""
         v = params.variant
@@ -150,13 +150,13 @@ class ScoreCache:
         """The document frequency scoring uses for ``term`` (the collection's, when set)."""
         return local_df if self.stats is None else self.stats.df.get(term, local_df)
 
-    def global_idf(self, term: str, params: BM25Params) -> float:
+    def global_idf(self, term: str, params: ScoringParams) -> float:
         """The idf of a term this index lacks but the collection has (else 0)."""
         if self.stats is None or term not in self.stats.df:
             return 0.0
         return float(np.float32(self.stats.idf_for({term: 0}, params.variant)[0]))
 
-    def absent_constant(self, state: Snapshot, params: BM25Params, terms: list[str],
+    def absent_constant(self, state: Snapshot, params: ScoringParams, terms: list[str],
                         counts: list[int]) -> np.float32:
         """BM25L/BM25+'s weight of absent terms, counting terms only other shards hold."""
         assert self.absent is not None and self.stats is not None

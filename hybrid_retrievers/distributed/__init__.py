@@ -8,6 +8,9 @@ import Ray; the functions and `ShardedSearcher` import it when they run.
 * `encode_corpus` / `build_vector_shards` — dense encoding with Ray Data
   ``map_batches`` over an actor pool (one model per actor), through an
   `EmbeddingCache` so a re-run encodes nothing twice; vector shards.
+* `build_sparse_shards` — learned sparse shards (`SparseIndex`), encoded by one model
+  per builder actor or split from precomputed vectors; no statistics to share, so the
+  merge is exact by construction.
 * `ShardedSearcher` — a `Searcher` over shard actors: scatter-gather, exact top-k
   merge, filters pushed down, routed edits, restarts, timeouts, ``asearch``.
 
@@ -18,7 +21,13 @@ the shard actors (retries, timeouts, fault rules) that `ShardedSearcher` makes.
 
 from __future__ import annotations
 
-from .build import EncodedCorpus, build_bm25_shards, build_vector_shards, encode_corpus
+from .build import (
+    EncodedCorpus,
+    build_bm25_shards,
+    build_sparse_shards,
+    build_vector_shards,
+    encode_corpus,
+)
 from .layout import ShardedManifest, ShardHit, merge_top_k, plan_shards, shard_of
 from .searcher import (
     PartialHits,
@@ -31,6 +40,7 @@ from .shard import ShardServer
 
 __all__ = [
     "build_bm25_shards",
+    "build_sparse_shards",
     "build_vector_shards",
     "encode_corpus",
     "EncodedCorpus",

@@ -12,6 +12,11 @@
   hash): the actors receive the cached vectors and call the model only for texts not
   seen before, and new vectors are added to the cache, so a re-run encodes nothing.
 * `build_vector_shards` encodes (or takes precomputed vectors) and saves vector shards.
+* `build_sparse_shards` saves learned sparse shards (`SparseIndex`): each shard's builder
+  actor encodes its own documents with its own model (in parallel), or the driver splits
+  precomputed ``{token: weight}`` vectors. A sparse score is a dot product with no
+  collection statistics (no idf, no average length), so every shard already scores each
+  document exactly as one index would, and the merge by score is exact by construction.
 
 Output: a directory readable by `ShardedSearcher` on any node that sees the path
 (a shared file system on a real cluster). Ray is imported only when these run.
@@ -40,13 +45,15 @@ from .layout import (
     ShardedManifest,
     check_n_shards,
     fair_cpus,
+    plan_shards,
     save_shard,
     shard_folder,
     shard_of,
     spread_strategies,
 )
 
-__all__ = ["build_bm25_shards", "build_vector_shards", "encode_corpus", "EncodedCorpus"]
+__all__ = ["build_bm25_shards", "build_sparse_shards", "build_vector_shards", "encode_corpus",
+           "EncodedCorpus"]
 
 _LIGHT_CPUS = 0.1
 """CPUs reserved by the small row-conversion tasks of an encoding pipeline."""
@@ -61,12 +68,10 @@ def _ray() -> Any:
 # ---------------------------------------------------------------------- BM25
 
 
-class _BM25ShardBuilder:
-    """Collects one shard's documents, then indexes and saves them (a Ray actor body)."""
+class _ShardBuilder:
+    """Collects one shard's documents (`extend`); `finish` indexes and saves them."""
 
-    def __init__(self, analyzer_config: dict[str, Any], params: dict[str, Any]) -> None:
-        self.analyzer = Analyzer.from_config(analyzer_config)
-        self.params = params
+    def __init__(self) -> None:
         self.docs: list[Doc] = []
         self.seqs: dict[str, int] = {}
 
@@ -75,6 +80,15 @@ class _BM25ShardBuilder:
             self.docs.append(Doc(doc_id, text, meta))
             self.seqs[doc_id] = seq
         return len(self.docs)
+
+
+class _BM25ShardBuilder(_ShardBuilder):
+    """One BM25 shard's builder (a Ray actor body)."""
+
+    def __init__(self, analyzer_config: dict[str, Any], params: dict[str, Any]) -> None:
+        super().__init__()
+        self.analyzer = Analyzer.from_config(analyzer_config)
+        self.params = params
 
     def finish(self, path: str) -> CollectionStats:
         from ..bm25 import BM25Index
@@ -426,3 +440,117 @@ def build_vector_shards(
     manifest.write(root)
     return manifest
 
+
+
+# ---------------------------------------------------------------------- sparse shards
+
+
+class _SparseShardBuilder(_ShardBuilder):
+    """One sparse shard's builder: encodes with its own model (a Ray actor body)."""
+
+    def __init__(self, embedder_factory: Callable[[], Any], batch_size: int) -> None:
+        super().__init__()
+        self.factory = embedder_factory
+        self.batch_size = batch_size
+
+    def finish(self, path: str) -> str | None:
+        from ..sparse import SparseIndex
+
+        embedder = self.factory()
+        if self.docs:
+            index = SparseIndex.from_docs(self.docs, embedder=embedder,
+                                          batch_size=self.batch_size)
+        else:  # a tiny corpus can leave a shard empty; it still exists and takes adds
+            index = SparseIndex(embedder=embedder)
+        if len(self.seqs) != len(self.docs):
+            raise ValueError(f"duplicate document ids in shard {path}")
+        save_shard(path, index, self.seqs)
+        return index.model_id
+
+
+def build_sparse_shards(
+    corpus: Any,
+    path: str | os.PathLike[str],
+    *,
+    n_shards: int,
+    embedder_factory: Callable[[], Any] | None = None,
+    vectors: Any = None,
+    vocabulary: Any = None,
+    model_id: str | None = None,
+    batch_size: int = 32,
+    read_batch_size: int = 2000,
+    text_column: str = "text",
+    id_column: str = "id",
+    num_cpus: float | None = None,
+) -> ShardedManifest:
+    """Build ``n_shards`` learned sparse shards (`SparseIndex`); searched by `ShardedSearcher`.
+
+    Sparse scores need no corpus-wide statistics (a dot product of the query's and the
+    document's weights), so shards are independent and the sharded top k, merged by
+    score then corpus order, is exactly a single index's.
+
+    Args:
+        corpus: as for `build_bm25_shards`.
+        path: the output directory (created; an existing sharded index is replaced).
+        n_shards: number of shards (documents are routed by id).
+        embedder_factory: makes a `SparseEmbedder`; each shard's builder actor calls it
+            once and encodes its own documents (``batch_size`` texts per model call), in
+            parallel across shards (exactly one of it and ``vectors``).
+        vectors: precomputed vectors, one per corpus document in order: ``{token:
+            weight}`` mappings or a scipy sparse matrix with ``vocabulary``.
+        model_id: the vectors' model, recorded in each shard (default: the embedder's).
+        num_cpus: CPUs reserved by each builder actor (default: a fair share).
+
+    Returns:
+        The written `ShardedManifest` (kind ``"sparse"``).
+    """
+    from ..sparse import SparseIndex
+    from ..sparse.vectors import check_vectors, csr_vectors, is_sparse_matrix
+
+    n_shards = check_n_shards(n_shards)
+    if (embedder_factory is None) == (vectors is None):
+        raise TypeError("pass exactly one of embedder_factory= and vectors=")
+    if vectors is not None:
+        docs = [d for batch in iter_doc_batches(corpus, read_batch_size, text_column=text_column,
+                                                id_column=id_column) for d in batch]
+        checked = (csr_vectors(vectors, vocabulary) if is_sparse_matrix(vectors)
+                   else check_vectors(vectors))
+        if len(checked) != len(docs):
+            raise ValueError(f"got {len(checked)} vectors for {len(docs)} documents")
+        vecs = [dict(zip(v.tokens, v.weights.tolist())) for v in checked]
+        root = _prepare_root(path)
+        for i, positions in enumerate(plan_shards([d.id for d in docs], n_shards)):
+            shard = SparseIndex()
+            if positions:
+                shard.add_vectors([vecs[p] for p in positions], [docs[p].id for p in positions],
+                                  [dict(docs[p].metadata) for p in positions],
+                                  texts=[docs[p].text for p in positions])
+            shard._model_id = model_id
+            save_shard(root / shard_folder(i), shard, {docs[p].id: p for p in positions})
+        n_docs = len(docs)
+    else:
+        ray = _ray()
+        root = _prepare_root(path)
+        if num_cpus is None:
+            num_cpus = fair_cpus(ray, n_shards, 1.0)
+        Builder = ray.remote(_SparseShardBuilder)
+        builders = [Builder.options(num_cpus=num_cpus, scheduling_strategy=place).remote(
+                        embedder_factory, batch_size)
+                    for place in spread_strategies(ray, n_shards)]
+        try:
+            n_docs = _stream_to_builders(ray, corpus, builders, read_batch_size, text_column,
+                                         id_column)
+            if n_docs == 0:
+                raise ValueError("cannot build a sparse index from an empty corpus")
+            ids = _get(ray, [b.finish.remote(str(root / shard_folder(i)))
+                             for i, b in enumerate(builders)])
+        finally:
+            for b in builders:
+                ray.kill(b)
+        model_id = model_id if model_id is not None else next((m for m in ids if m), None)
+    if n_docs == 0:
+        raise ValueError("cannot build a sparse index from an empty corpus")
+    manifest = ShardedManifest("sparse", [shard_folder(i) for i in range(n_shards)], n_docs,
+                               n_docs, params={"sparse": {"model_id": model_id}})
+    manifest.write(root)
+    return manifest

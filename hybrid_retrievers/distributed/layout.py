@@ -61,7 +61,7 @@ FORMAT_VERSION = 1
 SHARD_FORMAT_VERSION = 1
 ROUTING = "blake2b-64-mod"
 """Routing rule: shard = (first 8 bytes of blake2b(id), little-endian) mod n_shards."""
-KINDS = ("bm25", "vector")
+KINDS = ("bm25", "vector", "sparse")
 
 
 def shard_of(doc_id: str, n_shards: int) -> int:
@@ -216,7 +216,8 @@ class ShardedManifest:
 
 
 def save_shard(path: str | os.PathLike[str], index: Any, seqs: Mapping[str, int]) -> None:
-    """Save a shard atomically: its index (BM25Index or VectorIndex) and sequence numbers."""
+    """Save a shard atomically: its index (BM25Index, VectorIndex or SparseIndex) and
+    sequence numbers."""
     with atomic_index_dir(path) as tmp:
         index.save(tmp / "index")
         w = IndexWriter(tmp)
@@ -228,6 +229,7 @@ def save_shard(path: str | os.PathLike[str], index: Any, seqs: Mapping[str, int]
 def load_shard(path: str | os.PathLike[str], *, mmap: bool = False) -> tuple[Any, dict[str, int]]:
     """Load a shard saved by `save_shard`: ``(index, {id: seq})``."""
     from ..bm25 import BM25Index
+    from ..sparse import SparseIndex
     from ..vector import VectorIndex
 
     def read(r: IndexReader) -> tuple[Any, dict[str, int]]:
@@ -237,6 +239,8 @@ def load_shard(path: str | os.PathLike[str], *, mmap: bool = False) -> tuple[Any
             index: Any = BM25Index.load(r.directory / "index", mmap=mmap)
         elif kind == "vector":
             index = VectorIndex.load(r.directory / "index", mmap=mmap)
+        elif kind == "sparse":
+            index = SparseIndex.load(r.directory / "index", mmap=mmap)
         else:
             raise IndexFormatError(f"{path}: unknown shard index_kind {kind!r}")
         seq = r.array("seq", dtype_kind="i", ndim=1, length=n_docs)
@@ -249,5 +253,8 @@ def load_shard(path: str | os.PathLike[str], *, mmap: bool = False) -> tuple[Any
 
 def _kind_of(index: Any) -> str:
     from ..bm25 import BM25Index
+    from ..sparse import SparseIndex
 
+    if isinstance(index, SparseIndex):
+        return "sparse"
     return "bm25" if isinstance(index, BM25Index) else "vector"

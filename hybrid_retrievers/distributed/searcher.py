@@ -115,7 +115,7 @@ class ShardedSearcher:
         self._root = Path(path)
         self._manifest = ShardedManifest.read(self._root)
         self._kind = self._manifest.kind
-        if self._kind == "vector" and embedder is not None and not callable(
+        if self._kind != "bm25" and embedder is not None and not callable(
             getattr(embedder, "embed_query", None)
         ):
             raise TypeError(f"embedder must have embed_query(text), got {type(embedder).__name__}")
@@ -212,11 +212,13 @@ class ShardedSearcher:
         self, vector: Any, k: int = 10, *, filter: MetadataFilter | None = None,
         timeout: float | None = None, allow_partial: bool | None = None,
     ) -> list[Hit]:
-        """`search` with a query vector (vector indexes)."""
-        if self._kind != "vector":
-            raise TypeError("search_vector needs a vector index; this one is BM25")
+        """`search` with a query vector (vector indexes; a ``{token: weight}`` mapping for
+        sparse ones)."""
+        if self._kind == "bm25":
+            raise TypeError("search_vector needs a vector or sparse index; this one is BM25")
         k = check_k(k)
-        answers, missing = self._calls.call_all("search_vector", np.asarray(vector, np.float32),
+        arg = dict(vector) if self._kind == "sparse" else np.asarray(vector, np.float32)
+        answers, missing = self._calls.call_all("search_vector", arg,
                                                 k, filter, **self._policy(timeout, allow_partial))
         return self._merge(answers, k, missing)
 
@@ -230,7 +232,7 @@ class ShardedSearcher:
         allow_partial: bool | None = None,
     ) -> list[Hit]:
         """`search` awaiting every shard concurrently on the event loop."""
-        if self._kind == "vector":
+        if self._kind != "bm25":
             method, arg, k = await asyncio.to_thread(self._query_args, query, k)
         else:
             method, arg, k = self._query_args(query, k)
@@ -248,9 +250,12 @@ class ShardedSearcher:
         if self._kind == "bm25":
             return "search", query, k
         if self._embedder is None:
-            raise TypeError("this vector index has no embedder for text queries; pass "
+            raise TypeError(f"this {self._kind} index has no embedder for text queries; pass "
                             "embedder= to ShardedSearcher, or use search_vector()")
-        return "search_vector", np.asarray(self._embedder.embed_query(query), np.float32), k
+        vector = self._embedder.embed_query(query)
+        if self._kind == "sparse":  # sparse scores need no corpus statistics: sent as is
+            return "search_vector", dict(vector), k
+        return "search_vector", np.asarray(vector, np.float32), k
 
     def _merge(self, answers: list[tuple[int, list[ShardHit]]], k: int,
                missing: Sequence[int]) -> list[Hit]:
@@ -301,7 +306,8 @@ class ShardedSearcher:
             calls = {}
             for s, pos in routed.items():
                 rows = [(docs[p].id, docs[p].text, dict(docs[p].metadata), seq0 + p) for p in pos]
-                calls[s] = ("add", rows, None if matrix is None else matrix[pos])
+                calls[s] = ("add", rows, None if matrix is None else
+                            [matrix[p] for p in pos] if isinstance(matrix, list) else matrix[pos])
             deltas = self._calls.call_some(calls)
             self._manifest.next_seq = seq0 + len(docs)
             self._manifest.n_docs += len(docs)
@@ -329,8 +335,18 @@ class ShardedSearcher:
     def _vectors_for(self, docs: list[Doc], vectors: Any) -> Any:
         if self._kind == "bm25":
             if vectors is not None:
-                raise TypeError("vectors= applies to vector indexes only")
+                raise TypeError("vectors= applies to vector and sparse indexes only")
             return None
+        if self._kind == "sparse":
+            if vectors is None:
+                if self._embedder is None:
+                    raise TypeError("adding texts to a sparse index needs embedder= (or pass "
+                                    "vectors=)")
+                vectors = self._embedder.embed_documents([d.text for d in docs])
+            vectors = [dict(v) for v in vectors]  # plain dicts: checked by the shard
+            if len(vectors) != len(docs):
+                raise ValueError(f"got {len(vectors)} vectors for {len(docs)} documents")
+            return vectors
         if vectors is not None:
             matrix = np.asarray(vectors, dtype=np.float32)
             if matrix.ndim != 2 or matrix.shape[0] != len(docs):

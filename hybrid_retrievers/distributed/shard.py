@@ -19,6 +19,7 @@ import numpy as np
 
 from ..bm25 import BM25Index
 from ..bm25.collection_stats import CollectionStats, StatsDelta
+from ..sparse import SparseIndex
 from ..types import Doc, MetadataFilter
 from .layout import ShardHit, load_shard, save_shard
 
@@ -48,6 +49,7 @@ class ShardServer:
         self.persist = persist
         self.index, self.seqs = load_shard(self.path, mmap=mmap)
         self.is_bm25 = isinstance(self.index, BM25Index)
+        self.is_sparse = isinstance(self.index, SparseIndex)
         if self.is_bm25 and stats_path is not None:
             self.index.set_collection_stats(CollectionStats.load(stats_path))
 
@@ -79,7 +81,8 @@ class ShardServer:
     def search_vector(
         self, vector: Any, k: int, filter: MetadataFilter | None = None
     ) -> list[ShardHit]:
-        """This shard's top ``k`` for a query vector (vector shards)."""
+        """This shard's top ``k`` for a query vector (vector shards; sparse shards take a
+        ``{token: weight}`` mapping)."""
         return self._rows(self.index.search_vector(vector, k, filter=filter))
 
     def _rows(self, hits: Sequence[Any]) -> list[ShardHit]:
@@ -101,7 +104,8 @@ class ShardServer:
         self, rows: Sequence[tuple[str, str, Mapping[str, Any], int]],
         vectors: Any = None,
     ) -> StatsDelta | None:
-        """Add ``(id, text, metadata, seq)`` rows (and their vectors for a vector shard).
+        """Add ``(id, text, metadata, seq)`` rows (and their vectors for a vector or sparse
+        shard: a matrix, or one ``{token: weight}`` mapping per row).
 
         Returns the change to the BM25 statistics (None for a vector shard).
         """
@@ -109,6 +113,9 @@ class ShardServer:
         before = self.local_stats() if self.is_bm25 else None
         if self.is_bm25:
             self.index.add_docs(docs)
+        elif self.is_sparse:
+            self.index.add_vectors(list(vectors), [d.id for d in docs],
+                                   [dict(d.metadata) for d in docs], texts=[d.text for d in docs])
         else:
             self.index.add_vectors(np.asarray(vectors, dtype=np.float32), docs=docs)
         for i, _, _, seq in rows:

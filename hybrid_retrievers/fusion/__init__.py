@@ -67,6 +67,7 @@ from __future__ import annotations
 
 from .candidates import Dedup, normalized_text_hash
 from .concurrency import CallRunner, gather_calls, run_calls
+from .legs import LEG_FAMILIES, hybrid_weights
 from .modes import FusionMode, fuse
 from .plan import FusionCall, FusionPlan
 from .rank import DEFAULT_K_RRF, reciprocal_rank_fusion
@@ -100,6 +101,7 @@ __all__ = [
     "FusionMode",
     "FusionPlan",
     "FusionSearcher",
+    "LEG_FAMILIES",
     "LexicalBoostRule",
     "Normalization",
     "combine_filters",
@@ -107,6 +109,7 @@ __all__ = [
     "dist_based_normalize",
     "fuse",
     "gather_calls",
+    "hybrid_weights",
     "lexical_boost_rule",
     "min_max_normalize",
     "normalize_scores",

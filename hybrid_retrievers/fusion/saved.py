@@ -5,7 +5,7 @@
 write the same format:
 
 ``manifest.json``  kind ``"fusion"``: the fusion settings, per child its kind
-                   (``"bm25"``, ``"vector"`` or a nested ``"fusion"``), its sub-folder and
+                   (``"bm25"``, ``"vector"``, ``"sparse"`` or a nested ``"fusion"``), its sub-folder and
                    the saver's per-child settings (such as an adapter's depth), and the
                    checksum of each child's own manifest
 ``child_0/`` ...   each child saved by its own ``save`` (JSON + ``.npy``, no pickle), and
@@ -41,7 +41,7 @@ __all__ = ["CHILD_KINDS", "SavedChild", "child_kind", "core_index_dir", "read_fu
            "save_fusion"]
 
 FORMAT_VERSION = 1
-CHILD_KINDS = ("bm25", "vector", "fusion")
+CHILD_KINDS = ("bm25", "vector", "sparse", "fusion")
 _CHILD_DIR = re.compile(r"child_\d+")
 
 SavedChild = tuple[str, Callable[[Path], None], Mapping[str, Any]]

@@ -1,7 +1,8 @@
 """FusionSearcher: query several searchers concurrently and fuse their rankings.
 
-Also the one hybrid recipe (`FusionSearcher.hybrid`: BM25 + dense over the same texts,
-which the CLI, parent-document search and both framework adapters build), save/load
+Also the one hybrid recipe (`FusionSearcher.hybrid`: BM25, dense and learned sparse legs
+over the same texts, any subset, which the CLI, parent-document search and both framework
+adapters build), save/load
 (`FusionSearcher.save` / `FusionSearcher.load`, the format of `fusion.saved`), and
 `FilteredSource`, which turns one index plus a metadata filter into a source of its own,
 so one index queried with several filters (text chunks next to image descriptions, say)
@@ -18,10 +19,12 @@ from ..bm25.index import BM25Index
 from ..filters import check_filter, combine_filters
 from ..persistence.composite import check_weights_restorable, fusion_settings, load_children
 from ..types import Hit, MetadataFilter
+from ..sparse.index import SparseIndex
 from ..validation import check_k, check_queries, check_query
 from ..vector.index import VectorIndex
 from .candidates import Dedup
 from .concurrency import CallRunner
+from .legs import hybrid_weights
 from .modes import FusionMode
 from .plan import DEFAULT_MIN_FETCH_K, FusionCall, FusionPlan, Weights, default_fetch_k
 from .rank import DEFAULT_K_RRF
@@ -247,59 +250,107 @@ class FusionSearcher:
     def hybrid(
         cls,
         texts: Iterable[str],
-        embedder: Any,
+        embedder: Any = None,
         ids: Iterable[str] | None = None,
         metadatas: Iterable[Mapping[str, Any] | None] | None = None,
         *,
-        bm25: Mapping[str, Any] | None = None,
+        bm25: Mapping[str, Any] | bool | None = None,
         dense: Mapping[str, Any] | None = None,
+        sparse: Any = None,
         show_progress: bool = False,
         **fusion: Any,
     ) -> FusionSearcher:
-        """The hybrid recipe: a `BM25Index` and a `VectorIndex` over the same texts, fused.
+        """The hybrid recipe: BM25, dense and learned sparse indexes over the same texts, fused.
 
         The 90% case of this package in one call, and the only place it is written:
         the CLI, parent-document search and both framework adapters' ``HybridRetriever``
-        call it, so they all build the same thing. Both indexes get the same ids and
-        metadata; the children are named ``"bm25"`` and ``"dense"``, BM25 first (so
-        `lexical_boost_rule` favours it for queries with codes, numbers or quotes). The
-        indexes' settings are passed through, not listed again here, so a new index
+        call it, so they all build the same thing. Every leg gets the same ids and
+        metadata; the legs are named ``"bm25"``, ``"dense"`` and ``"sparse"``, in that
+        order (BM25 first, so `lexical_boost_rule` favours it for queries with codes,
+        numbers or quotes). Any subset of the legs can be built: BM25 unless
+        ``bm25=False``, dense when an ``embedder`` is given, sparse when ``sparse`` is.
+        The indexes' settings are passed through, not listed again here, so a new index
         option needs no change to the recipe.
 
+        Default weights (`hybrid_weights`): one vote per family of representation,
+        split among its legs: lexical (BM25 and the learned sparse leg, which both match
+        vocabulary terms) and semantic (dense). BM25 + dense is 1:1; all three are
+        0.5 : 1 : 0.5, so a third leg never shifts the lexical/semantic balance, and a
+        weak sparse model cannot outvote the dense leg (``hybrid_retrievers.fusion.legs``
+        gives the argument, ``benchmarks/sparse_quality.py`` the measurements). Pass
+        ``weights=`` to choose others (equal: ``weights=[1, 1, 1]``).
+
         Example:
-            >>> from hybrid_retrievers.models import HashingEmbedder
-            >>> hybrid = FusionSearcher.hybrid(
-            ...     ["wings generate lift", "cats sleep", "lift and drag"],
-            ...     HashingEmbedder(dimension=64), ids=["a", "b", "c"])
+            >>> from hybrid_retrievers.models import HashingEmbedder, HashingSparseEmbedder
+            >>> texts = ["wings generate lift", "cats sleep", "lift and drag"]
+            >>> hybrid = FusionSearcher.hybrid(texts, HashingEmbedder(dimension=64),
+            ...                                ids=["a", "b", "c"])
             >>> sorted(h.id for h in hybrid.search("wing lift", k=2))
             ['a', 'c']
             >>> hybrid.names
             ('bm25', 'dense')
+            >>> three = FusionSearcher.hybrid(texts, HashingEmbedder(dimension=64),
+            ...                               ids=["a", "b", "c"],
+            ...                               sparse=HashingSparseEmbedder())
+            >>> three.names, three.plan.weights
+            (('bm25', 'dense', 'sparse'), (0.5, 1.0, 0.5))
+            >>> [s["source"] for s in three.search("wing lift", k=1)[0]
+            ...  .explanation["fusion"]["sources"]]
+            ['bm25', 'dense', 'sparse']
 
         Args:
-            texts: the document texts (read once; both indexes get the same ids).
-            embedder: the dense model (a core `Embedder`).
+            texts: the document texts (read once; every leg gets the same ids).
+            embedder: the dense model (a core `Embedder`); ``None``: no dense leg.
             ids, metadatas: as for `BM25Index.from_texts` (``None`` ids: content ids).
             bm25: keyword arguments of `BM25Index.from_texts` (``analyzer``, ``k1``,
-                ``b``, ``method``, ``delta``).
+                ``b``, ``method``, ``delta``); ``False``: no BM25 leg.
             dense: keyword arguments of `VectorIndex.from_texts` (``metric``,
                 ``batch_size``, ``cache``).
-            show_progress: progress bars while indexing (both indexes).
+            sparse: the learned sparse leg: its model (a `SparseEmbedder`, such as
+                `hybrid_retrievers.models.SpladeEncoder`), or the keyword arguments of
+                `SparseIndex.from_texts` with the model as ``"embedder"``; ``None``: no
+                sparse leg.
+            show_progress: progress bars while indexing (every index).
             **fusion: the constructor's arguments (``mode``, ``weights``, ``fetch_k``...;
-                ``names`` defaults to ``["bm25", "dense"]``).
+                ``names`` defaults to the legs' names, ``weights`` to `hybrid_weights`).
+
+        Raises:
+            ValueError: no leg at all, or ``dense`` options without an ``embedder``.
+            TypeError: leg options of the wrong kind.
         """
         if isinstance(texts, str):
             raise TypeError("texts must be a list of str, got a single str; wrap it in a list")
+        if bm25 is not False and bm25 is not None and not isinstance(bm25, Mapping):
+            raise TypeError(f"bm25 must be a mapping of keyword arguments, None or False, "
+                            f"got {type(bm25).__name__}: {bm25!r:.80}")
+        if embedder is None and dense is not None:
+            raise ValueError("dense options were given but no embedder: pass the dense "
+                             "model as embedder=, or drop dense=")
         text_list = list(texts)
         id_list = None if ids is None else list(ids)
         meta_list = None if metadatas is None else list(metadatas)
-        lexical = BM25Index.from_texts(text_list, id_list, meta_list,
-                                       show_progress=show_progress, **_options(bm25, "bm25"))
-        vectors = VectorIndex.from_texts(text_list, id_list, meta_list, embedder=embedder,
-                                         show_progress=show_progress,
-                                         **_options(dense, "dense"))
-        fusion.setdefault("names", ["bm25", "dense"])
-        return cls([lexical, vectors], **fusion)
+        legs: dict[str, Any] = {}
+        if bm25 is not False:
+            legs["bm25"] = BM25Index.from_texts(
+                text_list, id_list, meta_list, show_progress=show_progress,
+                **_options(bm25 or None, "bm25"))
+        if embedder is not None:
+            legs["dense"] = VectorIndex.from_texts(
+                text_list, id_list, meta_list, embedder=embedder, show_progress=show_progress,
+                **_options(dense, "dense"))
+        if sparse is not None:
+            legs["sparse"] = SparseIndex.from_texts(
+                text_list, id_list, meta_list, show_progress=show_progress,
+                **_sparse_options(sparse))
+        if not legs:
+            raise ValueError("the hybrid recipe needs at least one leg: bm25 (not False), "
+                             "an embedder (dense) or sparse=")
+        fusion.setdefault("names", list(legs))
+        if "weights" not in fusion:
+            weights = hybrid_weights(list(legs))
+            if any(w != 1.0 for w in weights):
+                fusion["weights"] = weights
+        return cls(list(legs.values()), **fusion)
 
     # ------------------------------------------------------------------ properties
 
@@ -419,16 +470,18 @@ class FusionSearcher:
 
         The format is `hybrid_retrievers.fusion.saved`'s (the one both framework
         adapters write too): one sub-folder per child, each saved by its own ``save``
-        (a `BM25Index`, a `VectorIndex` or a nested `FusionSearcher`), bound by the
-        fusion's manifest. The save is atomic and checksummed like every index save
-        (`hybrid_retrievers.persistence`); no pickle, and no model: pass the embedder
-        to `load`. A callable ``weights`` rule is not saved either (`load` asks for it).
+        (a `BM25Index`, a `VectorIndex`, a `SparseIndex` or a nested `FusionSearcher`),
+        bound by the fusion's manifest. The save is atomic and checksummed like every
+        index save (`hybrid_retrievers.persistence`); no pickle, and no model: pass the
+        embedder (and the sparse one) to `load`. A callable ``weights`` rule is not saved
+        either (`load` asks for it).
 
         Raises:
-            TypeError: naming the child, for a child that is not one of those three
+            TypeError: naming the child, for a child that is not one of those four
                 (a `FilteredSource`, a foreign searcher); nothing is written then.
         """
-        kinds = {"bm25": BM25Index, "vector": VectorIndex, "fusion": FusionSearcher}
+        kinds = {"bm25": BM25Index, "vector": VectorIndex, "sparse": SparseIndex,
+                 "fusion": FusionSearcher}
         children = [(child_kind(i, child, kinds, "save"), child.save, {})
                     for i, child in enumerate(self._children)]
         own = fusion_settings(self._plan, fetch_k=self._plan.fetch_k,
@@ -444,6 +497,7 @@ class FusionSearcher:
         path: str | os.PathLike[str],
         embedder: Any = None,
         *,
+        sparse_embedder: Any = None,
         mmap: bool = False,
         **options: Any,
     ) -> FusionSearcher:
@@ -464,6 +518,9 @@ class FusionSearcher:
         Args:
             embedder: the model the dense children were built with (as for
                 `VectorIndex.load`); required when the fusion holds one.
+            sparse_embedder: the model the learned sparse children were built with (as
+                for `SparseIndex.load`: its ``model_id`` must be the saved one);
+                required when the fusion holds one.
             mmap: memory-map the children's arrays (see `BM25Index.load`).
             **options: constructor arguments that replace the saved ones (``weights``
                 must be given again when the fusion had a callable rule).
@@ -471,7 +528,8 @@ class FusionSearcher:
         Raises:
             IndexFormatError: a missing, corrupt, foreign or tampered folder (a child
                 swapped for another saved index included).
-            ValueError: a dense child and no ``embedder``; a callable weights rule that
+            ValueError: a dense child and no ``embedder``, a sparse child and no
+                ``sparse_embedder`` (or another model); a callable weights rule that
                 ``options`` does not give back.
         """
         settings, entries = read_fusion(path)
@@ -480,8 +538,11 @@ class FusionSearcher:
         children = load_children(path, located, {
             "bm25": lambda folder, _k: BM25Index.load(folder, mmap=mmap),
             "vector": lambda folder, _k: VectorIndex.load(folder, embedder, mmap=mmap),
-            "fusion": lambda folder, _k: cls.load(folder, embedder, mmap=mmap),
-        }, model=embedder, model_arg="embedder", method="FusionSearcher.load")
+            "sparse": lambda folder, _k: SparseIndex.load(folder, sparse_embedder, mmap=mmap),
+            "fusion": lambda folder, _k: cls.load(folder, embedder,
+                                                  sparse_embedder=sparse_embedder, mmap=mmap),
+        }, model=embedder, model_arg="embedder", method="FusionSearcher.load",
+            sparse_model=sparse_embedder, sparse_model_arg="sparse_embedder")
         check_weights_restorable(settings, options, path, "FusionSearcher.load")
         saved = {key: settings[key] for key in _SAVED_ARGUMENTS if key in settings}
         return cls(children, **{**saved, **options})
@@ -502,6 +563,21 @@ def _options(options: Mapping[str, Any] | None, name: str) -> dict[str, Any]:
         raise TypeError(f"{name} must be a mapping of keyword arguments (e.g. {name}="
                         f"{{...}}) or None, got {type(options).__name__}: {options!r:.80}")
     return dict(options)
+
+
+def _sparse_options(sparse: Any) -> dict[str, Any]:
+    """``SparseIndex.from_texts`` keyword arguments from ``hybrid``'s ``sparse=``."""
+    if isinstance(sparse, Mapping):
+        if "embedder" not in sparse:
+            raise TypeError("sparse= as a mapping of SparseIndex.from_texts arguments must "
+                            "name the model: sparse={'embedder': SpladeEncoder(...), ...}")
+        return dict(sparse)
+    if callable(getattr(sparse, "embed_documents", None)):
+        return {"embedder": sparse}
+    raise TypeError(
+        "sparse must be a sparse model (a SparseEmbedder such as SpladeEncoder) or a "
+        f"mapping of SparseIndex.from_texts arguments, got {type(sparse).__name__}"
+    )
 
 
 def _caller(child: Any, query: str, k: int, filter: Any) -> Callable[[], list[Hit]]:

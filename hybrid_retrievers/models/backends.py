@@ -79,19 +79,28 @@ def install_backend(st_model: Any, backend: str,
 def install_bf16_autocast(st_model: Any) -> None:
     """Run ``st_model``'s transformer under bfloat16 autocast; its outputs stay float32.
 
+    The transformer is the first module's; in a model whose first module is a
+    ``Router`` (an asymmetric model, such as an inference-free sparse encoder whose
+    queries skip the transformer), every route's transformer.
+
     Raises:
-        ValueError: for a model whose first module has no transformer (``.model``).
+        ValueError: for a model without a transformer (``.model``) in its first module.
     """
-    hf = getattr(st_model[0], "model", None)
-    if hf is None or not callable(getattr(hf, "forward", None)):
+    first = st_model[0]
+    routes = getattr(first, "sub_modules", None)
+    modules = [first] if routes is None else [m for route in routes.values() for m in route]
+    transformers = [hf for hf in (getattr(m, "model", None) for m in modules)
+                    if hf is not None and callable(getattr(hf, "forward", None))]
+    if not transformers:
         raise ValueError(
             f"backend='torch-bf16' needs a sentence-transformers model whose first module "
-            f"is a Transformer, got {type(st_model[0]).__name__}"
+            f"is a Transformer (or a Router with one), got {type(first).__name__}"
         )
-    device = next(hf.parameters()).device.type
-    if device == "cpu":
-        _warn_if_emulated("torch-bf16")
-    hf.forward = _Bf16Forward(hf.forward, device)
+    for hf in transformers:
+        device = next(hf.parameters()).device.type
+        if device == "cpu":
+            _warn_if_emulated("torch-bf16")
+        hf.forward = _Bf16Forward(hf.forward, device)
 
 
 def _warn_if_emulated(backend: str) -> None:

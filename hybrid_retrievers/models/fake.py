@@ -1,5 +1,10 @@
 """Deterministic stand-in models for tests and examples (no downloads, no torch).
 
+`HashingSparseEmbedder` is the sparse counterpart (`hybrid_retrievers.types.SparseEmbedder`):
+each lowercase word is a token weighted ``log(1 + tf)``, and each word of five letters or
+more also adds its four-letter prefix at half that weight, a small fixed "expansion"
+so that documents and queries share terms neither spelled out, as SPLADE's do.
+
 `HashingEmbedder` maps texts to vectors with the hashing trick: every lowercase word is
 hashed (blake2b) to one of ``dimension`` buckets with a sign, the signed counts are
 summed and the vector is L2-normalised. Texts that share words get similar vectors, so
@@ -10,15 +15,18 @@ every process.
 from __future__ import annotations
 
 import hashlib
+import math
 import re
+from collections import Counter
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
 from ..validation import check_number
 
-__all__ = ["HashingEmbedder"]
+__all__ = ["HashingEmbedder", "HashingSparseEmbedder"]
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 
@@ -104,3 +112,67 @@ class HashingEmbedder:
 
     def __repr__(self) -> str:
         return f"HashingEmbedder(dimension={self._dimension}, seed={self._seed})"
+
+
+class HashingSparseEmbedder:
+    """A deterministic sparse embedder: word weights ``log(1 + tf)`` plus prefix expansion.
+
+    The sparse stand-in for tests and docs, as `HashingEmbedder` is the dense one (no
+    model, no downloads, the same vectors in every process). A text's vector holds each
+    lowercase word with weight ``ln(1 + tf)`` and, for every word of ``prefix + 1`` or
+    more letters, its ``prefix``-letter prefix with half that weight ("wings" also
+    weighs "wing"), so retrieval exercises expansion terms. Queries and documents are
+    encoded alike. It counts its calls (`calls`, `texts_embedded`).
+
+    Args:
+        prefix: length of the expansion prefix (>= 1).
+
+    Example:
+        >>> emb = HashingSparseEmbedder()
+        >>> {t: round(w, 3) for t, w in sorted(emb.embed_query("Wings lift").items())}
+        {'lift': 0.693, 'wing': 0.347, 'wings': 0.693}
+    """
+
+    def __init__(self, prefix: int = 4) -> None:
+        self._prefix = check_number(prefix, "prefix", low=1, integer=True)
+        self.calls = 0
+        self.texts_embedded = 0
+
+    @property
+    def model_id(self) -> str:
+        """Identity of the vectors (saved with a `SparseIndex`)."""
+        return f"hashing-sparse-embedder(prefix={self._prefix})"
+
+    def _vector(self, text: Any, where: str) -> dict[str, float]:
+        if not isinstance(text, str):
+            raise TypeError(f"{where} must be a str, got {type(text).__name__}")
+        vector: dict[str, float] = {}
+        for word, tf in Counter(_WORD.findall(text.lower())).items():
+            weight = math.log1p(tf)
+            vector[word] = vector.get(word, 0.0) + weight
+            if len(word) > self._prefix:
+                head = word[: self._prefix]
+                vector[head] = vector.get(head, 0.0) + 0.5 * weight
+        return vector
+
+    def embed_documents(self, texts: Sequence[str]) -> list[dict[str, float]]:
+        """The sparse vectors of ``texts``, in order."""
+        if isinstance(texts, str):
+            raise TypeError("texts must be a list of str, not a single str; wrap it in a list")
+        texts = list(texts)
+        self.calls += 1
+        self.texts_embedded += len(texts)
+        return [self._vector(t, f"texts[{i}]") for i, t in enumerate(texts)]
+
+    def embed_query(self, text: str) -> dict[str, float]:
+        """The sparse vector of one query."""
+        return self._vector(text, "text")
+
+    def embed_queries(self, texts: Sequence[str]) -> list[dict[str, float]]:
+        """The sparse vectors of several queries at once."""
+        if isinstance(texts, str):
+            raise TypeError("texts must be a list of str, not a single str; wrap it in a list")
+        return [self._vector(t, f"texts[{i}]") for i, t in enumerate(texts)]
+
+    def __repr__(self) -> str:
+        return f"HashingSparseEmbedder(prefix={self._prefix})"

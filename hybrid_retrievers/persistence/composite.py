@@ -50,17 +50,26 @@ def load_children(
     model: Any,
     model_arg: str,
     method: str,
+    sparse_model: Any = None,
+    sparse_model_arg: str = "sparse_embedder",
 ) -> list[Any]:
     """Each ``(kind, folder, settings)`` entry loaded by ``loaders[kind]`` with its saved ``k``.
 
-    Every kind but ``"bm25"`` embeds queries, so it needs ``model``.
+    Every kind but ``"bm25"`` embeds queries: a ``"sparse"`` child needs
+    ``sparse_model``, the others ``model``.
 
     Raises:
-        ValueError: naming ``model_arg`` and ``method``, for a dense child and no model.
+        ValueError: naming the argument and ``method``, for a child without its model.
     """
     children = []
     for kind, path, child in entries:
-        if kind != "bm25" and model is None:
+        if kind == "sparse":
+            if sparse_model is None:
+                raise ValueError(
+                    f"{str(folder)!r} holds a learned sparse child: pass {sparse_model_arg}= "
+                    f"(the sparse model the index was built with) to {method}"
+                )
+        elif kind != "bm25" and model is None:
             raise ValueError(
                 f"{str(folder)!r} holds a dense child: pass {model_arg}= (the model the "
                 f"index was built with) to {method}"

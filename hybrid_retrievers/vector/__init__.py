@@ -10,6 +10,8 @@ Where things live (one job per module):
 * `ann`, `flat_faiss` - the optional faiss backends (HNSW graph, flat kernel);
 * `embedding` - texts to vectors (`embed_texts`), each distinct text once
   (`EmbeddingCache`);
+* `sparse_cache` - the same guarantee for learned-sparse ``{token: weight}`` vectors
+  (`SparseEmbeddingCache`, keyed like `EmbeddingCache`);
 * `saving` - the on-disk format.
 
 Concurrency: a search reads one immutable snapshot (matrix rows ``0..n-1``, documents,
@@ -21,6 +23,7 @@ from __future__ import annotations
 from .ann import FaissHNSW, HNSWConfig
 from .embedding import DEFAULT_BATCH_SIZE, EmbeddingCache, embed_texts, embedder_identity, text_key
 from .index import FORMAT_VERSION, METRICS, VectorIndex
+from .sparse_cache import SparseEmbeddingCache
 
-__all__ = ["VectorIndex", "METRICS", "FORMAT_VERSION", "EmbeddingCache", "embed_texts",
+__all__ = ["VectorIndex", "METRICS", "FORMAT_VERSION", "EmbeddingCache", "SparseEmbeddingCache", "embed_texts",
            "embedder_identity", "text_key", "DEFAULT_BATCH_SIZE", "HNSWConfig", "FaissHNSW"]

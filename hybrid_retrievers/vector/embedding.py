@@ -12,6 +12,11 @@ before, should not call the model again. `EmbeddingCache` keeps one float32 matr
 model identity and maps the blake2b hash of each text (`text_key`) to its row; it lives
 in memory and can be saved as ``.npy`` + JSON (never pickle).
 
+The keying (`text_key`, `text_keys`), the model identity rule, the per-model bookkeeping
+and the saved format's framing (`ModelKeyedCache`, `read_cache_entries`) are shared with
+`hybrid_retrievers.vector.sparse_cache.SparseEmbeddingCache`, the same cache for
+learned-sparse ``{token: weight}`` vectors.
+
 Model identity rule: an embedder's identity is its ``model_id`` attribute (a non-empty
 str naming the model *and* every option that changes document vectors, such as a
 document prompt or normalisation). An embedder without one cannot share a cache by
@@ -25,8 +30,8 @@ import hashlib
 import os
 import re
 import threading
-from collections.abc import Iterable, Sequence
-from typing import Any
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import Any, Self
 
 import numpy as np
 from numpy.typing import NDArray
@@ -37,7 +42,9 @@ from ..progress import progress
 from ..validation import check_number, check_str_items
 
 __all__ = ["DEFAULT_BATCH_SIZE", "EmbeddingCache", "check_matrix", "check_model_id",
-           "embed_texts", "embedder_dimension", "embedder_identity", "text_key"]
+           "ModelKeyedCache", "embed_texts", "embedder_dimension", "embedder_identity",
+           "read_cache_entries",
+           "row_keys", "text_key", "text_keys"]
 
 DEFAULT_BATCH_SIZE = 1024
 """Texts per ``embed_documents`` call."""
@@ -130,7 +137,7 @@ def text_key(text: str) -> str:
     return hashlib.blake2b(data, digest_size=16).hexdigest()
 
 
-def _text_keys(texts: Sequence[str]) -> list[str]:
+def text_keys(texts: Sequence[str]) -> list[str]:
     """`text_key` of each text; an error names the position of a bad one."""
     try:
         return [text_key(t) for t in texts]
@@ -157,6 +164,9 @@ class _Store:
     def dimension(self) -> int:
         return int(self.matrix.shape[1])
 
+    def __len__(self) -> int:
+        return self.size
+
     def put(self, keys: Sequence[str], vectors: NDArray[np.float32]) -> None:
         # First occurrence of each new key: a text repeated in one call is stored once.
         first: dict[str, int] = {}
@@ -177,7 +187,99 @@ class _Store:
         self.size = need
 
 
-class EmbeddingCache:
+class ModelKeyedCache:
+    """What the dense and the sparse cache share: one store per model identity (each
+    sized by ``len``), the hit/miss counters and the lock, and the bookkeeping over them.
+    """
+
+    def __init__(self) -> None:
+        self._stores: dict[str, Any] = {}
+        self._lock = threading.RLock()
+        self.hits = 0
+        self.misses = 0
+
+    def _count(self, hits: int, misses: int) -> None:
+        with self._lock:
+            self.hits += hits
+            self.misses += misses
+
+    def __len__(self) -> int:
+        with self._lock:
+            return sum(len(s) for s in self._stores.values())
+
+    @property
+    def model_ids(self) -> list[str]:
+        """The model identities with cached vectors, sorted."""
+        with self._lock:
+            return sorted(self._stores)
+
+    def size(self, model_id: str) -> int:
+        """How many texts are cached for ``model_id``."""
+        with self._lock:
+            return len(self._stores.get(model_id, ()))
+
+    def clear(self, model_id: str | None = None) -> None:
+        """Forget every vector, or only those of ``model_id``."""
+        with self._lock:
+            if model_id is None:
+                self._stores.clear()
+            else:
+                self._stores.pop(model_id, None)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(models={len(self._stores)}, vectors={len(self)})"
+
+    # ------------------------------------------------------------------ persistence
+    # A subclass names its format (_KIND, _VERSION, the integer _FIELDS of its manifest
+    # entries) and writes / reads one model's store; the framing is shared.
+
+    _KIND: str
+    _VERSION: int
+    _FIELDS: tuple[str, ...] = ()
+
+    def _write_store(self, w: IndexWriter, i: int, store: Any) -> tuple[list[str], dict[str, int]]:
+        """Write ``store``'s files (ending ``_{i}``); return its keys in row order and fields."""
+        raise NotImplementedError
+
+    @classmethod
+    def _read_store(cls, r: IndexReader, entry: dict[str, Any], keys: list[str]) -> Any:
+        """Read and check one model's store written by `_write_store`."""
+        raise NotImplementedError
+
+    def save(self, path: str | os.PathLike[str]) -> None:
+        """Write the cache to directory ``path`` atomically (``.npy`` + JSON, no pickle).
+
+        The save is atomic and durable, and a concurrent `load` sees the old or the
+        new cache (see `hybrid_retrievers.persistence`).
+        """
+        with self._lock, atomic_index_dir(path) as tmp:
+            w = IndexWriter(tmp)
+            models = []
+            for i, model_id in enumerate(sorted(self._stores)):
+                keys, fields = self._write_store(w, i, self._stores[model_id])
+                w.json(f"keys_{i}", keys)
+                models.append({"model_id": model_id, **fields, "size": len(keys), "file": i})
+            w.manifest(self._KIND, self._VERSION, {"models": models})
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str]) -> Self:
+        """Read a cache written by `save`; every file is validated first.
+
+        Raises:
+            TypeError: ``path`` is not a str or path.
+            IndexFormatError: missing, corrupt or foreign directory.
+        """
+        return read_index(path, kind=cls._KIND, max_version=cls._VERSION, read=cls._from_reader)
+
+    @classmethod
+    def _from_reader(cls, r: IndexReader) -> Self:
+        cache = cls()
+        for model_id, entry, keys in read_cache_entries(r, cls._FIELDS):
+            cache._stores[model_id] = cls._read_store(r, entry, keys)
+        return cache
+
+
+class EmbeddingCache(ModelKeyedCache):
     """Document vectors by (model identity, text hash), in memory, optionally saved.
 
     Thread-safe. Unbounded: it holds every vector it was given until `clear`.
@@ -191,11 +293,7 @@ class EmbeddingCache:
         (1, 2, 2)
     """
 
-    def __init__(self) -> None:
-        self._stores: dict[str, _Store] = {}
-        self._lock = threading.RLock()
-        self.hits = 0
-        self.misses = 0
+    _stores: dict[str, _Store]
 
     # ------------------------------------------------------------------ lookups
 
@@ -207,7 +305,7 @@ class EmbeddingCache:
         Returns ``(None, all-False)`` when nothing is cached for ``model_id``. Does not
         change the hit/miss counters.
         """
-        keys = _text_keys(texts)
+        keys = text_keys(texts)
         with self._lock:
             store = self._stores.get(model_id)
             if store is None:
@@ -222,7 +320,7 @@ class EmbeddingCache:
         """Remember ``vectors[i]`` as the embedding of ``texts[i]`` under ``model_id``."""
         check_model_id(model_id)
         vectors = check_matrix(vectors, len(texts), "vectors")
-        keys = _text_keys(texts)
+        keys = text_keys(texts)
         with self._lock:
             store = self._stores.get(model_id)
             if store is None:
@@ -249,118 +347,90 @@ class EmbeddingCache:
             show_progress=show_progress,
         )
 
-    # ------------------------------------------------------------------ bookkeeping
-
-    def __len__(self) -> int:
-        with self._lock:
-            return sum(s.size for s in self._stores.values())
-
-    @property
-    def model_ids(self) -> list[str]:
-        """The model identities with cached vectors, sorted."""
-        with self._lock:
-            return sorted(self._stores)
-
-    def size(self, model_id: str) -> int:
-        """How many texts are cached for ``model_id``."""
-        with self._lock:
-            store = self._stores.get(model_id)
-            return store.size if store else 0
-
-    def clear(self, model_id: str | None = None) -> None:
-        """Forget every vector, or only those of ``model_id``."""
-        with self._lock:
-            if model_id is None:
-                self._stores.clear()
-            else:
-                self._stores.pop(model_id, None)
-
-    def __repr__(self) -> str:
-        return f"EmbeddingCache(models={len(self._stores)}, vectors={len(self)})"
-
     # ------------------------------------------------------------------ persistence
 
-    def save(self, path: str | os.PathLike[str]) -> None:
-        """Write the cache to directory ``path`` atomically (``.npy`` + JSON, no pickle).
+    _KIND = "embedding-cache"
+    _VERSION = CACHE_FORMAT_VERSION
+    _FIELDS = ("dimension",)
 
-        The save is atomic and durable, and a concurrent `load` sees the old or the
-        new cache (see `hybrid_retrievers.persistence`).
-        """
-        with self._lock, atomic_index_dir(path) as tmp:
-            w = IndexWriter(tmp)
-            models = []
-            for i, model_id in enumerate(sorted(self._stores)):
-                store = self._stores[model_id]
-                keys = [""] * store.size
-                for key, row in store.rows.items():
-                    keys[row] = key
-                w.array(f"vectors_{i}", store.matrix[: store.size])
-                w.json(f"keys_{i}", keys)
-                models.append({"model_id": model_id, "dimension": store.dimension,
-                               "size": store.size, "file": i})
-            w.manifest("embedding-cache", CACHE_FORMAT_VERSION, {"models": models})
+    def _write_store(self, w: IndexWriter, i: int, store: _Store) -> tuple[list[str], dict[str, int]]:
+        w.array(f"vectors_{i}", store.matrix[: store.size])
+        return row_keys(store.rows, store.size), {"dimension": store.dimension}
 
     @classmethod
-    def load(cls, path: str | os.PathLike[str]) -> EmbeddingCache:
-        """Read a cache written by `save`; every file is validated first.
+    def _read_store(cls, r: IndexReader, entry: dict[str, Any], keys: list[str]) -> _Store:
+        i, size, dim = entry["file"], entry["size"], entry["dimension"]
+        matrix = r.array(f"vectors_{i}", dtype_kind="f", ndim=2, length=size)
+        if matrix.dtype != np.float32 or matrix.shape[1] != dim:
+            raise IndexFormatError(
+                f"{r.where(f'vectors_{i}.npy')}: expected float32 rows of {dim} values, "
+                f"got {matrix.dtype} with shape {matrix.shape}"
+            )
+        if not np.isfinite(matrix).all():
+            raise IndexFormatError(f"{r.where(f'vectors_{i}.npy')} holds NaN or infinite values")
+        store = _Store(int(dim))
+        store.matrix = np.ascontiguousarray(matrix, dtype=np.float32)
+        store.rows = {k: j for j, k in enumerate(keys)}
+        store.size = size
+        return store
 
-        Raises:
-            TypeError: ``path`` is not a str or path.
-            IndexFormatError: missing, corrupt or foreign directory.
-        """
-        return read_index(path, kind="embedding-cache", max_version=CACHE_FORMAT_VERSION,
-                          read=cls._from_reader)
 
-    @classmethod
-    def _from_reader(cls, r: IndexReader) -> EmbeddingCache:
-        where = r.where("manifest.json")
-        cache = cls()
-        files: set[int] = set()
-        for entry in r.field("models", list):
-            try:
-                model_id, dim, size, i = (entry["model_id"], entry["dimension"], entry["size"],
-                                          entry["file"])
-            except (KeyError, TypeError):
-                raise IndexFormatError(f"{where}: bad model entry {entry!r:.200}") from None
-            if not (
-                isinstance(model_id, str) and model_id.strip()
-                and all(type(x) is int for x in (dim, size, i))
-                and dim >= 1 and size >= 0 and 0 <= i < 1_000_000
-            ):
-                raise IndexFormatError(f"{where}: bad model entry {entry!r:.200}")
-            if model_id in cache._stores or i in files:
-                raise IndexFormatError(f"{where}: model {model_id!r} or file {i} listed twice")
-            files.add(i)
-            try:
-                check_model_id(model_id)
-            except (TypeError, ValueError) as exc:
-                raise IndexFormatError(f"{where}: bad model entry: {exc}") from None
-            matrix = r.array(f"vectors_{i}", dtype_kind="f", ndim=2, length=size)
-            if matrix.dtype != np.float32 or matrix.shape[1] != dim:
-                raise IndexFormatError(
-                    f"{r.where(f'vectors_{i}.npy')}: expected float32 rows of {dim} values, "
-                    f"got {matrix.dtype} with shape {matrix.shape}"
-                )
-            keys = r.json(f"keys_{i}")
-            if (
-                not isinstance(keys, list)
-                or len(keys) != size
-                or not all(isinstance(k, str) and _KEY_RE.match(k) for k in keys)
-                or len(set(keys)) != size
-            ):
-                raise IndexFormatError(
-                    f"{r.where(f'keys_{i}.json')}: must list {size} distinct 32-hex-digit keys"
-                )
-            if not np.isfinite(matrix).all():
-                raise IndexFormatError(
-                    f"{r.where(f'vectors_{i}.npy')} holds NaN or infinite values"
-                )
-            store = _Store(int(dim))
-            store.matrix = np.ascontiguousarray(matrix, dtype=np.float32)
-            store.rows = {k: j for j, k in enumerate(keys)}
-            store.size = size
-            cache._stores[model_id] = store
-        return cache
+def row_keys(rows: Mapping[str, int], size: int) -> list[str]:
+    """The text keys of a cache's rows ``0..size-1`` in row order (what a save writes)."""
+    keys = [""] * size
+    for key, row in rows.items():
+        keys[row] = key
+    return keys
+
+
+def read_cache_entries(
+    r: IndexReader, fields: Sequence[str] = ()
+) -> Iterator[tuple[str, dict[str, Any], list[str]]]:
+    """The model entries of a saved cache (dense or sparse), checked: ``(model_id, entry,
+    keys)``.
+
+    Every entry of the manifest's ``models`` list names a ``model_id``, a row count
+    ``size``, a file number ``file`` (its files end in ``_{file}``) and the integer
+    ``fields`` (each >= 1); its ``keys_{file}.json`` lists ``size`` distinct text keys
+    (`text_key`) in row order. A model or file listed twice is an error.
+
+    Raises:
+        IndexFormatError: a bad entry, a repeated model or file, or a bad key list.
+    """
+    where = r.where("manifest.json")
+    seen_models: set[str] = set()
+    seen_files: set[int] = set()
+    for entry in r.field("models", list):
+        try:
+            model_id, size, i = entry["model_id"], entry["size"], entry["file"]
+            extra = [entry[f] for f in fields]
+        except (KeyError, TypeError):
+            raise IndexFormatError(f"{where}: bad model entry {entry!r:.200}") from None
+        if not (
+            isinstance(model_id, str) and model_id.strip()
+            and all(type(x) is int for x in (size, i, *extra))
+            and size >= 0 and 0 <= i < 1_000_000 and all(x >= 1 for x in extra)
+        ):
+            raise IndexFormatError(f"{where}: bad model entry {entry!r:.200}")
+        if model_id in seen_models or i in seen_files:
+            raise IndexFormatError(f"{where}: model {model_id!r} or file {i} listed twice")
+        seen_models.add(model_id)
+        seen_files.add(i)
+        try:
+            check_model_id(model_id)
+        except (TypeError, ValueError) as exc:
+            raise IndexFormatError(f"{where}: bad model entry: {exc}") from None
+        keys = r.json(f"keys_{i}")
+        if (
+            not isinstance(keys, list)
+            or len(keys) != size
+            or not all(isinstance(k, str) and _KEY_RE.match(k) for k in keys)
+            or len(set(keys)) != size
+        ):
+            raise IndexFormatError(
+                f"{r.where(f'keys_{i}.json')}: must list {size} distinct 32-hex-digit keys"
+            )
+        yield model_id, entry, keys
 
 
 def embed_texts(
@@ -417,9 +487,7 @@ def embed_texts(
     if cache is not None and distinct:
         vectors, found = cache.get_many(identity, distinct)  # type: ignore[arg-type]
         missing = np.flatnonzero(~found).tolist()
-        with cache._lock:
-            cache.hits += len(distinct) - len(missing)
-            cache.misses += len(missing)
+        cache._count(len(distinct) - len(missing), len(missing))
     if missing:
         todo = sorted(missing, key=lambda j: -len(distinct[j]))
         fresh = _encode_chunks(embedder, [distinct[j] for j in todo], batch_size, show_progress)

@@ -88,11 +88,47 @@ def test_demo_with_a_reranker_adds_a_row(monkeypatch, capsys) -> None:
 
     monkeypatch.setattr(_build, "dense_index", fake_dense)
     monkeypatch.setattr(_build, "dense_available", lambda model: None)
+    monkeypatch.setattr(_build, "sparse_available", lambda model: "not under test here")
     monkeypatch.setattr(rerank.Reranker, "cross_encoder",
                         classmethod(lambda c, model, **kw: c(Overlap())))
     assert main(["demo", "--reranker", "any", "--examples", "0"]) == 0
     out = capsys.readouterr().out
     assert "| hybrid+rerank |" in out and "| hybrid |" in out
+
+
+def test_demo_and_eval_show_the_three_way_row(monkeypatch, capsys, tmp_path) -> None:
+    from hybrid_retrievers.cli import _build
+    from hybrid_retrievers.models import HashingEmbedder, HashingSparseEmbedder
+
+    def fake_dense(docs, model, hybrid=False, sparse=None, **kwargs):
+        from hybrid_retrievers import FusionSearcher, VectorIndex
+
+        if hybrid:
+            return FusionSearcher.hybrid([d.text for d in docs], HashingEmbedder(64),
+                                         [d.id for d in docs], [d.metadata for d in docs],
+                                         sparse=sparse)
+        return VectorIndex.from_docs(docs, embedder=HashingEmbedder(64))
+
+    monkeypatch.setenv("HYBRID_RETRIEVERS_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(_build, "dense_index", fake_dense)
+    monkeypatch.setattr(_build, "dense_available", lambda model: None)
+    monkeypatch.setattr(_build, "sparse_available", lambda model: None)
+    monkeypatch.setattr(_build, "sparse_encoder",
+                        lambda model, **kw: (HashingSparseEmbedder(), tmp_path / "sparse"))
+    assert main(["demo", "--examples", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "| sparse |" in out and "| hybrid3 |" in out and "| hybrid |" in out
+    assert "hybrid3 fuses BM25, dense and sparse" in out
+    args = ["eval", "cranfield", "--retriever", "hybrid", "--retriever", "hybrid3",
+            "--retriever", "sparse", "--max-queries", "20"]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "| hybrid3 |" in out and "| sparse |" in out
+    monkeypatch.setattr(_build, "sparse_available", lambda model: "splade-tiny is not installed")
+    assert main(["demo", "--examples", "0"]) == 0
+    out = capsys.readouterr().out
+    assert "three-way retrieval skipped: splade-tiny is not installed" in out
+    assert "| hybrid3 |" not in out
 
 
 def test_gate_bounds_per_retriever_print_pass_and_fail(capsys) -> None:

@@ -17,9 +17,10 @@ import pytest
 from hybrid_retrievers.bm25 import BM25Index
 from hybrid_retrievers.fusion import FusionSearcher
 from hybrid_retrievers.hyde import HyDE, HyDESearcher
-from hybrid_retrievers.models import HashingEmbedder
+from hybrid_retrievers.models import HashingEmbedder, HashingSparseEmbedder
 from hybrid_retrievers.parent import ParentChildSearcher
 from hybrid_retrievers.rerank import LLMReranker, Reranker, RerankingSearcher
+from hybrid_retrievers.sparse import SparseIndex
 from hybrid_retrievers.types import Doc
 from hybrid_retrievers.vector import VectorIndex
 
@@ -50,6 +51,8 @@ def vector(docs: Sequence[Doc]) -> VectorIndex:
 BUILDERS: dict[str, Contracted] = {
     "bm25": Contracted(bm25, lexical=True),
     "vector": Contracted(vector),
+    "sparse": Contracted(lambda d: SparseIndex.from_docs(d, embedder=HashingSparseEmbedder()),
+                         lexical=True),
     "fusion-rrf": Contracted(lambda d: FusionSearcher([bm25(d), vector(d)])),
     "fusion-score": Contracted(
         lambda d: FusionSearcher([bm25(d), vector(d)], mode="relative_score")),

@@ -44,12 +44,14 @@ from hybrid_retrievers.distributed import (  # noqa: E402
     ShardTimeoutError,
     ShardUnavailableError,
     build_bm25_shards,
+    build_sparse_shards,
     build_vector_shards,
     encode_corpus,
     shard_of,
 )
 from hybrid_retrievers.hyde import HyDE  # noqa: E402
-from hybrid_retrievers.models import HashingEmbedder  # noqa: E402
+from hybrid_retrievers.models import HashingEmbedder, HashingSparseEmbedder  # noqa: E402
+from hybrid_retrievers.sparse import SparseIndex  # noqa: E402
 from hybrid_retrievers.vector import EmbeddingCache  # noqa: E402
 
 from contract import Contracted, SearcherContract  # noqa: E402
@@ -185,6 +187,24 @@ def test_sharded_dense_equals_one_index(sharded_dense: ShardedSearcher, whole_de
     assert_same(sharded_dense.search_vector(vector, 50), whole_dense.search_vector(vector, 50))
 
 
+def test_sharded_sparse_equals_one_index(cluster: Any, docs: list[Doc], queries: list[str],
+                                         tmp_path: Path) -> None:
+    """Each builder actor encodes its shard; no statistics are shared, and none are needed."""
+    build_sparse_shards(docs, tmp_path / "sparse", n_shards=3,
+                        embedder_factory=HashingSparseEmbedder)
+    whole = SparseIndex.from_docs(docs, embedder=HashingSparseEmbedder())
+    with ShardedSearcher(tmp_path / "sparse", embedder=HashingSparseEmbedder()) as sharded:
+        assert sharded.kind == "sparse" and len(sharded) == len(whole)
+        for q in queries:
+            assert_same(sharded.search(q, 10), whole.search(q, 10), tol=0.0)
+        vector = HashingSparseEmbedder().embed_query(queries[3])
+        assert_same(sharded.search_vector(vector, 200), whole.search_vector(vector, 200), tol=0.0)
+        odd = {"title": whole.docs[7].metadata["title"]}
+        assert_same(sharded.search(queries[0], 5, filter=odd),
+                    whole.search(queries[0], 5, filter=odd), tol=0.0)
+        assert sharded.search("zzzzqqq", 10) == []
+
+
 def test_encoding_rerun_is_served_by_the_cache(dense_dir: Path, docs: list[Doc],
                                                dense_cache: EmbeddingCache,
                                                whole_dense: VectorIndex) -> None:
@@ -252,7 +272,7 @@ class TestShardedSearcherContract(SearcherContract):
 # ---------------------------------------------------------------------- edits
 
 
-@pytest.mark.parametrize("kind", ["bm25", "vector"])
+@pytest.mark.parametrize("kind", ["bm25", "vector", "sparse"])
 def test_edits_keep_sharded_equal_to_one_index(cluster: Any, docs: list[Doc],
                                                queries: list[str], tmp_path: Path,
                                                kind: str) -> None:
@@ -261,6 +281,12 @@ def test_edits_keep_sharded_equal_to_one_index(cluster: Any, docs: list[Doc],
         build_bm25_shards(ray.data.from_items([{"id": d.id, "text": d.text} for d in base]),
                           tmp_path / "idx", n_shards=2)
         whole: Any = BM25Index.from_docs([Doc(d.id, d.text) for d in base])
+    elif kind == "sparse":
+        build_sparse_shards([Doc(d.id, d.text) for d in base], tmp_path / "idx", n_shards=2,
+                            vectors=HashingSparseEmbedder().embed_documents(
+                                [d.text for d in base]))
+        whole = SparseIndex.from_docs([Doc(d.id, d.text) for d in base],
+                                      embedder=HashingSparseEmbedder())
     else:
         vectors = HashingEmbedder(DIM).embed_documents([d.text for d in base])
         build_vector_shards([Doc(d.id, d.text) for d in base], tmp_path / "idx", n_shards=2,
@@ -270,7 +296,8 @@ def test_edits_keep_sharded_equal_to_one_index(cluster: Any, docs: list[Doc],
     new = [("n1", "supersonic flutter of a quokka panel"), ("n2", "boundary layer suction"),
            ("n3", "quokka quokka heat transfer"), (base[5].id + "x", "wing lift")]
     gone = [base[0].id, base[17].id, base[599].id, "n2"]
-    with ShardedSearcher(tmp_path / "idx", embedder=HashingEmbedder(DIM)) as sharded:
+    embedder: Any = HashingSparseEmbedder() if kind == "sparse" else HashingEmbedder(DIM)
+    with ShardedSearcher(tmp_path / "idx", embedder=embedder) as sharded:
         assert sharded.add([t for _, t in new], ids=[i for i, _ in new]) == [i for i, _ in new]
         whole.add([t for _, t in new], ids=[i for i, _ in new])
         sharded.delete(gone)
@@ -285,7 +312,7 @@ def test_edits_keep_sharded_equal_to_one_index(cluster: Any, docs: list[Doc],
         for q in queries[:60] + ["quokka flutter", "suction"]:
             assert_same(sharded.search(q, 10), whole.search(q, 10))
     # Edits were saved: a new searcher over the same folder answers the same.
-    with ShardedSearcher(tmp_path / "idx", embedder=HashingEmbedder(DIM)) as reopened:
+    with ShardedSearcher(tmp_path / "idx", embedder=embedder) as reopened:
         assert len(reopened) == len(whole)
         for q in queries[:20] + ["quokka flutter"]:
             assert_same(reopened.search(q, 10), whole.search(q, 10))

@@ -1,0 +1,51 @@
+"""Saving and loading a `SparseIndex`: one directory, no pickle, nothing trusted on load.
+
+Format ``"sparse"`` version 1 (see `hybrid_retrievers.persistence` for the directory
+layout, checksums and atomic writes): ``docs.jsonl``, ``vocabulary.json`` (tokens in
+term-id order), the impact postings as ``.npy`` arrays (``postings_indptr``,
+``postings_docs``, ``postings_weights`` in float32, ``doc_lengths``: each document's
+number of tokens), written and checked by the same code as BM25's postings
+(`bm25.saving.write_postings` / `read_postings`), and a checksummed manifest with the
+model identity (``model_id``) and the embedder's class name.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ..bm25.postings import Snapshot
+from ..bm25.saving import read_postings, write_postings
+from ..persistence import IndexFormatError, IndexReader, IndexWriter
+
+__all__ = ["FORMAT_VERSION", "KIND", "write", "read"]
+
+FORMAT_VERSION = 1
+KIND = "sparse"
+_VALUES = "postings_weights"
+
+
+def write(directory: Path, st: Snapshot, *, model_id: str | None, embedder: Any) -> None:
+    """Write the index files and their manifest into an existing empty directory."""
+    w = IndexWriter(directory)
+    counts = write_postings(w, st, values=_VALUES)
+    w.manifest(KIND, FORMAT_VERSION, {
+        "model_id": model_id,
+        "embedder": None if embedder is None else type(embedder).__name__,
+        "scorer": "impact",
+        **counts,
+    })
+
+
+def read(r: IndexReader, *, mmap: bool, verify: bool) -> tuple[Snapshot, str | None]:
+    """The checked snapshot of a saved sparse index and its recorded ``model_id``.
+
+    Raises:
+        IndexFormatError: anything missing, corrupt, inconsistent or invalid.
+    """
+    model_id = r.manifest.get("model_id")
+    if model_id is not None and (not isinstance(model_id, str) or not model_id.strip()):
+        raise IndexFormatError(f"{r.where()}: invalid model_id {model_id!r} in manifest")
+    if r.manifest.get("scorer", "impact") != "impact":
+        raise IndexFormatError(f"{r.where()}: unknown scorer {r.manifest.get('scorer')!r}")
+    return read_postings(r, mmap=mmap, verify=verify, values=_VALUES), model_id
