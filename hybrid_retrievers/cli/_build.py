@@ -15,8 +15,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["RETRIEVER_CHOICES", "build_retrievers", "close_embedding_cache", "dense_available",
-           "open_embedding_cache", "sparse_available", "sparse_encoder", "user_cache_dir"]
+__all__ = ["RETRIEVER_CHOICES", "build_retrievers", "close_embedding_cache", "close_sparse_cache",
+           "dense_available", "open_embedding_cache", "sparse_available", "sparse_encoder",
+           "user_cache_dir"]
 
 RETRIEVER_CHOICES = ("bm25", "bm25-robertson", "bm25-bm25l", "bm25-bm25+", "dense", "hybrid",
                      "sparse", "hybrid3")
@@ -98,11 +99,12 @@ def build_retrievers(
     return out
 
 
-def sparse_encoder(model: str | None, *, cache: bool = True,
-                   log: Any = print) -> tuple[Any, Path]:
+def sparse_encoder(model: str | None, *, cache: bool = True, log: Any = print,
+                   model_id: str | None = None) -> tuple[Any, Path]:
     """A `SpladeEncoder` for ``model`` (default: the local splade-tiny) whose document
     vectors come from the on-disk sparse cache, and that cache's folder (where
-    `build_retrievers` saves what was encoded)."""
+    `close_sparse_cache` saves what was encoded). ``model_id``: the identity recorded
+    with an index (the same model at another path keeps it)."""
     from ..models import SpladeEncoder, local_splade_path
     from ..persistence import IndexFormatError
     from ..vector import SparseEmbeddingCache
@@ -117,15 +119,21 @@ def sparse_encoder(model: str | None, *, cache: bool = True,
                 store = SparseEmbeddingCache.load(folder)
             except (IndexFormatError, OSError) as exc:
                 log(f"Sparse embedding cache at {folder} is unreadable ({exc}); rebuilding it.")
-    return SpladeEncoder(model or local_splade_path(), cache=store), folder
+    return SpladeEncoder(model or local_splade_path(), cache=store, model_id=model_id), folder
 
 
 def _save_sparse_cache(encoder: Any, folder: Path, log: Any) -> None:
     store = getattr(encoder, "cache", None)
     if callable(getattr(encoder, "warm_up", None)):
         _one_torch_thread_for_queries(encoder)
-    if store is None:
-        return
+    if store is not None:
+        close_sparse_cache(store, log, folder)
+
+
+def close_sparse_cache(store: Any, log: Any = print, folder: Path | None = None) -> None:
+    """Save the `SparseEmbeddingCache` ``store`` (to ``folder``, default the CLI's) when
+    it learned vectors, and say what it read and encoded."""
+    folder = folder or user_cache_dir() / "sparse-embeddings"
     if store.misses:
         try:
             store.save(folder)

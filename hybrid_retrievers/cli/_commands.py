@@ -137,7 +137,8 @@ def search(args: argparse.Namespace) -> int:
     from ._passages import bold, brackets
     from ._search import LoadedIndex, parse_filters, parse_weights
 
-    loaded = _open_index(args.index, model=args.model, reranker=args.rerank)
+    loaded = _open_index(args.index, model=args.model, sparse_model=args.sparse_model,
+                         reranker=args.rerank)
     weights = parse_weights(args.weights, loaded.names)
     hits = loaded.search(args.query, args.k, mode=args.mode, weights=weights,
                          filter=parse_filters(args.filter), parents=args.parents,

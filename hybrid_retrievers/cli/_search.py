@@ -67,13 +67,14 @@ class LoadedIndex:
     Args:
         folder: the folder ``index`` wrote (or an older bare BM25 index).
         model: replaces the recorded dense model (the same model at another path).
+        sparse_model: replaces the recorded SPLADE model (likewise).
         reranker: a cross-encoder name or path for `search`'s ``rerank=True``.
     """
 
     def __init__(self, folder: Path, *, model: str | None = None,
-                 reranker: str | None = None) -> None:
+                 sparse_model: str | None = None, reranker: str | None = None) -> None:
         self.folder = folder
-        self.fused, self.ingest = load_index(folder, model)
+        self.fused, self.ingest = load_index(folder, model, sparse_model=sparse_model)
         self.lexical = self.fused.searchers[0]
         self.names = tuple(str(n) for n in self.fused.names)
         self._parents: Any = None
@@ -161,11 +162,15 @@ class LoadedIndex:
 
     def explain(self, query: str, doc_id: str) -> dict[str, Any]:
         """Why ``doc_id`` (a chunk id) scored what it did: BM25's per-term breakdown and,
-        with a dense leg, the cosine similarity; plus where each leg ranks it."""
+        with a learned sparse leg, its per-token one; plus where each leg ranks it."""
         if doc_id not in self.lexical:
             raise KeyError(f"no chunk {doc_id!r} in {self.folder}")
         bm25 = self.lexical.explain(query, doc_id)
         out: dict[str, Any] = {"id": doc_id, "bm25": bm25.as_dict(), "bm25_text": str(bm25)}
+        sparse = dict(zip(self.names, self.fused.searchers)).get("sparse")
+        if sparse is not None and doc_id in sparse:
+            why = sparse.explain(query, doc_id)
+            out["sparse"], out["sparse_text"] = why.as_dict(), str(why)
         hits = self.fused.search(query, k=max(50, self.fused.fetch_k or 0))
         found = next((h for h in hits if h.id == doc_id), None)
         out["fused_rank"] = found.rank if found else None

@@ -6,8 +6,8 @@ agent starts the process) or streamable HTTP (``--transport http``). Two tools:
 * ``search(query, k=5, mode=None, filter=None, parents=False)``: the same records the
   ``search`` command prints with ``--json`` (file, section, span, passage, fused score,
   each leg's rank), texts cut at `MAX_TEXT` characters;
-* ``explain(query, id)``: BM25's per-term breakdown for one chunk and where each leg
-  ranks it.
+* ``explain(query, id)``: BM25's per-term breakdown for one chunk (and the learned
+  sparse leg's per-token one, when the index has that leg) and where each leg ranks it.
 
 Safety: the server is read-only (no tool writes; both are annotated ``readOnlyHint``);
 the index folder is fixed when the server starts, and no tool takes a path (``id`` is
@@ -64,7 +64,7 @@ def build_server(loaded: LoadedIndex) -> Any:
             from None
     server = MCPServer(
         "hybrid-retrievers",
-        instructions=f"Hybrid (BM25 + dense) search over the documents indexed in "
+        instructions=f"Hybrid search over the documents indexed in "
                      f"{loaded.folder.name} ({len(loaded.lexical)} chunks; legs: "
                      f"{', '.join(loaded.names)}). Results name their file and section.",
     )
@@ -99,7 +99,8 @@ def build_server(loaded: LoadedIndex) -> Any:
     @server.tool(annotations=read_only)
     def explain(query: str, id: str) -> dict[str, Any]:
         """Why the chunk `id` (from a search result) scored what it did for `query`:
-        BM25's per-term idf, tf and contribution, and each leg's rank."""
+        BM25's per-term idf, tf and contribution, the sparse leg's per-token weights
+        (when the index has one), and each leg's rank."""
         try:
             query = _check_query(query)
             if not isinstance(id, str) or not id or len(id) > 1000:
@@ -112,7 +113,7 @@ def build_server(loaded: LoadedIndex) -> Any:
 
 
 def serve_command(args: argparse.Namespace) -> int:
-    loaded = LoadedIndex(args.index, model=args.model)
+    loaded = LoadedIndex(args.index, model=args.model, sparse_model=args.sparse_model)
     loaded.search("warm up", 1)  # load the model now, not on the first client query
     server = build_server(loaded)
     print(f"serving {args.index} over {args.transport} "

@@ -210,3 +210,20 @@ def test_zero_weights_are_dropped() -> None:
     index = SparseIndex.from_vectors([{"a": 0.0, "b": 1.0}, {"a": 0.0}], ids=["x", "y"])
     assert index.search_vector({"a": 1.0}) == []
     assert [h.id for h in index.search_vector({"b": 1.0, "a": 0.0})] == ["x"]
+
+
+def test_get_vectors_reads_back_what_was_indexed_after_edits_and_a_reload(tmp_path) -> None:
+    emb = HashingSparseEmbedder()
+    index = SparseIndex.from_texts(TEXTS, IDS, METAS, embedder=emb)
+    index.delete(["c1"])  # compaction renumbers documents and drops dead tokens
+    index.add(["sleepy cats purr"], ids=["c2"])
+    expected = {i: {t: float(np.float32(w)) for t, w in emb.embed_documents([text])[0].items()}
+                for i, text in zip([*IDS, "c2"], [*TEXTS, "sleepy cats purr"]) if i != "c1"}
+    ids = ["c2", "w1", "d1", "w2"]
+    assert index.get_vectors(ids) == [expected[i] for i in ids]
+    index.save(tmp_path / "s")
+    loaded = SparseIndex.load(tmp_path / "s", emb)
+    assert loaded.get_vectors(list(expected)) == list(expected.values())
+    assert loaded.get_vectors([]) == []
+    with pytest.raises(KeyError, match="'c1' is not in the index"):
+        loaded.get_vectors(["w1", "c1"])
