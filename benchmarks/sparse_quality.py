@@ -177,7 +177,7 @@ def main(argv: list[str] | None = None) -> int:
             "",
             f"Indexes built in {build_s:.0f} s ({encoded} documents encoded by splade-tiny, "
             f"the rest read from the sparse cache); sparse index: "
-            f"{sparse.vocabulary_size} vocabulary tokens, {sparse.nbytes / 2**20:.1f} MiB.",
+            f"{sparse.vocabulary_size} vocabulary tokens, {sparse.nbytes() / 2**20:.1f} MiB.",
             "",
             markdown_table(["system", "nDCG@10", "Recall@100", "issue's nDCG@10 (before)"],
                            rows),

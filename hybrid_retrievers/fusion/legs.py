@@ -19,7 +19,10 @@ lexical vote (a strong one, which agrees with BM25 where BM25 is right and adds
 expansion matches where it is not, moves documents within that vote). A pair within one
 family (BM25 + sparse) is 0.5:0.5, the same ranking as equal weights. Users who know
 their sparse model is strong (SPLADE-v3, SPLADE++) pass ``weights=`` explicitly.
-``benchmarks/sparse_quality.py`` measures this default against equal weights.
+``benchmarks/sparse_quality.py`` measures this default against equal weights. Measured
+with splade-tiny (RRF, nDCG@10): Cranfield 0.4237 (equal 0.4221, two-way 0.4201), CISI
+0.4229 (equal 0.4226, two-way 0.4424): the family vote keeps the balance but does not by
+itself keep a weak model from costing 0.02 on CISI.
 """
 
 from __future__ import annotations

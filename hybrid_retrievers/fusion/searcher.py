@@ -275,9 +275,9 @@ class FusionSearcher:
         Default weights (`hybrid_weights`): one vote per family of representation,
         split among its legs: lexical (BM25 and the learned sparse leg, which both match
         vocabulary terms) and semantic (dense). BM25 + dense is 1:1; all three are
-        0.5 : 1 : 0.5, so a third leg never shifts the lexical/semantic balance, and a
-        weak sparse model cannot outvote the dense leg (``hybrid_retrievers.fusion.legs``
-        gives the argument, ``benchmarks/sparse_quality.py`` the measurements). Pass
+        0.5 : 1 : 0.5, so a third leg never shifts the lexical/semantic balance
+        (``hybrid_retrievers.fusion.legs`` gives the argument and what it measured,
+        ``benchmarks/sparse_quality.py`` the measurements). Pass
         ``weights=`` to choose others (equal: ``weights=[1, 1, 1]``).
 
         Example:
