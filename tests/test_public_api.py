@@ -13,6 +13,37 @@ import importlib
 import pytest
 
 FACES = {
+    # Ingestion for the index command: files -> structure -> chunks -> incremental plan.
+    "hybrid_retrievers.ingest": [
+        "Chunk",
+        "DEFAULT_CHUNK_OVERLAP",
+        "DEFAULT_CHUNK_SIZE",
+        "DOCUMENT_SUFFIXES",
+        "END_INDEX_KEY",
+        "FILE_HASH_KEY",
+        "FILE_KEY",
+        "ParsedDocument",
+        "SECTION_KEY",
+        "Section",
+        "SourceError",
+        "StructuredChunker",
+        "SyncPlan",
+        "TokenCounter",
+        "approximate_tokens",
+        "decode_text",
+        "document_chunks",
+        "html_structure",
+        "indexed_files",
+        "markdown_structure",
+        "parents_from_chunks",
+        "plain_structure",
+        "plan_sync",
+        "read_document",
+        "renamed_id",
+        "rst_structure",
+        "sections_from_headings",
+        "token_counter",
+    ],
     # The integrator's kit: what a framework adapter may use beyond the faces.
     "hybrid_retrievers.integration": [
         "CallRunner",

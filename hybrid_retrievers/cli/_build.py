@@ -15,7 +15,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["RETRIEVER_CHOICES", "build_retrievers", "dense_available", "sparse_available",
+__all__ = ["RETRIEVER_CHOICES", "build_retrievers", "close_embedding_cache", "close_sparse_cache",
+           "dense_available", "open_embedding_cache", "sparse_available", "sparse_encoder",
            "user_cache_dir"]
 
 RETRIEVER_CHOICES = ("bm25", "bm25-robertson", "bm25-bm25l", "bm25-bm25+", "dense", "hybrid",
@@ -98,11 +99,12 @@ def build_retrievers(
     return out
 
 
-def sparse_encoder(model: str | None, *, cache: bool = True,
-                   log: Any = print) -> tuple[Any, Path]:
+def sparse_encoder(model: str | None, *, cache: bool = True, log: Any = print,
+                   model_id: str | None = None) -> tuple[Any, Path]:
     """A `SpladeEncoder` for ``model`` (default: the local splade-tiny) whose document
     vectors come from the on-disk sparse cache, and that cache's folder (where
-    `build_retrievers` saves what was encoded)."""
+    `close_sparse_cache` saves what was encoded). ``model_id``: the identity recorded
+    with an index (the same model at another path keeps it)."""
     from ..models import SpladeEncoder, local_splade_path
     from ..persistence import IndexFormatError
     from ..vector import SparseEmbeddingCache
@@ -117,15 +119,21 @@ def sparse_encoder(model: str | None, *, cache: bool = True,
                 store = SparseEmbeddingCache.load(folder)
             except (IndexFormatError, OSError) as exc:
                 log(f"Sparse embedding cache at {folder} is unreadable ({exc}); rebuilding it.")
-    return SpladeEncoder(model or local_splade_path(), cache=store), folder
+    return SpladeEncoder(model or local_splade_path(), cache=store, model_id=model_id), folder
 
 
 def _save_sparse_cache(encoder: Any, folder: Path, log: Any) -> None:
     store = getattr(encoder, "cache", None)
     if callable(getattr(encoder, "warm_up", None)):
         _one_torch_thread_for_queries(encoder)
-    if store is None:
-        return
+    if store is not None:
+        close_sparse_cache(store, log, folder)
+
+
+def close_sparse_cache(store: Any, log: Any = print, folder: Path | None = None) -> None:
+    """Save the `SparseEmbeddingCache` ``store`` (to ``folder``, default the CLI's) when
+    it learned vectors, and say what it read and encoded."""
+    folder = folder or user_cache_dir() / "sparse-embeddings"
     if store.misses:
         try:
             store.save(folder)
@@ -142,9 +150,7 @@ def dense_index(
     """A `VectorIndex` of ``docs`` (with ``hybrid``: the hybrid recipe's `FusionSearcher`
     of a `BM25Index`, that `VectorIndex` and, given a ``sparse`` model, a `SparseIndex`);
     vectors come from (and go to) the on-disk cache."""
-    from ..vector import EmbeddingCache
     from ..models import SentenceTransformerEmbedder, local_minilm_path
-    from ..persistence import IndexFormatError
     from ..vector import VectorIndex
 
     model = model or local_minilm_path()
@@ -157,15 +163,7 @@ def dense_index(
     # One bar per long task: ours over the corpus; sentence-transformers' own per-batch
     # (and per-query) bars stay off.
     embedder = SentenceTransformerEmbedder(model, show_progress=False)
-    store = None
-    folder = user_cache_dir() / "embeddings"
-    if cache:
-        store = EmbeddingCache()
-        if folder.is_dir():
-            try:
-                store = EmbeddingCache.load(folder)
-            except (IndexFormatError, OSError) as exc:
-                log(f"Embedding cache at {folder} is unreadable ({exc}); rebuilding it.")
+    store = open_embedding_cache(log) if cache else None
     cached = store.size(embedder.model_id) if store is not None else 0
     # Chunks of 64 texts: the bar moves every few seconds instead of every 1024 texts.
     dense = {"cache": store, "batch_size": 64}
@@ -178,17 +176,38 @@ def dense_index(
     else:
         index = VectorIndex.from_docs(docs, embedder=embedder, show_progress=progress, **dense)
     if store is not None:
-        encoded = store.misses
-        if encoded:
-            try:
-                store.save(folder)
-            except OSError as exc:
-                log(f"Could not save the embedding cache to {folder}: {exc}")
-        log(f"Embeddings: {store.hits} distinct texts read from the EmbeddingCache in "
-            f"{folder}, {encoded} encoded" + (" and saved there" if encoded else "")
-            + f" (the cache held {cached} vectors of this model).")
+        close_embedding_cache(store, cached, log)
     _one_torch_thread_for_queries(embedder)
     return index
+
+
+def open_embedding_cache(log: Any = print) -> Any:
+    """The on-disk `EmbeddingCache` of the CLI (empty when missing or unreadable)."""
+    from ..persistence import IndexFormatError
+    from ..vector import EmbeddingCache
+
+    folder = user_cache_dir() / "embeddings"
+    if folder.is_dir():
+        try:
+            return EmbeddingCache.load(folder)
+        except (IndexFormatError, OSError) as exc:
+            log(f"Embedding cache at {folder} is unreadable ({exc}); rebuilding it.")
+    return EmbeddingCache()
+
+
+def close_embedding_cache(store: Any, cached: int, log: Any = print) -> None:
+    """Save ``store`` when it learned vectors, and say what it saved (``cached``: the
+    vectors of this model it held before)."""
+    folder = user_cache_dir() / "embeddings"
+    encoded = store.misses
+    if encoded:
+        try:
+            store.save(folder)
+        except OSError as exc:
+            log(f"Could not save the embedding cache to {folder}: {exc}")
+    log(f"Embeddings: {store.hits} distinct texts read from the EmbeddingCache in "
+        f"{folder}, {encoded} encoded" + (" and saved there" if encoded else "")
+        + f" (the cache held {cached} vectors of this model).")
 
 
 def _one_torch_thread_for_queries(embedder: Any) -> None:

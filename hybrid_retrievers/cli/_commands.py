@@ -1,4 +1,4 @@
-"""The four subcommands: ``demo``, ``eval``, ``index`` and ``search``."""
+"""The subcommands: ``demo``, ``eval``, ``index``, ``search`` and ``serve``."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Any
 
 import hybrid_retrievers.cli._build as _build  # a module: tests patch its functions
 
-__all__ = ["demo", "evaluate_cmd", "index", "search"]
+__all__ = ["demo", "evaluate_cmd", "index", "search", "serve"]
 
 NEXT_COMMAND = ("hybrid-retrievers eval cranfield --retriever bm25 --retriever hybrid "
                 "--min hybrid:ndcg@10=0.40")
@@ -129,65 +129,76 @@ def evaluate_cmd(args: argparse.Namespace) -> int:
 
 
 def index(args: argparse.Namespace) -> int:
-    from ..bm25 import BM25Index
-    from ..text import Analyzer
-    from ._sources import read_source
+    from ._index import index_command
 
-    t0 = time.perf_counter()
-    found = read_source(args.source, exclude=args.out, progress=True)
-    for name, why in found.skipped[:20]:
-        print(f"skipped {name}: {why}", file=sys.stderr)
-    if len(found.skipped) > 20:
-        print(f"... and {len(found.skipped) - 20} more skipped files", file=sys.stderr)
-    if not found.docs:
-        raise ValueError(f"nothing to index under {args.source}: every file was skipped")
-    built = BM25Index.from_docs(found.docs, analyzer=Analyzer(language=args.language),
-                                method=args.method, show_progress=len(found.docs) > 5000)
-    replacing = (args.out / "manifest.json").is_file()
-    try:
-        built.save(args.out)
-    except OSError as exc:
-        raise OSError(f"cannot write the index to {args.out}: {exc.strerror or exc}") from None
-    print(f"indexed {len(built)} documents from {found.files} files into {args.out}"
-          f"{' (replacing the index there)' if replacing else ''} in "
-          f"{time.perf_counter() - t0:.1f} s ({built.vocabulary_size} terms); "
-          f"skipped {len(found.skipped)} files" + (" (listed above)" if found.skipped else ""))
-    return 0
+    return index_command(args)
 
 
 def search(args: argparse.Namespace) -> int:
-    from ..bm25 import BM25Index
+    from ._passages import bold, brackets
+    from ._search import LoadedIndex, parse_filters, parse_weights
+
+    loaded = _open_index(args.index, model=args.model, sparse_model=args.sparse_model,
+                         reranker=args.rerank)
+    weights = parse_weights(args.weights, loaded.names)
+    hits = loaded.search(args.query, args.k, mode=args.mode, weights=weights,
+                         filter=parse_filters(args.filter), parents=args.parents,
+                         rerank=args.rerank is not None)
+    color = args.color == "always" or (args.color == "auto" and sys.stdout.isatty())
+    mark = bold if color and not args.json else brackets
+    for hit in hits:
+        record = loaded.result(hit, args.query, mark=mark)
+        if args.explain and hit.id in loaded.lexical:
+            record["explanation"] = loaded.lexical.explain(args.query, hit.id).as_dict()
+        if args.json:
+            print(json.dumps(record, ensure_ascii=False))
+            continue
+        print(_headline(record))
+        print(f"   {record['passage']}")
+        if args.explain and hit.id in loaded.lexical:
+            print("   " + str(loaded.lexical.explain(args.query, hit.id)).replace("\n", "\n   "))
+    if not hits:
+        print("no chunk matches the query (its BM25 terms, after stopwords and stemming: "
+              f"{loaded.lexical.analyzer.tokenize(args.query)})", file=sys.stderr)
+    return 0
+
+
+def serve(args: argparse.Namespace) -> int:
+    from ._serve import serve_command
+
+    return serve_command(args)
+
+
+def _open_index(folder: Any, **options: Any) -> Any:
     from ..persistence import IndexFormatError
-    from ._passages import best_passage, bold, brackets
+    from ._search import LoadedIndex
 
     try:
-        loaded = BM25Index.load(args.index)
-    except IndexFormatError:
+        return LoadedIndex(folder, **options)
+    except (IndexFormatError, ValueError, ImportError):
         raise
     except Exception as exc:  # a tampered directory must not end in a traceback
         raise IndexFormatError(
-            f"{str(args.index)!r} cannot be read as a hybrid-retrievers BM25 index "
+            f"{str(folder)!r} cannot be read as a hybrid-retrievers index "
             f"({type(exc).__name__}: {exc}); rebuild it with hybrid-retrievers index"
         ) from None
-    hits = loaded.search(args.query, k=args.k, explain=args.explain)
-    color = args.color == "always" or (args.color == "auto" and sys.stdout.isatty())
-    for hit in hits:
-        passage = best_passage(hit.doc.text, args.query, loaded.analyzer,
-                               mark=bold if color and not args.json else brackets)
-        if args.json:
-            print(json.dumps({"id": hit.id, "rank": hit.rank, "score": hit.score,
-                              "passage": passage, "text": hit.doc.text,
-                              "metadata": dict(hit.doc.metadata),
-                              **({"explanation": hit.explanation["bm25"]} if args.explain
-                                 else {})}, ensure_ascii=False))
-            continue
-        title = hit.doc.metadata.get("title")
-        print(f"{hit.rank}. {hit.id}  score {hit.score:.4f}"
-              + (f"  {title}" if isinstance(title, str) and title else ""))
-        print(f"   {passage}")
-        if args.explain:
-            print("   " + str(loaded.explain(args.query, hit.id)).replace("\n", "\n   "))
-    if not hits:
-        print("no document matches the query (its terms, after stopwords and stemming: "
-              f"{loaded.analyzer.tokenize(args.query)})", file=sys.stderr)
-    return 0
+
+
+def _headline(record: dict[str, Any]) -> str:
+    """``1. notes.md › Setup > Proxy  chars 120-480  score 0.0325 (rrf: bm25 #1, dense #4)``"""
+    where = record["file"] + (f" › {record['section']}" if record.get("section") else "")
+    span = ""
+    if record.get("start") is not None:
+        span = f"  chars {record['start']}-{record['end']}"
+    if record.get("page") is not None:
+        span += f"  page {record['page']}" + (f"-{record['page_end']}"
+                                              if record.get("page_end") else "")
+    legs = ", ".join(f"{name} #{leg['rank']}" if leg else f"{name} -"
+                     for name, leg in record["legs"].items())
+    how = f"{record['mode']}: {legs}" if record.get("mode") else legs
+    if "rerank" in record:
+        how = f"reranked from #{record['rerank']['previous_rank']}; {how}"
+    if "parent" in record:
+        how += f"; {len(record['parent']['matched_chunks'])} of {record['parent']['n_chunks']}" \
+               " chunks matched"
+    return f"{record['rank']}. {where}{span}  score {record['score']:.4f} ({how})"

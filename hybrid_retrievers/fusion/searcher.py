@@ -466,26 +466,37 @@ class FusionSearcher:
 
     # ------------------------------------------------------------------ persistence
 
-    def save(self, path: str | os.PathLike[str]) -> None:
+    def save(
+        self, path: str | os.PathLike[str], *, extra_settings: Mapping[str, Any] | None = None
+    ) -> None:
         """Save the children and the fusion settings to the folder ``path``.
+
+        ``extra_settings`` (JSON data) is recorded beside the fusion settings under its
+        own keys, for the saver to read back with `read_fusion` (the ``index`` command
+        keeps its chunking settings there); `load` ignores keys it does not know.
 
         The format is `hybrid_retrievers.fusion.saved`'s (the one both framework
         adapters write too): one sub-folder per child, each saved by its own ``save``
         (a `BM25Index`, a `VectorIndex`, a `SparseIndex` or a nested `FusionSearcher`),
         bound by the fusion's manifest. The save is atomic and checksummed like every
         index save (`hybrid_retrievers.persistence`); no pickle, and no model: pass the
-        embedder (and the sparse one) to `load`. A callable ``weights`` rule is not saved either (`load` asks for it).
+        embedder (and the sparse one) to `load`. A callable ``weights`` rule is not saved
+        either (`load` asks for it).
 
         Raises:
-            TypeError: naming the child, for a child that is not one of those three
+            TypeError: naming the child, for a child that is not one of those four
                 (a `FilteredSource`, a foreign searcher); nothing is written then.
         """
         kinds = {"bm25": BM25Index, "vector": VectorIndex, "sparse": SparseIndex,
                  "fusion": FusionSearcher}
         children = [(child_kind(i, child, kinds, "save"), child.save, {})
                     for i, child in enumerate(self._children)]
-        save_fusion(path, children, fusion_settings(
-            self._plan, fetch_k=self._plan.fetch_k, max_workers=self._max_workers))
+        own = fusion_settings(self._plan, fetch_k=self._plan.fetch_k,
+                              max_workers=self._max_workers)
+        clash = sorted(set(extra_settings or {}) & set(own))
+        if clash:
+            raise ValueError(f"extra_settings must not redefine the fusion settings {clash}")
+        save_fusion(path, children, {**own, **(extra_settings or {})})
 
     @classmethod
     def load(

@@ -466,6 +466,39 @@ class SparseIndex(AtomicSave, DocumentAccess):
 
     # ------------------------------------------------------------------ access
 
+    def get_vectors(self, ids: Iterable[str]) -> list[dict[str, float]]:
+        """The stored ``{token: weight}`` vector of each id (float32 weights, as indexed).
+
+        Read back from the postings in one pass over them, so moving documents between
+        indexes (or re-adding an unchanged text under a new id) needs no model call.
+
+        Raises:
+            KeyError: naming the first id that is not in the index.
+        """
+        st = self._state
+        ids = check_id_list(ids)
+        rows = []
+        for doc_id in ids:
+            pos = st.positions.get(doc_id)
+            if pos is None:
+                raise KeyError(f"document {doc_id!r} is not in the index")
+            rows.append(pos)
+        out: list[dict[str, float]] = [{} for _ in rows]
+        if not rows:
+            return out
+        slot = np.full(len(st.docs), -1, dtype=np.int64)
+        slot[np.asarray(rows, dtype=np.int64)] = np.arange(len(rows))
+        where = np.flatnonzero(slot[st.post_docs] >= 0)
+        terms = np.searchsorted(st.indptr, where, side="right") - 1
+        names = [""] * (len(st.indptr) - 1)
+        for token, term in st.vocab.items():
+            names[term] = token
+        weights = np.asarray(st.post_tf[where], dtype=np.float32).tolist()
+        for j, t, w in zip(slot[st.post_docs[where]].tolist(), terms.tolist(), weights):
+            out[j][names[t]] = w
+        return out
+
+
     def __repr__(self) -> str:
         st = self._state
         return (f"SparseIndex(docs={len(st.docs)}, terms={len(st.vocab)}, "

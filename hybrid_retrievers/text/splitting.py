@@ -35,7 +35,9 @@ __all__ = [
     "SentenceSplitter",
     "Splitter",
     "as_splitter",
+    "check_chunk_sizes",
     "child_id",
+    "sentence_spans",
     "split_parents",
 ]
 
@@ -87,13 +89,7 @@ class SentenceSplitter:
         *,
         length_function: Callable[[str], int] = len,
     ) -> None:
-        self.chunk_size = check_number(chunk_size, "chunk_size", low=1, integer=True)
-        self.chunk_overlap = check_number(chunk_overlap, "chunk_overlap", low=0, integer=True)
-        if self.chunk_overlap >= self.chunk_size:
-            raise ValueError(
-                f"chunk_overlap must be smaller than chunk_size, got chunk_overlap="
-                f"{chunk_overlap} and chunk_size={chunk_size}; lower the overlap"
-            )
+        self.chunk_size, self.chunk_overlap = check_chunk_sizes(chunk_size, chunk_overlap)
         if not callable(length_function):
             raise TypeError(
                 f"length_function must be a callable str -> int, got "
@@ -116,7 +112,7 @@ class SentenceSplitter:
         """``(start, end)`` character offsets of each chunk in ``text``."""
         if not isinstance(text, str):
             raise TypeError(f"text must be a str, got {type(text).__name__}")
-        pieces = [p for s in _sentence_spans(text) for p in self._fit(text, s)]
+        pieces = [p for s in sentence_spans(text) for p in self._fit(text, s)]
         size, measure = self.chunk_size, self.length_function
         chunks: list[tuple[int, int]] = []
         i = 0
@@ -159,7 +155,27 @@ class SentenceSplitter:
         return out
 
 
-def _sentence_spans(text: str) -> list[tuple[int, int]]:
+def check_chunk_sizes(chunk_size: Any, chunk_overlap: Any) -> tuple[int, int]:
+    """``(chunk_size, chunk_overlap)`` checked: integers, size >= 1, 0 <= overlap < size."""
+    size = check_number(chunk_size, "chunk_size", low=1, integer=True)
+    overlap = check_number(chunk_overlap, "chunk_overlap", low=0, integer=True)
+    if overlap >= size:
+        raise ValueError(
+            f"chunk_overlap must be smaller than chunk_size, got chunk_overlap="
+            f"{chunk_overlap} and chunk_size={chunk_size}; lower the overlap"
+        )
+    return size, overlap
+
+
+def sentence_spans(text: str) -> list[tuple[int, int]]:
+    """``(start, end)`` of each sentence of ``text`` (outer whitespace excluded): cut after
+    ``.``/``!``/``?`` (and closing quotes or brackets) followed by whitespace, and at blank
+    lines. `SentenceSplitter` packs these; `hybrid_retrievers.ingest` does too.
+
+    Example:
+        >>> sentence_spans("Wings lift. Flaps too.\\n\\nNext")
+        [(0, 11), (12, 22), (24, 28)]
+    """
     spans = []
     pos = 0
     for m in _SENTENCE_END.finditer(text):

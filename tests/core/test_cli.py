@@ -11,6 +11,9 @@ from hybrid_retrievers.persistence import current_files
 from index_tamper import rebind_pointer, rehash
 from hybrid_retrievers.cli import main
 
+WHOLE = ["--bm25-only", "--whole-files"]
+"""Today's fast path: one BM25 document per file, no model."""
+
 
 def test_demo_bm25_only(capsys) -> None:
     assert main(["demo", "--bm25-only", "--examples", "1"]) == 0
@@ -23,7 +26,7 @@ def test_index_then_search_with_explanations(tmp_path: Path, capsys, passages) -
     src.mkdir()
     for i, text in enumerate(passages):
         (src / f"p{i}.md").write_text(text, encoding="utf-8")
-    assert main(["index", str(src), "--out", str(tmp_path / "idx")]) == 0
+    assert main(["index", str(src), "--out", str(tmp_path / "idx"), *WHOLE]) == 0
     assert main(["search", str(tmp_path / "idx"), "okapi weighting", "-k", "2", "--json",
                  "--explain"]) == 0
     lines = [json.loads(x) for x in capsys.readouterr().out.splitlines() if x.startswith("{")]
@@ -33,10 +36,10 @@ def test_index_then_search_with_explanations(tmp_path: Path, capsys, passages) -
 def test_index_jsonl_and_bad_inputs(tmp_path: Path, capsys) -> None:
     good = tmp_path / "docs.jsonl"
     good.write_text('{"id": "a", "text": "alpha beta"}\n{"text": "beta gamma"}\n')
-    assert main(["index", str(good), "--out", str(tmp_path / "idx")]) == 0
+    assert main(["index", str(good), "--out", str(tmp_path / "idx"), *WHOLE]) == 0
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"id": "a"}\n')
-    assert main(["index", str(bad), "--out", str(tmp_path / "idx2")]) == 1
+    assert main(["index", str(bad), "--out", str(tmp_path / "idx2"), *WHOLE]) == 1
     assert "line 1" in capsys.readouterr().err
     assert main(["search", str(tmp_path / "nothing"), "q"]) == 1
     assert main(["search", str(tmp_path / "idx"), "   "]) == 1
@@ -183,15 +186,16 @@ def _messy_folder(root: Path) -> Path:
 
 def test_index_a_real_folder_skips_and_names_bad_files(tmp_path: Path, capsys) -> None:
     src = _messy_folder(tmp_path)
-    assert main(["index", str(src), "--out", str(tmp_path / "idx")]) == 0
+    assert main(["index", str(src), "--out", str(tmp_path / "idx"), *WHOLE]) == 0
     captured = capsys.readouterr()
     assert "skipped latin1.txt: not UTF-8" in captured.err
     assert "skipped link.txt: symbolic link" in captured.err
     summary = captured.out.strip().splitlines()[-1]
-    assert summary.startswith("indexed 7 documents from 5 files") and "skipped" in summary
-    from hybrid_retrievers import BM25Index
+    assert summary.startswith("indexed 5 files (0 unchanged, 0 changed, 5 new") \
+        and ": 7 chunks, bm25;" in summary and "skipped 3 files" in summary
+    from hybrid_retrievers import FusionSearcher
 
-    index = BM25Index.load(tmp_path / "idx")
+    index = FusionSearcher.load(tmp_path / "idx").searchers[0]
     ids = {d.id for d in index.docs} if hasattr(index, "docs") else set()
     texts = [h.doc.text for h in index.search("null id", k=5)]
     assert sorted(texts) == ["null id one", "null id two"]  # null ids became content ids
@@ -215,11 +219,12 @@ def test_index_a_single_bad_file_is_an_error_naming_it(tmp_path: Path, capsys) -
 
 def test_search_shows_the_matching_passage_highlighted(tmp_path: Path, capsys) -> None:
     src = _messy_folder(tmp_path)
-    main(["index", str(src), "--out", str(tmp_path / "idx")])
+    main(["index", str(src), "--out", str(tmp_path / "idx"), *WHOLE])
     capsys.readouterr()
     assert main(["search", str(tmp_path / "idx"), "https proxy", "-k", "2", "--explain"]) == 0
     out = capsys.readouterr().out
-    assert "1. sub/guide.rst  score " in out and "2. notes.md  score " in out
+    assert "1. sub/guide.rst  chars " in out and "2. notes.md  chars " in out
+    assert "score " in out and "(rrf: bm25 #1)" in out
     passage = out.split("2. notes.md")[1].splitlines()[1]
     # The long file's passage is where the terms are, not its first characters.
     assert "Set the **https** **proxy** with" in passage and "# Proxies" not in passage
@@ -230,19 +235,21 @@ def test_search_refuses_a_tampered_index_without_a_traceback(tmp_path: Path, cap
     import numpy as np
 
     src = _messy_folder(tmp_path)
-    main(["index", str(src), "--out", str(tmp_path / "idx")])
-    manifest = current_files(tmp_path / "idx") / "manifest.json"
+    main(["index", str(src), "--out", str(tmp_path / "idx"), *WHOLE])
+    child = current_files(tmp_path / "idx") / "child_0"
+    manifest = current_files(child) / "manifest.json"
     data = json.loads(manifest.read_text())
     data["vocabulary_size"] = {"nested": 1}
     manifest.write_text(json.dumps(data))
-    rebind_pointer(tmp_path / "idx")  # a consistent forgery: only the value is wrong
+    rebind_pointer(child)  # a consistent forgery of the child: the fusion's binding refuses it
     assert main(["search", str(tmp_path / "idx"), "proxy"]) == 1
-    assert "vocabulary_size" in capsys.readouterr().err
-    main(["index", str(src), "--out", str(tmp_path / "idx2")])
-    target = current_files(tmp_path / "idx2") / "doc_lengths.npy"
+    assert "not the child saved with this fusion" in capsys.readouterr().err
+    main(["index", str(src), "--out", str(tmp_path / "idx2"), *WHOLE])
+    child = current_files(tmp_path / "idx2") / "child_0"
+    target = current_files(child) / "doc_lengths.npy"
     with target.open("wb") as fh:
         np.savez(fh, a=np.arange(3))
-    rehash(tmp_path / "idx2")
+    rehash(child)
     assert main(["search", str(tmp_path / "idx2"), "proxy"]) == 1
     assert "error:" in capsys.readouterr().err
 
@@ -256,7 +263,7 @@ def test_search_into_a_closed_pipe_exits_quietly(tmp_path: Path) -> None:
     src.mkdir()
     for i in range(300):
         (src / f"d{i}.txt").write_text(f"proxy document number {i} " * 20)
-    main(["index", str(src), "--out", str(tmp_path / "idx")])
+    main(["index", str(src), "--out", str(tmp_path / "idx"), *WHOLE])
     root = Path(__file__).resolve().parents[2]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(root), str(root / "integrations")])}
     result = subprocess.run(

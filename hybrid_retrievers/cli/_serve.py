@@ -1,0 +1,126 @@
+"""``hybrid-retrievers serve IDX``: the index as a Model Context Protocol server.
+
+Built on the ``mcp`` SDK's `MCPServer` (the ``serve`` extra), over stdio (default: an
+agent starts the process) or streamable HTTP (``--transport http``). Two tools:
+
+* ``search(query, k=5, mode=None, filter=None, parents=False)``: the same records the
+  ``search`` command prints with ``--json`` (file, section, span, passage, fused score,
+  each leg's rank), texts cut at `MAX_TEXT` characters;
+* ``explain(query, id)``: BM25's per-term breakdown for one chunk (and the learned
+  sparse leg's per-token one, when the index has that leg) and where each leg ranks it.
+
+Safety: the server is read-only (no tool writes; both are annotated ``readOnlyHint``);
+the index folder is fixed when the server starts, and no tool takes a path (``id`` is
+looked up in the index, never opened), so a client cannot reach a file outside the
+folder; inputs are bounded (`MAX_QUERY_CHARS`, `MAX_K`, `MAX_FILTER_KEYS`, filter
+values are scalars) and a bad one is a tool error naming the argument.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from ._search import MODES, LoadedIndex
+
+__all__ = ["MAX_FILTER_KEYS", "MAX_K", "MAX_QUERY_CHARS", "MAX_TEXT", "build_server",
+           "serve_command"]
+
+MAX_QUERY_CHARS = 2000
+MAX_K = 50
+MAX_FILTER_KEYS = 8
+MAX_TEXT = 4000
+
+
+def _check_query(query: Any) -> str:
+    if not isinstance(query, str) or not query.strip():
+        raise ValueError("query must be a non-empty string")
+    if len(query) > MAX_QUERY_CHARS:
+        raise ValueError(f"query must be at most {MAX_QUERY_CHARS} characters, got {len(query)}")
+    return query
+
+
+def _check_filter(filter: Any) -> dict[str, Any] | None:
+    if filter is None:
+        return None
+    if not isinstance(filter, dict) or len(filter) > MAX_FILTER_KEYS:
+        raise ValueError(f"filter must be an object of at most {MAX_FILTER_KEYS} metadata keys")
+    for key, value in filter.items():
+        if not isinstance(value, (str, int, float, bool)) or len(str(value)) > 500:
+            raise ValueError(f"filter[{key!r}] must be a string, number or boolean "
+                             "(at most 500 characters)")
+    return filter
+
+
+def build_server(loaded: LoadedIndex) -> Any:
+    """The `MCPServer` with the ``search`` and ``explain`` tools over ``loaded``."""
+    try:
+        from mcp.server.mcpserver import MCPServer
+        from mcp.server.mcpserver.exceptions import ToolError
+        from mcp.types import ToolAnnotations
+    except ImportError:
+        raise ImportError("serve needs the mcp SDK: pip install 'hybrid-retrievers[serve]'") \
+            from None
+    server = MCPServer(
+        "hybrid-retrievers",
+        instructions=f"Hybrid search over the documents indexed in "
+                     f"{loaded.folder.name} ({len(loaded.lexical)} chunks; legs: "
+                     f"{', '.join(loaded.names)}). Results name their file and section.",
+    )
+    read_only = ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False)
+
+    @server.tool(annotations=read_only)
+    def search(query: str, k: int = 5, mode: str | None = None,
+               filter: dict[str, Any] | None = None, parents: bool = False) -> dict[str, Any]:
+        """Search the index. query: the question or keywords; k: results (1-50); mode:
+        fusion mode (rrf, relative_score, dist_based_score, ...); filter: metadata
+        equality, e.g. {"file": "README.md"}; parents: return whole sections."""
+        try:
+            return _search(query, k, mode, filter, parents)
+        except (ValueError, KeyError, TypeError) as exc:  # the client's mistake: say which
+            raise ToolError(exc.args[0] if exc.args else str(exc)) from None
+
+    def _search(query: Any, k: Any, mode: Any, filter: Any, parents: Any) -> dict[str, Any]:
+        query = _check_query(query)
+        if not isinstance(k, int) or isinstance(k, bool) or not 1 <= k <= MAX_K:
+            raise ValueError(f"k must be an integer from 1 to {MAX_K}, got {k!r}")
+        if mode is not None and mode not in MODES:
+            raise ValueError(f"mode must be one of {list(MODES)}, got {mode!r}")
+        hits = loaded.search(query, k, mode=mode, filter=_check_filter(filter),
+                             parents=bool(parents))
+        results = []
+        for hit in hits:
+            record = loaded.result(hit, query)
+            record["text"] = record["text"][:MAX_TEXT]
+            results.append(record)
+        return {"results": results}
+
+    @server.tool(annotations=read_only)
+    def explain(query: str, id: str) -> dict[str, Any]:
+        """Why the chunk `id` (from a search result) scored what it did for `query`:
+        BM25's per-term idf, tf and contribution, the sparse leg's per-token weights
+        (when the index has one), and each leg's rank."""
+        try:
+            query = _check_query(query)
+            if not isinstance(id, str) or not id or len(id) > 1000:
+                raise ValueError("id must be a chunk id from a search result")
+            return loaded.explain(query, id)
+        except (ValueError, KeyError, TypeError) as exc:
+            raise ToolError(exc.args[0] if exc.args else str(exc)) from None
+
+    return server
+
+
+def serve_command(args: argparse.Namespace) -> int:
+    loaded = LoadedIndex(args.index, model=args.model, sparse_model=args.sparse_model)
+    loaded.search("warm up", 1)  # load the model now, not on the first client query
+    server = build_server(loaded)
+    print(f"serving {args.index} over {args.transport} "
+          + (f"at http://{args.host}:{args.port}/mcp" if args.transport == "http" else ""),
+          file=sys.stderr, flush=True)
+    if args.transport == "http":
+        server.run("streamable-http", host=args.host, port=args.port)
+    else:
+        server.run("stdio")
+    return 0
