@@ -220,6 +220,20 @@ def test_the_sparse_leg_is_built_shown_weighted_and_explained(
     why = LoadedIndex(idx).explain("https proxy", top["id"])
     assert {t["token"] for t in why["sparse"]["terms"]} >= {"https", "proxy"}
     assert why["legs"]["sparse"]["rank"] == 1
+    # Both frameworks' HybridRetriever load the three-leg folder, given both models.
+    embedder, sparse = CountingEmbedder(dimension=64), CountingSparseEmbedder()
+    pytest.importorskip("langchain_core")
+    from langchain_hybrid_retrievers import HybridRetriever as LangChainHybrid
+
+    docs = LangChainHybrid.load_local(idx, embedder, sparse_embedding=sparse, k=1).invoke(
+        "https proxy")
+    assert docs[0].metadata["file"] == "proxy.md"
+    pytest.importorskip("llama_index.core")
+    from llama_index_hybrid_retrievers import HybridRetriever as LlamaHybrid
+
+    nodes = LlamaHybrid.from_persist_dir(idx, embed_model=embedder,
+                                         sparse_embed_model=sparse).retrieve("https proxy")
+    assert nodes[0].node.metadata["file"] == "proxy.md"
 
 
 def test_reindex_reuses_sparse_vectors_by_text_and_keeps_the_weights(
