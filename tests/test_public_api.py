@@ -76,6 +76,7 @@ FACES = {
         "MetadataFilter",
         "PairScorer",
         "ParentChildSearcher",
+        "Query",
         "Reranker",
         "RerankingSearcher",
         "Searcher",

@@ -31,13 +31,15 @@ from numpy.typing import NDArray
 
 from ..documents import DocumentAccess, check_docs, make_docs
 from ..persistence import AtomicSave, IndexReader, read_index
+from ..query import Query, Syntax, as_query
 from ..text import Analyzer
 from ..types import Doc, Hit, MetadataFilter
-from ..validation import check_id_list, check_k, check_queries, check_query
+from ..validation import check_id_list, check_k, check_queries
 from .chunking import resolve_n_jobs, token_chunks
 from .collection_stats import CollectionStats
 from .explanation import BM25Explanation, explain
 from .matching import match, match_many, query_ids, ranked_matches
+from .operators import AnalysedQuery, admitted, analysed
 from .params import Backend, BM25Backend, BM25Params, params_from
 from .postings import Snapshot, compacted, written
 from .saving import FORMAT_VERSION
@@ -92,6 +94,7 @@ class BM25Index(AtomicSave, DocumentAccess):
         delta: float | None = None,
         epsilon: float | None = None,
         backend: Backend | BM25Backend = "auto",
+        positions: bool = False,
     ) -> None:
         """Create an empty index; most users call `from_texts` or `from_docs` instead."""
         self._params = params_from(params, method=method, k1=k1, b=b, delta=delta,
@@ -107,7 +110,10 @@ class BM25Index(AtomicSave, DocumentAccess):
         self._lock = threading.RLock()  # serialises writers; readers never take it
         self._scratch = Scratch()  # per thread
         self._collection_stats: CollectionStats | None = None
-        self._state = Snapshot.empty()
+        if not isinstance(positions, bool):
+            raise TypeError(f"positions must be a bool, got {type(positions).__name__}: "
+                            f"{positions!r}")
+        self._state = Snapshot.empty(positions)
 
     def _install(self, state: Snapshot) -> None:
         """Publish a complete new version of the index (used by `load`).
@@ -139,6 +145,7 @@ class BM25Index(AtomicSave, DocumentAccess):
         backend: Backend | BM25Backend = "auto",
         show_progress: bool = False,
         n_jobs: int = 1,
+        positions: bool = False,
     ) -> BM25Index:
         """Index ``texts``; missing ids become deterministic content ids.
 
@@ -149,6 +156,7 @@ class BM25Index(AtomicSave, DocumentAccess):
         return cls.from_docs(
             docs, analyzer=analyzer, params=params, method=method, k1=k1, b=b, delta=delta,
             epsilon=epsilon, backend=backend, show_progress=show_progress, n_jobs=n_jobs,
+            positions=positions,
         )
 
     @classmethod
@@ -166,6 +174,7 @@ class BM25Index(AtomicSave, DocumentAccess):
         backend: Backend | BM25Backend = "auto",
         show_progress: bool = False,
         n_jobs: int = 1,
+        positions: bool = False,
     ) -> BM25Index:
         """Index `Doc` objects, keeping their ids and metadata.
 
@@ -175,13 +184,17 @@ class BM25Index(AtomicSave, DocumentAccess):
         ``n_jobs`` (here and in `add`/`upsert`): processes that tokenise the texts, chunk
         by chunk (-1: all cores). The index is the same for any value; an analyzer with a
         custom callable stemmer or unregistered tokenizer falls back to 1 with a warning.
+
+        ``positions``: also keep each document's terms in order (4 bytes per indexed
+        token, counted by `nbytes`; saved, and kept up to date by edits), which phrase
+        queries need (`search` with ``syntax="operators"`` or a `Query` with phrases).
         """
         jobs = resolve_n_jobs(n_jobs)
         docs = check_docs(docs)
         if not docs:
             raise ValueError("cannot build a BM25 index from an empty corpus; pass at least one text")
         index = cls(analyzer=analyzer, params=params, method=method, k1=k1, b=b, delta=delta,
-                    epsilon=epsilon, backend=backend)
+                    epsilon=epsilon, backend=backend, positions=positions)
         index._state = index._written(index._state, docs, None, show_progress=show_progress,
                                       n_jobs=jobs)
         return index
@@ -281,63 +294,121 @@ class BM25Index(AtomicSave, DocumentAccess):
 
     def search(
         self,
-        query: str,
+        query: str | Query,
         k: int = 10,
         *,
         filter: MetadataFilter | None = None,
         explain: bool = False,
+        syntax: Syntax = "plain",
     ) -> list[Hit]:
         """The top ``k`` documents for ``query``; only documents matching a term return.
 
         Args:
-            query: free text, analysed like the documents.
+            query: free text, analysed like the documents, or a `hybrid_retrievers.Query`
+                (required, excluded and optional terms, phrases, minimum-should-match).
             k: how many hits at most (fewer when fewer documents match).
             filter: metadata equality mapping or predicate over `Doc`, applied
                 before top-k so ``k`` filtered hits come back when they exist.
             explain: attach each hit's per-term `BM25Explanation` (as a dict under
                 ``hit.explanation["bm25"]``).
+            syntax: how a str ``query`` is read: ``"plain"`` (default: a bag of words,
+                whatever its characters), ``"operators"`` (``+required -excluded
+                "a phrase"``, see `hybrid_retrievers.query`; malformed text is a
+                ValueError naming the position) or ``"lenient"`` (the operators, with
+                malformed text read as a bag of words).
+
+        A structured query's constraints apply before top-k: documents failing them
+        never take a place, so the top ``k`` is exact. It scores with BM25 over its
+        optional, required and phrase terms (`hybrid_retrievers.query`); it runs on
+        the numpy path with a mask (the compiled kernels take plain queries, and a
+        `Query` of optional terms only, which is one).
+
+        Raises:
+            ValueError: a phrase on an index built without ``positions=True``; bad syntax.
         """
-        check_query(query)
+        structured = as_query(query, syntax)
         k = check_k(k)
-        return self._search_terms(
-            self._state, query, *self._query_terms(query), k, filter, explain
-        )
+        st = self._state
+        if structured is None:
+            assert isinstance(query, str)
+            return self._search_terms(st, query, *self._query_terms(query), k, filter,
+                                      explain)
+        return self._search_query(st, query, analysed(structured, self._analyzer), k, filter,
+                                  explain)
 
     def search_many(
         self,
-        queries: Sequence[str],
+        queries: Sequence[str | Query],
         k: int = 10,
         *,
         filter: MetadataFilter | None = None,
         explain: bool = False,
+        syntax: Syntax = "plain",
     ) -> list[list[Hit]]:
         """`search` for each query, in order, all on the same snapshot of the index.
 
         Without a filter and with the compiled kernels in use (`BM25Backend`), the whole
         batch is scored in one compiled call (`kernels.match_top_k_many`): the same hits,
         without the per-query Python overhead (at 100k documents bm25_speed's batch went
-        from 3,635 to 7,314 queries/s).
+        from 3,635 to 7,314 queries/s). Structured queries (a `Query`, or ``syntax``
+        other than ``"plain"``) other than bags of words are searched one at a time.
         """
-        queries = check_queries(queries)
+        if syntax == "plain" and not (isinstance(queries, Sequence) and any(
+                isinstance(q, Query) for q in queries)):
+            return self._search_plain_many(check_queries(queries), k, filter, explain)
+        if isinstance(queries, str) or not isinstance(queries, Sequence):
+            check_queries(queries)  # raises the usual TypeError
+        structured = [as_query(q, syntax, name=f"queries[{i}]") for i, q in enumerate(queries)]
         k = check_k(k)
         st = self._state
-        analysed = []
+        out = []
+        for query, sq in zip(queries, structured):
+            if sq is None:
+                out.append(self._search_terms(st, query, *self._query_terms(query), k, filter,
+                                              explain))
+            else:
+                out.append(self._search_query(st, query, analysed(sq, self._analyzer), k,
+                                              filter, explain))
+        return out
+
+    def _search_plain_many(self, queries: list[str], k: int, filter: MetadataFilter | None,
+                           explain: bool) -> list[list[Hit]]:
+        k = check_k(k)
+        st = self._state
+        analysed_terms = []
         for tokens in self._analyzer.tokenize_many(queries):
             counts = Counter(tokens)
-            analysed.append((list(counts), list(counts.values())))
+            analysed_terms.append((list(counts), list(counts.values())))
         ranked = None
         if filter is None:
             cache = self._cache(st)
             ranked = match_many(
                 st, cache, self._params,
-                [query_ids(st, cache, self._params, terms, counts) for terms, counts in analysed],
+                [query_ids(st, cache, self._params, terms, counts)
+                 for terms, counts in analysed_terms],
                 k, self._scratch, self._backend,
             )
         if ranked is None:  # a filter, or no compiled kernels: one query at a time
             return [self._search_terms(st, query, terms, counts, k, filter, explain)
-                    for query, (terms, counts) in zip(queries, analysed)]
+                    for query, (terms, counts) in zip(queries, analysed_terms)]
         return [self._hits(st, query, terms, counts, pos, scores, explain)
-                for query, (terms, counts), (pos, scores) in zip(queries, analysed, ranked)]
+                for query, (terms, counts), (pos, scores) in zip(queries, analysed_terms,
+                                                                 ranked)]
+
+    def _search_query(self, st: Snapshot, query: str | Query, aq: AnalysedQuery, k: int,
+                      filter: MetadataFilter | None, explain: bool) -> list[Hit]:
+        """A structured query: its mask (`operators.admitted`) applied before top-k."""
+        label = query if isinstance(query, str) else repr(query)
+        allowed = admitted(st, aq)
+        if allowed is None:  # a bag of words: the plain path, kernels included
+            return self._search_terms(st, label, aq.terms, aq.counts, k, filter, explain)
+        if not allowed.any():
+            return []
+        cache = self._cache(st)
+        ids, constant = query_ids(st, cache, self._params, aq.terms, aq.counts)
+        positions, scores = ranked_matches(st, cache, self._params, ids, constant, k, filter,
+                                           self._scratch, self._backend, allowed)
+        return self._hits(st, label, aq.terms, aq.counts, positions, scores, explain)
 
     def _match(
         self,
@@ -394,14 +465,25 @@ class BM25Index(AtomicSave, DocumentAccess):
 
     # ------------------------------------------------------------------ explaining
 
-    def explain(self, query: str, doc_id: str) -> BM25Explanation:
-        """Per query term: idf, tf, document length and contribution; they sum to the score."""
-        check_query(query)
+    def explain(self, query: str | Query, doc_id: str, *,
+                syntax: Syntax = "plain") -> BM25Explanation:
+        """Per query term: idf, tf, document length and contribution; they sum to the score.
+
+        ``query`` and ``syntax`` as for `search`; a structured query lists its scoring
+        terms (optional, required, phrase), whether or not the document passes its
+        constraints.
+        """
+        structured = as_query(query, syntax)
         st = self._state
         pos = st.positions.get(doc_id) if isinstance(doc_id, str) else None
         if pos is None:
             raise KeyError(f"document {doc_id!r} is not in the index")
-        return self._explain(st, self._cache(st), query, *self._query_terms(query), pos)
+        if structured is None:
+            assert isinstance(query, str)
+            return self._explain(st, self._cache(st), query, *self._query_terms(query), pos)
+        aq = analysed(structured, self._analyzer)
+        label = query if isinstance(query, str) else repr(query)
+        return self._explain(st, self._cache(st), label, aq.terms, aq.counts, pos)
 
     def _explain(self, st: Snapshot, cache: ScoreCache, query: str, terms: list[str],
                  counts: list[int], pos: int) -> BM25Explanation:
@@ -438,7 +520,7 @@ class BM25Index(AtomicSave, DocumentAccess):
             # The same postings in a new snapshot: its score cache is built with the new
             # statistics, while searches already running keep the old one.
             self._state = Snapshot(st.docs, st.vocab, st.indptr, st.post_docs, st.post_tf,
-                                   st.doc_len, positions=st.positions)
+                                   st.doc_len, positions=st.positions, tokens=st.tokens)
 
     @property
     def collection_stats(self) -> CollectionStats | None:
@@ -547,8 +629,16 @@ class BM25Index(AtomicSave, DocumentAccess):
         """Number of distinct terms in the index."""
         return len(self._state.vocab)
 
+    @property
+    def has_positions(self) -> bool:
+        """Whether the index keeps term positions (``positions=True``), for phrase queries."""
+        return self._state.tokens is not None
+
     def nbytes(self) -> int:
-        """Bytes held by the index arrays (postings, lengths, cache), not texts or vocabulary."""
+        """Bytes held by the index arrays (postings, lengths, positions, cache), not texts or
+        vocabulary."""
         st = self._state
         arrays = [st.indptr, st.post_docs, st.post_tf, st.doc_len]
+        if st.tokens is not None:
+            arrays.append(st.tokens)
         return int(sum(a.nbytes for a in arrays)) + self._cache(st).nbytes()

@@ -5,7 +5,9 @@ checks and reads them back (`BM25Index.save` / `BM25Index.load` call them). The 
 `hybrid_retrievers.persistence`): ``docs.jsonl``, ``vocabulary.json`` (terms in term-id
 order), the postings as ``.npy`` arrays (``postings_indptr``, ``postings_docs``,
 ``postings_tf``, ``doc_lengths``) and a checksummed manifest with the BM25 parameters
-and the analyzer's configuration. `write_postings` / `read_postings` are the postings
+and the analyzer's configuration; an index with positions adds ``positions.npy`` (each
+document's term ids in order, `Snapshot.tokens`) and ``"positions": true`` in the
+manifest (readers before positions ignore both). `write_postings` / `read_postings` are the postings
 half, which the learned sparse index (`hybrid_retrievers.sparse`) saves the same way.
 """
 
@@ -14,6 +16,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+from numpy.typing import NDArray
 
 from .._integrity import check_offsets, check_postings, check_unique_ids
 from ..persistence import IndexFormatError, IndexReader, IndexWriter
@@ -30,8 +33,13 @@ def write(directory: Path, st: Snapshot, params: BM25Params, analyzer: Analyzer)
     """Write the index files and their manifest into an existing empty directory."""
     w = IndexWriter(directory)
     counts = write_postings(w, st)
+    extra = {}
+    if st.tokens is not None:
+        w.array("positions", st.tokens)
+        extra["positions"] = True
     w.manifest("bm25", FORMAT_VERSION,
-               {"params": params.as_dict(), "analyzer": analyzer.to_config(), **counts})
+               {"params": params.as_dict(), "analyzer": analyzer.to_config(), **counts,
+                **extra})
 
 
 def write_postings(w: IndexWriter, st: Snapshot, values: str = "postings_tf") -> dict[str, int]:
@@ -72,7 +80,29 @@ def read(
                             epsilon=saved.get("epsilon"))
     except (KeyError, TypeError, ValueError) as exc:
         raise IndexFormatError(f"{where}: invalid parameters in manifest ({exc})") from None
-    return read_postings(r, mmap=mmap, verify=verify), params, analyzer
+    state = read_postings(r, mmap=mmap, verify=verify)
+    if r.manifest.get("positions", False) is not False:
+        if r.field("positions", bool) is not True:
+            raise IndexFormatError(f"{where}: 'positions' must be true when present")
+        state.tokens = _read_positions(r, state, full=not mmap or verify)
+    return state, params, analyzer
+
+
+def _read_positions(r: IndexReader, st: Snapshot, *, full: bool) -> NDArray[np.int32]:
+    """``positions.npy``, checked: one term id per indexed token, in the vocabulary, and
+    (``full``) each term as often as its postings count it."""
+    where = r.where("positions.npy")
+    total = int(st.doc_len.astype(np.int64).sum())
+    tokens = r.array("positions", dtype_kind="i", ndim=1, length=total)
+    n_terms = len(st.vocab)
+    if tokens.size and (int(tokens.min()) < 0 or int(tokens.max()) >= n_terms):
+        raise IndexFormatError(f"{where}: term ids must lie in 0..{n_terms - 1}")
+    if full and st.post_tf.size:
+        per_term = np.add.reduceat(st.post_tf.astype(np.int64), st.indptr[:-1])
+        if not np.array_equal(np.bincount(tokens, minlength=n_terms), per_term):
+            raise IndexFormatError(f"{where}: the positions disagree with the postings' term "
+                                   "frequencies")
+    return tokens.astype(np.int32, copy=False)
 
 
 def read_postings(r: IndexReader, *, mmap: bool = False, verify: bool = False,
