@@ -38,18 +38,23 @@ from ..validation import check_id_list, check_k, check_queries
 from .chunking import resolve_n_jobs, token_chunks
 from .collection_stats import CollectionStats
 from .explanation import BM25Explanation, explain
+from .fields import TEXT, FieldedExplanation, check_fields, check_method, combined, \
+    explain_fields, field_text
 from .matching import match, match_many, query_ids, ranked_matches
 from .operators import AnalysedQuery, admitted, analysed
-from .params import Backend, BM25Backend, BM25Params, params_from
+from .params import Backend, BM25Backend, BM25Params, ImpactParams, params_from
 from .postings import Snapshot, compacted, written
 from .saving import FORMAT_VERSION
 from .saving import read as read_files
+from .saving import read_fields
 from .saving import write as write_files
 from .score_cache import ScoreCache
 from .scoring import BM25Method
 from .scratch import Scratch
 
 __all__ = ["BM25Index", "FORMAT_VERSION"]
+
+_IMPACT = ImpactParams()  # BM25F views store saturated pseudo-tfs: scored as impacts
 
 
 class BM25Index(AtomicSave, DocumentAccess):
@@ -95,6 +100,7 @@ class BM25Index(AtomicSave, DocumentAccess):
         epsilon: float | None = None,
         backend: Backend | BM25Backend = "auto",
         positions: bool = False,
+        fields: Mapping[str, float] | None = None,
     ) -> None:
         """Create an empty index; most users call `from_texts` or `from_docs` instead."""
         self._params = params_from(params, method=method, k1=k1, b=b, delta=delta,
@@ -113,7 +119,17 @@ class BM25Index(AtomicSave, DocumentAccess):
         if not isinstance(positions, bool):
             raise TypeError(f"positions must be a bool, got {type(positions).__name__}: "
                             f"{positions!r}")
-        self._state = Snapshot.empty(positions)
+        self._fields = None if fields is None else check_fields(fields)
+        if self._fields is not None:
+            check_method(self._params)
+        self._views: dict[tuple[tuple[str, float], ...], Any] = {}  # BM25F views, by weights
+        self._state = self._empty(positions)
+
+    def _empty(self, positions: bool) -> Snapshot:
+        st = Snapshot.empty(positions)
+        if self._fields is not None:
+            st.fields = {f: Snapshot.empty() for f in self._fields if f != TEXT}
+        return st
 
     def _install(self, state: Snapshot) -> None:
         """Publish a complete new version of the index (used by `load`).
@@ -146,6 +162,7 @@ class BM25Index(AtomicSave, DocumentAccess):
         show_progress: bool = False,
         n_jobs: int = 1,
         positions: bool = False,
+        fields: Mapping[str, float] | None = None,
     ) -> BM25Index:
         """Index ``texts``; missing ids become deterministic content ids.
 
@@ -156,7 +173,7 @@ class BM25Index(AtomicSave, DocumentAccess):
         return cls.from_docs(
             docs, analyzer=analyzer, params=params, method=method, k1=k1, b=b, delta=delta,
             epsilon=epsilon, backend=backend, show_progress=show_progress, n_jobs=n_jobs,
-            positions=positions,
+            positions=positions, fields=fields,
         )
 
     @classmethod
@@ -175,6 +192,7 @@ class BM25Index(AtomicSave, DocumentAccess):
         show_progress: bool = False,
         n_jobs: int = 1,
         positions: bool = False,
+        fields: Mapping[str, float] | None = None,
     ) -> BM25Index:
         """Index `Doc` objects, keeping their ids and metadata.
 
@@ -188,13 +206,19 @@ class BM25Index(AtomicSave, DocumentAccess):
         ``positions``: also keep each document's terms in order (4 bytes per indexed
         token, counted by `nbytes`; saved, and kept up to date by edits), which phrase
         queries need (`search` with ``syntax="operators"`` or a `Query` with phrases).
+
+        ``fields``: score with BM25F (`hybrid_retrievers.bm25.fields`) over named fields
+        with these build-time weights, e.g. ``{"title": 2.0, "text": 1.0}``: field
+        ``"text"`` is `Doc.text`, any other ``doc.metadata[name]`` (a str; absent: empty).
+        Each field is length-normalised on its own (``b`` for every field); ``search``'s
+        ``field_weights`` overrides weights per query. Methods "lucene" and "robertson".
         """
         jobs = resolve_n_jobs(n_jobs)
         docs = check_docs(docs)
         if not docs:
             raise ValueError("cannot build a BM25 index from an empty corpus; pass at least one text")
         index = cls(analyzer=analyzer, params=params, method=method, k1=k1, b=b, delta=delta,
-                    epsilon=epsilon, backend=backend, positions=positions)
+                    epsilon=epsilon, backend=backend, positions=positions, fields=fields)
         index._state = index._written(index._state, docs, None, show_progress=show_progress,
                                       n_jobs=jobs)
         return index
@@ -266,7 +290,10 @@ class BM25Index(AtomicSave, DocumentAccess):
             alive = state.kept_after_delete(ids)
             if alive is None:
                 return
-            self._state = compacted(state, alive)
+            new = compacted(state, alive)
+            if state.fields is not None:
+                new.fields = {f: compacted(fs, alive) for f, fs in state.fields.items()}
+            self._state = new
 
     def _written(
         self,
@@ -284,7 +311,15 @@ class BM25Index(AtomicSave, DocumentAccess):
         vocab = dict(state.vocab)
         chunks = token_chunks(self._analyzer, [d.text for d in docs],
                               n_jobs=n_jobs, show_progress=show_progress, vocab=vocab)
-        return written(state, docs, chunks, rows, vocab)
+        new = written(state, docs, chunks, rows, vocab)
+        if state.fields is not None:
+            new.fields = {}
+            for f, fs in state.fields.items():
+                texts = [field_text(d, f) for d in docs]
+                field_vocab = dict(fs.vocab)
+                new.fields[f] = written(fs, docs, token_chunks(
+                    self._analyzer, texts, n_jobs=n_jobs, vocab=field_vocab), rows, field_vocab)
+        return new
 
     def _query_terms(self, query: str) -> tuple[list[str], list[int]]:
         counts = Counter(self._analyzer.tokenize(query))
@@ -300,6 +335,7 @@ class BM25Index(AtomicSave, DocumentAccess):
         filter: MetadataFilter | None = None,
         explain: bool = False,
         syntax: Syntax = "plain",
+        field_weights: Mapping[str, float] | None = None,
     ) -> list[Hit]:
         """The top ``k`` documents for ``query``; only documents matching a term return.
 
@@ -316,6 +352,9 @@ class BM25Index(AtomicSave, DocumentAccess):
                 "a phrase"``, see `hybrid_retrievers.query`; malformed text is a
                 ValueError naming the position) or ``"lenient"`` (the operators, with
                 malformed text read as a bag of words).
+            field_weights: on an index built with ``fields``, this query's weights (fields
+                left out keep their build-time weight); ``explanation["bm25f"]`` then
+                shows per-field contributions.
 
         A structured query's constraints apply before top-k: documents failing them
         never take a place, so the top ``k`` is exact. It scores with BM25 over its
@@ -329,12 +368,87 @@ class BM25Index(AtomicSave, DocumentAccess):
         structured = as_query(query, syntax)
         k = check_k(k)
         st = self._state
+        if st.fields is not None or field_weights is not None:
+            return self._search_fielded(st, query, structured, k, filter, explain,
+                                        self._weights(field_weights))
         if structured is None:
             assert isinstance(query, str)
             return self._search_terms(st, query, *self._query_terms(query), k, filter,
                                       explain)
         return self._search_query(st, query, analysed(structured, self._analyzer), k, filter,
                                   explain)
+
+    # ------------------------------------------------------------------ fields (BM25F)
+
+    def _weights(self, field_weights: Mapping[str, float] | None) -> dict[str, float]:
+        if self._fields is None:
+            raise ValueError("field_weights needs an index built with fields= (BM25F), e.g. "
+                             "BM25Index.from_docs(docs, fields={'title': 2.0, 'text': 1.0})")
+        if field_weights is None:
+            return self._fields
+        return check_fields(field_weights, "field_weights", known=self._fields)
+
+    def _view(self, st: Snapshot, weights: dict[str, float]) -> Any:
+        """The BM25F view of ``st`` for ``weights`` (`fields.combined`), kept per version.
+
+        The build-time weights' view and the three last other ones are kept.
+        """
+        key = tuple(sorted(weights.items()))
+        held = self._views.get(key)
+        if held is not None and held[0] is st:
+            return held
+        held = (st, *combined(st, weights, self._params))
+        default = tuple(sorted((self._fields or {}).items()))
+        others = [w for w in self._views if w != default and w != key]
+        for old in others[:max(0, len(others) - 2)]:
+            self._views.pop(old, None)
+        self._views[key] = held
+        return held
+
+    def _search_fielded(self, st: Snapshot, query: str | Query, structured: Query | None,
+                        k: int, filter: MetadataFilter | None, explain: bool,
+                        weights: dict[str, float]) -> list[Hit]:
+        """BM25F: the impact scorer on the weights' view, query weights ``qtf · idf``."""
+        _, view, union, idf, _ = self._view(st, weights)
+        label = query if isinstance(query, str) else repr(query)
+        if structured is None:
+            assert isinstance(query, str)
+            terms, counts = self._query_terms(query)
+            allowed = None
+        else:
+            aq = analysed(structured, self._analyzer)
+            if aq.phrases:
+                raise ValueError("phrase queries on a fielded (BM25F) index are not supported "
+                                 "yet; search the phrase's words, or build without fields")
+            terms, counts = aq.terms, aq.counts
+            allowed = admitted(view, aq)
+            if allowed is not None and not allowed.any():
+                return []
+        pairs = [(t, c) for t, c in zip(terms, counts) if t in view.vocab]
+        weights_q = [float(idf[union[t]]) * c for t, c in pairs]
+        if weights_q and min(weights_q) < 0:
+            # A negative Robertson idf: no upper bound prunes, so every match is scored
+            # (a predicate filter is the engine's exhaustive path).
+            filter = _exhaustive(st, filter)
+        cache = ScoreCache.of(view, _IMPACT, None)
+        ids, constant = query_ids(view, cache, _IMPACT, [t for t, _ in pairs], weights_q)
+        positions, scores = ranked_matches(view, cache, _IMPACT, ids, constant, k, filter,
+                                           self._scratch, self._backend, allowed)
+        return [Hit(st.docs[pos], value, rank,
+                    {"bm25f": self._explain_fielded(st, weights, label, terms, counts,
+                                                    pos).as_dict()} if explain else {})
+                for rank, (pos, value) in enumerate(zip(positions.tolist(), scores.tolist()), 1)]
+
+    def _explain_fielded(self, st: Snapshot, weights: dict[str, float], label: str,
+                         terms: list[str], counts: list[int], pos: int) -> FieldedExplanation:
+        _, _, union, idf, df = self._view(st, weights)
+        return explain_fields(st, weights, self._params, idf, union, label, terms, counts,
+                              pos, df)
+
+    @property
+    def fields(self) -> dict[str, float] | None:
+        """The build-time field weights (BM25F), or None for one field."""
+        return None if self._fields is None else dict(self._fields)
 
     def search_many(
         self,
@@ -344,6 +458,7 @@ class BM25Index(AtomicSave, DocumentAccess):
         filter: MetadataFilter | None = None,
         explain: bool = False,
         syntax: Syntax = "plain",
+        field_weights: Mapping[str, float] | None = None,
     ) -> list[list[Hit]]:
         """`search` for each query, in order, all on the same snapshot of the index.
 
@@ -353,6 +468,13 @@ class BM25Index(AtomicSave, DocumentAccess):
         from 3,635 to 7,314 queries/s). Structured queries (a `Query`, or ``syntax``
         other than ``"plain"``) other than bags of words are searched one at a time.
         """
+        if self._fields is not None or field_weights is not None:  # BM25F: one at a time
+            if isinstance(queries, str) or not isinstance(queries, Sequence):
+                check_queries(queries)  # raises the usual TypeError
+            for i, q in enumerate(queries):
+                as_query(q, syntax, name=f"queries[{i}]")
+            return [self.search(q, k, filter=filter, explain=explain, syntax=syntax,
+                                field_weights=field_weights) for q in queries]
         if syntax == "plain" and not (isinstance(queries, Sequence) and any(
                 isinstance(q, Query) for q in queries)):
             return self._search_plain_many(check_queries(queries), k, filter, explain)
@@ -465,19 +587,29 @@ class BM25Index(AtomicSave, DocumentAccess):
 
     # ------------------------------------------------------------------ explaining
 
-    def explain(self, query: str | Query, doc_id: str, *,
-                syntax: Syntax = "plain") -> BM25Explanation:
+    def explain(self, query: str | Query, doc_id: str, *, syntax: Syntax = "plain",
+                field_weights: Mapping[str, float] | None = None,
+                ) -> BM25Explanation | FieldedExplanation:
         """Per query term: idf, tf, document length and contribution; they sum to the score.
 
         ``query`` and ``syntax`` as for `search`; a structured query lists its scoring
         terms (optional, required, phrase), whether or not the document passes its
-        constraints.
+        constraints. On a fielded index, a `FieldedExplanation`: per term and field.
         """
         structured = as_query(query, syntax)
         st = self._state
         pos = st.positions.get(doc_id) if isinstance(doc_id, str) else None
         if pos is None:
             raise KeyError(f"document {doc_id!r} is not in the index")
+        if st.fields is not None or field_weights is not None:
+            weights = self._weights(field_weights)
+            if structured is None:
+                terms, counts = self._query_terms(query)  # type: ignore[arg-type]
+            else:
+                aq = analysed(structured, self._analyzer)
+                terms, counts = aq.terms, aq.counts
+            label = query if isinstance(query, str) else repr(query)
+            return self._explain_fielded(st, weights, label, terms, counts, pos)
         if structured is None:
             assert isinstance(query, str)
             return self._explain(st, self._cache(st), query, *self._query_terms(query), pos)
@@ -505,6 +637,9 @@ class BM25Index(AtomicSave, DocumentAccess):
         here they are stale until new ones are set. ``None`` returns to local
         statistics. They are not saved with the index.
         """
+        if stats is not None and self._fields is not None:
+            raise ValueError("collection statistics (shards) are not supported with fields "
+                             "(BM25F) yet; build the shards without fields")
         if stats is not None and not isinstance(stats, CollectionStats):
             raise TypeError(
                 f"stats must be a CollectionStats or None, got {type(stats).__name__}"
@@ -533,7 +668,7 @@ class BM25Index(AtomicSave, DocumentAccess):
         """Write the index files into an existing empty directory (`AtomicSave.save`, and
         composite indexes that hold this one)."""
         with self._lock:
-            write_files(directory, self._state, self._params, self._analyzer)
+            write_files(directory, self._state, self._params, self._analyzer, self._fields)
 
     @classmethod
     def load(
@@ -575,7 +710,8 @@ class BM25Index(AtomicSave, DocumentAccess):
                      backend: Backend | BM25Backend = "auto") -> Self:
         """The index in an opened saved directory (composite indexes read theirs too)."""
         state, params, analyzer = read_files(r, mmap=mmap, verify=verify)
-        index = cls(analyzer=analyzer, params=params, backend=backend)
+        weights = read_fields(r, state, mmap=mmap, verify=verify)
+        index = cls(analyzer=analyzer, params=params, backend=backend, fields=weights)
         index._install(state)
         return index
 
@@ -642,3 +778,13 @@ class BM25Index(AtomicSave, DocumentAccess):
         if st.tokens is not None:
             arrays.append(st.tokens)
         return int(sum(a.nbytes for a in arrays)) + self._cache(st).nbytes()
+
+
+def _exhaustive(st: Snapshot, filter: MetadataFilter | None) -> Any:
+    """``filter`` as a predicate over `Doc` (so matching scores every candidate)."""
+    if filter is None:
+        return lambda doc: True
+    if isinstance(filter, Mapping) or not callable(filter):
+        mask, where = st.equality_mask(filter), st.positions
+        return lambda doc: bool(mask[where[doc.id]])
+    return filter

@@ -49,11 +49,13 @@ class Snapshot(DocTable):
     ``tokens``: every document's term ids in order, documents one after another
     (document d's are ``tokens[starts[d]:starts[d] + doc_len[d]]`` with ``starts`` the
     offsets of ``doc_len``), which phrase queries read (`hybrid_retrievers.bm25.phrases`);
-    None when positions are off.
+    None when positions are off. ``fields``: a fielded index's other fields (name ->
+    snapshot of that field's texts over the same documents, `hybrid_retrievers.bm25.fields`),
+    this snapshot being field "text"; None without fields.
     """
 
     __slots__ = ("vocab", "indptr", "post_docs", "post_tf", "doc_len", "avgdl", "tokens",
-                 "_derived", "_build_lock")
+                 "fields", "_derived", "_build_lock")
 
     def __init__(
         self,
@@ -68,6 +70,7 @@ class Snapshot(DocTable):
     ) -> None:
         super().__init__(docs, positions)
         self.tokens = tokens
+        self.fields: dict[str, Snapshot] | None = None
         self.vocab = vocab
         self.indptr = np.asarray(indptr, dtype=np.int64)
         self.post_docs = post_docs if post_docs.dtype == np.int32 else post_docs.astype(np.int32)
