@@ -777,6 +777,8 @@ class BM25Index(AtomicSave, DocumentAccess):
         arrays = [st.indptr, st.post_docs, st.post_tf, st.doc_len]
         if st.tokens is not None:
             arrays.append(st.tokens)
+        for fs in (st.fields or {}).values():  # BM25F: the other fields' postings
+            arrays += [fs.indptr, fs.post_docs, fs.post_tf, fs.doc_len]
         return int(sum(a.nbytes for a in arrays)) + self._cache(st).nbytes()
 
 
