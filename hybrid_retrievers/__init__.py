@@ -31,6 +31,7 @@ from .fusion import FusionMode, FusionSearcher, reciprocal_rank_fusion
 from .hyde import HyDESearcher
 from .parent import ParentChildSearcher
 from .persistence import IndexFormatError
+from .query import Query
 from .rerank import LLMReranker, Reranker, RerankingSearcher
 from .sparse import SparseIndex
 from .text import Analyzer
@@ -52,6 +53,7 @@ __all__ = [
     "MetadataFilter",
     "PairScorer",
     "ParentChildSearcher",
+    "Query",
     "Reranker",
     "RerankingSearcher",
     "Searcher",

@@ -107,6 +107,7 @@ FACES = {
         "MetadataFilter",
         "PairScorer",
         "ParentChildSearcher",
+        "Query",
         "Reranker",
         "RerankingSearcher",
         "Searcher",

@@ -13,6 +13,7 @@ modules next to it, each with one job:
 * `matching`: the tuned query loop (batched scoring, MaxScore pruning);
 * `kernels`: the compiled numba top-k kernels (TAAT and block-max MaxScore);
 * `scratch`: each thread's query buffers;
+* `operators`: structured queries (`hybrid_retrievers.Query`) as masks before top-k;
 * `explanation`: per-term score explanations (`BM25Explanation`);
 * `saving`: the on-disk format;
 * `scoring`: the BM25 variants as pure functions (`BM25Method`);

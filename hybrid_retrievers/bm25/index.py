@@ -31,23 +31,30 @@ from numpy.typing import NDArray
 
 from ..documents import DocumentAccess, check_docs, make_docs
 from ..persistence import AtomicSave, IndexReader, read_index
+from ..query import Query, Syntax, as_query
 from ..text import Analyzer
 from ..types import Doc, Hit, MetadataFilter
-from ..validation import check_id_list, check_k, check_queries, check_query
+from ..validation import check_id_list, check_k, check_queries
 from .chunking import resolve_n_jobs, token_chunks
 from .collection_stats import CollectionStats
 from .explanation import BM25Explanation, explain
+from .fields import TEXT, FieldedExplanation, check_fields, check_method, combined, \
+    explain_fields, field_text
 from .matching import match, match_many, query_ids, ranked_matches
-from .params import Backend, BM25Backend, BM25Params, params_from
+from .operators import AnalysedQuery, admitted, analysed
+from .params import Backend, BM25Backend, BM25Params, ImpactParams, params_from
 from .postings import Snapshot, compacted, written
 from .saving import FORMAT_VERSION
 from .saving import read as read_files
+from .saving import read_fields
 from .saving import write as write_files
 from .score_cache import ScoreCache
 from .scoring import BM25Method
 from .scratch import Scratch
 
 __all__ = ["BM25Index", "FORMAT_VERSION"]
+
+_IMPACT = ImpactParams()  # BM25F views store saturated pseudo-tfs: scored as impacts
 
 
 class BM25Index(AtomicSave, DocumentAccess):
@@ -92,6 +99,8 @@ class BM25Index(AtomicSave, DocumentAccess):
         delta: float | None = None,
         epsilon: float | None = None,
         backend: Backend | BM25Backend = "auto",
+        positions: bool = False,
+        fields: Mapping[str, float] | None = None,
     ) -> None:
         """Create an empty index; most users call `from_texts` or `from_docs` instead."""
         self._params = params_from(params, method=method, k1=k1, b=b, delta=delta,
@@ -107,7 +116,20 @@ class BM25Index(AtomicSave, DocumentAccess):
         self._lock = threading.RLock()  # serialises writers; readers never take it
         self._scratch = Scratch()  # per thread
         self._collection_stats: CollectionStats | None = None
-        self._state = Snapshot.empty()
+        if not isinstance(positions, bool):
+            raise TypeError(f"positions must be a bool, got {type(positions).__name__}: "
+                            f"{positions!r}")
+        self._fields = None if fields is None else check_fields(fields)
+        if self._fields is not None:
+            check_method(self._params)
+        self._views: dict[tuple[tuple[str, float], ...], Any] = {}  # BM25F views, by weights
+        self._state = self._empty(positions)
+
+    def _empty(self, positions: bool) -> Snapshot:
+        st = Snapshot.empty(positions)
+        if self._fields is not None:
+            st.fields = {f: Snapshot.empty() for f in self._fields if f != TEXT}
+        return st
 
     def _install(self, state: Snapshot) -> None:
         """Publish a complete new version of the index (used by `load`).
@@ -139,6 +161,8 @@ class BM25Index(AtomicSave, DocumentAccess):
         backend: Backend | BM25Backend = "auto",
         show_progress: bool = False,
         n_jobs: int = 1,
+        positions: bool = False,
+        fields: Mapping[str, float] | None = None,
     ) -> BM25Index:
         """Index ``texts``; missing ids become deterministic content ids.
 
@@ -149,6 +173,7 @@ class BM25Index(AtomicSave, DocumentAccess):
         return cls.from_docs(
             docs, analyzer=analyzer, params=params, method=method, k1=k1, b=b, delta=delta,
             epsilon=epsilon, backend=backend, show_progress=show_progress, n_jobs=n_jobs,
+            positions=positions, fields=fields,
         )
 
     @classmethod
@@ -166,6 +191,8 @@ class BM25Index(AtomicSave, DocumentAccess):
         backend: Backend | BM25Backend = "auto",
         show_progress: bool = False,
         n_jobs: int = 1,
+        positions: bool = False,
+        fields: Mapping[str, float] | None = None,
     ) -> BM25Index:
         """Index `Doc` objects, keeping their ids and metadata.
 
@@ -175,13 +202,23 @@ class BM25Index(AtomicSave, DocumentAccess):
         ``n_jobs`` (here and in `add`/`upsert`): processes that tokenise the texts, chunk
         by chunk (-1: all cores). The index is the same for any value; an analyzer with a
         custom callable stemmer or unregistered tokenizer falls back to 1 with a warning.
+
+        ``positions``: also keep each document's terms in order (4 bytes per indexed
+        token, counted by `nbytes`; saved, and kept up to date by edits), which phrase
+        queries need (`search` with ``syntax="operators"`` or a `Query` with phrases).
+
+        ``fields``: score with BM25F (`hybrid_retrievers.bm25.fields`) over named fields
+        with these build-time weights, e.g. ``{"title": 2.0, "text": 1.0}``: field
+        ``"text"`` is `Doc.text`, any other ``doc.metadata[name]`` (a str; absent: empty).
+        Each field is length-normalised on its own (``b`` for every field); ``search``'s
+        ``field_weights`` overrides weights per query. Methods "lucene" and "robertson".
         """
         jobs = resolve_n_jobs(n_jobs)
         docs = check_docs(docs)
         if not docs:
             raise ValueError("cannot build a BM25 index from an empty corpus; pass at least one text")
         index = cls(analyzer=analyzer, params=params, method=method, k1=k1, b=b, delta=delta,
-                    epsilon=epsilon, backend=backend)
+                    epsilon=epsilon, backend=backend, positions=positions, fields=fields)
         index._state = index._written(index._state, docs, None, show_progress=show_progress,
                                       n_jobs=jobs)
         return index
@@ -253,7 +290,10 @@ class BM25Index(AtomicSave, DocumentAccess):
             alive = state.kept_after_delete(ids)
             if alive is None:
                 return
-            self._state = compacted(state, alive)
+            new = compacted(state, alive)
+            if state.fields is not None:
+                new.fields = {f: compacted(fs, alive) for f, fs in state.fields.items()}
+            self._state = new
 
     def _written(
         self,
@@ -271,7 +311,15 @@ class BM25Index(AtomicSave, DocumentAccess):
         vocab = dict(state.vocab)
         chunks = token_chunks(self._analyzer, [d.text for d in docs],
                               n_jobs=n_jobs, show_progress=show_progress, vocab=vocab)
-        return written(state, docs, chunks, rows, vocab)
+        new = written(state, docs, chunks, rows, vocab)
+        if state.fields is not None:
+            new.fields = {}
+            for f, fs in state.fields.items():
+                texts = [field_text(d, f) for d in docs]
+                field_vocab = dict(fs.vocab)
+                new.fields[f] = written(fs, docs, token_chunks(
+                    self._analyzer, texts, n_jobs=n_jobs, vocab=field_vocab), rows, field_vocab)
+        return new
 
     def _query_terms(self, query: str) -> tuple[list[str], list[int]]:
         counts = Counter(self._analyzer.tokenize(query))
@@ -281,63 +329,208 @@ class BM25Index(AtomicSave, DocumentAccess):
 
     def search(
         self,
-        query: str,
+        query: str | Query,
         k: int = 10,
         *,
         filter: MetadataFilter | None = None,
         explain: bool = False,
+        syntax: Syntax = "plain",
+        field_weights: Mapping[str, float] | None = None,
     ) -> list[Hit]:
         """The top ``k`` documents for ``query``; only documents matching a term return.
 
         Args:
-            query: free text, analysed like the documents.
+            query: free text, analysed like the documents, or a `hybrid_retrievers.Query`
+                (required, excluded and optional terms, phrases, minimum-should-match).
             k: how many hits at most (fewer when fewer documents match).
             filter: metadata equality mapping or predicate over `Doc`, applied
                 before top-k so ``k`` filtered hits come back when they exist.
             explain: attach each hit's per-term `BM25Explanation` (as a dict under
                 ``hit.explanation["bm25"]``).
+            syntax: how a str ``query`` is read: ``"plain"`` (default: a bag of words,
+                whatever its characters), ``"operators"`` (``+required -excluded
+                "a phrase"``, see `hybrid_retrievers.query`; malformed text is a
+                ValueError naming the position) or ``"lenient"`` (the operators, with
+                malformed text read as a bag of words).
+            field_weights: on an index built with ``fields``, this query's weights (fields
+                left out keep their build-time weight); ``explanation["bm25f"]`` then
+                shows per-field contributions.
+
+        A structured query's constraints apply before top-k: documents failing them
+        never take a place, so the top ``k`` is exact. It scores with BM25 over its
+        optional, required and phrase terms (`hybrid_retrievers.query`); it runs on
+        the numpy path with a mask (the compiled kernels take plain queries, and a
+        `Query` of optional terms only, which is one).
+
+        Raises:
+            ValueError: a phrase on an index built without ``positions=True``; bad syntax.
         """
-        check_query(query)
+        structured = as_query(query, syntax)
         k = check_k(k)
-        return self._search_terms(
-            self._state, query, *self._query_terms(query), k, filter, explain
-        )
+        st = self._state
+        if st.fields is not None or field_weights is not None:
+            return self._search_fielded(st, query, structured, k, filter, explain,
+                                        self._weights(field_weights))
+        if structured is None:
+            assert isinstance(query, str)
+            return self._search_terms(st, query, *self._query_terms(query), k, filter,
+                                      explain)
+        return self._search_query(st, query, analysed(structured, self._analyzer), k, filter,
+                                  explain)
+
+    # ------------------------------------------------------------------ fields (BM25F)
+
+    def _weights(self, field_weights: Mapping[str, float] | None) -> dict[str, float]:
+        if self._fields is None:
+            raise ValueError("field_weights needs an index built with fields= (BM25F), e.g. "
+                             "BM25Index.from_docs(docs, fields={'title': 2.0, 'text': 1.0})")
+        if field_weights is None:
+            return self._fields
+        return check_fields(field_weights, "field_weights", known=self._fields)
+
+    def _view(self, st: Snapshot, weights: dict[str, float]) -> Any:
+        """The BM25F view of ``st`` for ``weights`` (`fields.combined`), kept per version.
+
+        The build-time weights' view and the three last other ones are kept.
+        """
+        key = tuple(sorted(weights.items()))
+        held = self._views.get(key)
+        if held is not None and held[0] is st:
+            return held
+        held = (st, *combined(st, weights, self._params))
+        default = tuple(sorted((self._fields or {}).items()))
+        others = [w for w in self._views if w != default and w != key]
+        for old in others[:max(0, len(others) - 2)]:
+            self._views.pop(old, None)
+        self._views[key] = held
+        return held
+
+    def _search_fielded(self, st: Snapshot, query: str | Query, structured: Query | None,
+                        k: int, filter: MetadataFilter | None, explain: bool,
+                        weights: dict[str, float]) -> list[Hit]:
+        """BM25F: the impact scorer on the weights' view, query weights ``qtf · idf``."""
+        _, view, union, idf, _ = self._view(st, weights)
+        label = query if isinstance(query, str) else repr(query)
+        if structured is None:
+            assert isinstance(query, str)
+            terms, counts = self._query_terms(query)
+            allowed = None
+        else:
+            aq = analysed(structured, self._analyzer)
+            if aq.phrases:
+                raise ValueError("phrase queries on a fielded (BM25F) index are not supported "
+                                 "yet; search the phrase's words, or build without fields")
+            terms, counts = aq.terms, aq.counts
+            allowed = admitted(view, aq)
+            if allowed is not None and not allowed.any():
+                return []
+        pairs = [(t, c) for t, c in zip(terms, counts) if t in view.vocab]
+        weights_q = [float(idf[union[t]]) * c for t, c in pairs]
+        if weights_q and min(weights_q) < 0:
+            # A negative Robertson idf: no upper bound prunes, so every match is scored
+            # (a predicate filter is the engine's exhaustive path).
+            filter = _exhaustive(st, filter)
+        cache = ScoreCache.of(view, _IMPACT, None)
+        ids, constant = query_ids(view, cache, _IMPACT, [t for t, _ in pairs], weights_q)
+        positions, scores = ranked_matches(view, cache, _IMPACT, ids, constant, k, filter,
+                                           self._scratch, self._backend, allowed)
+        return [Hit(st.docs[pos], value, rank,
+                    {"bm25f": self._explain_fielded(st, weights, label, terms, counts,
+                                                    pos).as_dict()} if explain else {})
+                for rank, (pos, value) in enumerate(zip(positions.tolist(), scores.tolist()), 1)]
+
+    def _explain_fielded(self, st: Snapshot, weights: dict[str, float], label: str,
+                         terms: list[str], counts: list[int], pos: int) -> FieldedExplanation:
+        _, _, union, idf, df = self._view(st, weights)
+        return explain_fields(st, weights, self._params, idf, union, label, terms, counts,
+                              pos, df)
+
+    @property
+    def fields(self) -> dict[str, float] | None:
+        """The build-time field weights (BM25F), or None for one field."""
+        return None if self._fields is None else dict(self._fields)
 
     def search_many(
         self,
-        queries: Sequence[str],
+        queries: Sequence[str | Query],
         k: int = 10,
         *,
         filter: MetadataFilter | None = None,
         explain: bool = False,
+        syntax: Syntax = "plain",
+        field_weights: Mapping[str, float] | None = None,
     ) -> list[list[Hit]]:
         """`search` for each query, in order, all on the same snapshot of the index.
 
         Without a filter and with the compiled kernels in use (`BM25Backend`), the whole
         batch is scored in one compiled call (`kernels.match_top_k_many`): the same hits,
         without the per-query Python overhead (at 100k documents bm25_speed's batch went
-        from 3,635 to 7,314 queries/s).
+        from 3,635 to 7,314 queries/s). Structured queries (a `Query`, or ``syntax``
+        other than ``"plain"``) other than bags of words are searched one at a time.
         """
-        queries = check_queries(queries)
+        if self._fields is not None or field_weights is not None:  # BM25F: one at a time
+            if isinstance(queries, str) or not isinstance(queries, Sequence):
+                check_queries(queries)  # raises the usual TypeError
+            for i, q in enumerate(queries):
+                as_query(q, syntax, name=f"queries[{i}]")
+            return [self.search(q, k, filter=filter, explain=explain, syntax=syntax,
+                                field_weights=field_weights) for q in queries]
+        if syntax == "plain" and not (isinstance(queries, Sequence) and any(
+                isinstance(q, Query) for q in queries)):
+            return self._search_plain_many(check_queries(queries), k, filter, explain)
+        if isinstance(queries, str) or not isinstance(queries, Sequence):
+            check_queries(queries)  # raises the usual TypeError
+        structured = [as_query(q, syntax, name=f"queries[{i}]") for i, q in enumerate(queries)]
         k = check_k(k)
         st = self._state
-        analysed = []
+        out = []
+        for query, sq in zip(queries, structured):
+            if sq is None:
+                out.append(self._search_terms(st, query, *self._query_terms(query), k, filter,
+                                              explain))
+            else:
+                out.append(self._search_query(st, query, analysed(sq, self._analyzer), k,
+                                              filter, explain))
+        return out
+
+    def _search_plain_many(self, queries: list[str], k: int, filter: MetadataFilter | None,
+                           explain: bool) -> list[list[Hit]]:
+        k = check_k(k)
+        st = self._state
+        analysed_terms = []
         for tokens in self._analyzer.tokenize_many(queries):
             counts = Counter(tokens)
-            analysed.append((list(counts), list(counts.values())))
+            analysed_terms.append((list(counts), list(counts.values())))
         ranked = None
         if filter is None:
             cache = self._cache(st)
             ranked = match_many(
                 st, cache, self._params,
-                [query_ids(st, cache, self._params, terms, counts) for terms, counts in analysed],
+                [query_ids(st, cache, self._params, terms, counts)
+                 for terms, counts in analysed_terms],
                 k, self._scratch, self._backend,
             )
         if ranked is None:  # a filter, or no compiled kernels: one query at a time
             return [self._search_terms(st, query, terms, counts, k, filter, explain)
-                    for query, (terms, counts) in zip(queries, analysed)]
+                    for query, (terms, counts) in zip(queries, analysed_terms)]
         return [self._hits(st, query, terms, counts, pos, scores, explain)
-                for query, (terms, counts), (pos, scores) in zip(queries, analysed, ranked)]
+                for query, (terms, counts), (pos, scores) in zip(queries, analysed_terms,
+                                                                 ranked)]
+
+    def _search_query(self, st: Snapshot, query: str | Query, aq: AnalysedQuery, k: int,
+                      filter: MetadataFilter | None, explain: bool) -> list[Hit]:
+        """A structured query: its mask (`operators.admitted`) applied before top-k."""
+        label = query if isinstance(query, str) else repr(query)
+        allowed = admitted(st, aq)
+        if allowed is None:  # a bag of words: the plain path, kernels included
+            return self._search_terms(st, label, aq.terms, aq.counts, k, filter, explain)
+        if not allowed.any():
+            return []
+        cache = self._cache(st)
+        ids, constant = query_ids(st, cache, self._params, aq.terms, aq.counts)
+        positions, scores = ranked_matches(st, cache, self._params, ids, constant, k, filter,
+                                           self._scratch, self._backend, allowed)
+        return self._hits(st, label, aq.terms, aq.counts, positions, scores, explain)
 
     def _match(
         self,
@@ -394,14 +587,35 @@ class BM25Index(AtomicSave, DocumentAccess):
 
     # ------------------------------------------------------------------ explaining
 
-    def explain(self, query: str, doc_id: str) -> BM25Explanation:
-        """Per query term: idf, tf, document length and contribution; they sum to the score."""
-        check_query(query)
+    def explain(self, query: str | Query, doc_id: str, *, syntax: Syntax = "plain",
+                field_weights: Mapping[str, float] | None = None,
+                ) -> BM25Explanation | FieldedExplanation:
+        """Per query term: idf, tf, document length and contribution; they sum to the score.
+
+        ``query`` and ``syntax`` as for `search`; a structured query lists its scoring
+        terms (optional, required, phrase), whether or not the document passes its
+        constraints. On a fielded index, a `FieldedExplanation`: per term and field.
+        """
+        structured = as_query(query, syntax)
         st = self._state
         pos = st.positions.get(doc_id) if isinstance(doc_id, str) else None
         if pos is None:
             raise KeyError(f"document {doc_id!r} is not in the index")
-        return self._explain(st, self._cache(st), query, *self._query_terms(query), pos)
+        if st.fields is not None or field_weights is not None:
+            weights = self._weights(field_weights)
+            if structured is None:
+                terms, counts = self._query_terms(query)  # type: ignore[arg-type]
+            else:
+                aq = analysed(structured, self._analyzer)
+                terms, counts = aq.terms, aq.counts
+            label = query if isinstance(query, str) else repr(query)
+            return self._explain_fielded(st, weights, label, terms, counts, pos)
+        if structured is None:
+            assert isinstance(query, str)
+            return self._explain(st, self._cache(st), query, *self._query_terms(query), pos)
+        aq = analysed(structured, self._analyzer)
+        label = query if isinstance(query, str) else repr(query)
+        return self._explain(st, self._cache(st), label, aq.terms, aq.counts, pos)
 
     def _explain(self, st: Snapshot, cache: ScoreCache, query: str, terms: list[str],
                  counts: list[int], pos: int) -> BM25Explanation:
@@ -423,6 +637,9 @@ class BM25Index(AtomicSave, DocumentAccess):
         here they are stale until new ones are set. ``None`` returns to local
         statistics. They are not saved with the index.
         """
+        if stats is not None and self._fields is not None:
+            raise ValueError("collection statistics (shards) are not supported with fields "
+                             "(BM25F) yet; build the shards without fields")
         if stats is not None and not isinstance(stats, CollectionStats):
             raise TypeError(
                 f"stats must be a CollectionStats or None, got {type(stats).__name__}"
@@ -438,7 +655,7 @@ class BM25Index(AtomicSave, DocumentAccess):
             # The same postings in a new snapshot: its score cache is built with the new
             # statistics, while searches already running keep the old one.
             self._state = Snapshot(st.docs, st.vocab, st.indptr, st.post_docs, st.post_tf,
-                                   st.doc_len, positions=st.positions)
+                                   st.doc_len, positions=st.positions, tokens=st.tokens)
 
     @property
     def collection_stats(self) -> CollectionStats | None:
@@ -451,7 +668,7 @@ class BM25Index(AtomicSave, DocumentAccess):
         """Write the index files into an existing empty directory (`AtomicSave.save`, and
         composite indexes that hold this one)."""
         with self._lock:
-            write_files(directory, self._state, self._params, self._analyzer)
+            write_files(directory, self._state, self._params, self._analyzer, self._fields)
 
     @classmethod
     def load(
@@ -493,7 +710,8 @@ class BM25Index(AtomicSave, DocumentAccess):
                      backend: Backend | BM25Backend = "auto") -> Self:
         """The index in an opened saved directory (composite indexes read theirs too)."""
         state, params, analyzer = read_files(r, mmap=mmap, verify=verify)
-        index = cls(analyzer=analyzer, params=params, backend=backend)
+        weights = read_fields(r, state, mmap=mmap, verify=verify)
+        index = cls(analyzer=analyzer, params=params, backend=backend, fields=weights)
         index._install(state)
         return index
 
@@ -547,8 +765,28 @@ class BM25Index(AtomicSave, DocumentAccess):
         """Number of distinct terms in the index."""
         return len(self._state.vocab)
 
+    @property
+    def has_positions(self) -> bool:
+        """Whether the index keeps term positions (``positions=True``), for phrase queries."""
+        return self._state.tokens is not None
+
     def nbytes(self) -> int:
-        """Bytes held by the index arrays (postings, lengths, cache), not texts or vocabulary."""
+        """Bytes held by the index arrays (postings, lengths, positions, cache), not texts or
+        vocabulary."""
         st = self._state
         arrays = [st.indptr, st.post_docs, st.post_tf, st.doc_len]
+        if st.tokens is not None:
+            arrays.append(st.tokens)
+        for fs in (st.fields or {}).values():  # BM25F: the other fields' postings
+            arrays += [fs.indptr, fs.post_docs, fs.post_tf, fs.doc_len]
         return int(sum(a.nbytes for a in arrays)) + self._cache(st).nbytes()
+
+
+def _exhaustive(st: Snapshot, filter: MetadataFilter | None) -> Any:
+    """``filter`` as a predicate over `Doc` (so matching scores every candidate)."""
+    if filter is None:
+        return lambda doc: True
+    if isinstance(filter, Mapping) or not callable(filter):
+        mask, where = st.equality_mask(filter), st.positions
+        return lambda doc: bool(mask[where[doc.id]])
+    return filter

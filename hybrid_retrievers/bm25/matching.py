@@ -147,23 +147,33 @@ def ranked_matches(
     filter: MetadataFilter | None,
     scratch: Scratch,
     backend: BM25Backend,
+    admitted: NDArray[np.bool_] | None = None,
 ) -> Matches:
     """The top ``k`` matches as ``(positions, scores)``, best first, ties to the earlier document.
 
     ``filter`` (a metadata equality mapping, or a predicate over `Doc`) applies before
     top-k, so ``k`` filtered hits come back when they exist: a mapping becomes a mask the
     scoring loop prunes with, a predicate is called on every matching document.
+    ``admitted`` (a structured query's mask, `operators.admitted`) is such a mask too.
     """
-    if filter is None:
+    if filter is None and admitted is None:
         cand, scores = match(st, cache, params, ids, constant, k, None, scratch, backend)
     elif callable(filter) and not isinstance(filter, Mapping):
         # A predicate is only known per candidate, so every match must be seen.
         cand, scores = match(st, cache, params, ids, constant, None, None, scratch, backend)
+        if cand.size and admitted is not None:
+            cand, scores = cand[admitted[cand]], scores[admitted[cand]]
         if cand.size:
             keep = _filter_callable(filter, st.docs, cand)
             cand, scores = cand[keep], scores[keep]
     else:
-        allowed = st.equality_mask(filter)
+        if filter is None:
+            allowed = admitted
+        else:
+            allowed = st.equality_mask(filter)
+            if admitted is not None:
+                allowed = allowed & admitted  # a new array: the memoised mask stays as it is
+        assert allowed is not None
         cand, scores = match(st, cache, params, ids, constant, k, allowed, scratch, backend)
         keep = allowed[cand]
         cand, scores = cand[keep], scores[keep]

@@ -45,11 +45,17 @@ class Snapshot(DocTable):
     Fields: the documents (``docs`` in index order, ``positions`` id -> position, the
     ``masks`` memo: its `DocTable`), ``vocab`` (term -> term id), term-major postings
     (term t's documents are ``post_docs[indptr[t]:indptr[t+1]]``, ascending, with raw
-    term frequencies in ``post_tf``) and ``doc_len``.
+    term frequencies in ``post_tf``), ``doc_len`` and, when the index keeps positions,
+    ``tokens``: every document's term ids in order, documents one after another
+    (document d's are ``tokens[starts[d]:starts[d] + doc_len[d]]`` with ``starts`` the
+    offsets of ``doc_len``), which phrase queries read (`hybrid_retrievers.bm25.phrases`);
+    None when positions are off. ``fields``: a fielded index's other fields (name ->
+    snapshot of that field's texts over the same documents, `hybrid_retrievers.bm25.fields`),
+    this snapshot being field "text"; None without fields.
     """
 
-    __slots__ = ("vocab", "indptr", "post_docs", "post_tf", "doc_len", "avgdl", "_derived",
-                 "_build_lock")
+    __slots__ = ("vocab", "indptr", "post_docs", "post_tf", "doc_len", "avgdl", "tokens",
+                 "fields", "_derived", "_build_lock")
 
     def __init__(
         self,
@@ -60,8 +66,11 @@ class Snapshot(DocTable):
         post_tf: NDArray[np.integer],
         doc_len: NDArray[np.integer],
         positions: dict[str, int] | None = None,
+        tokens: NDArray[np.int32] | None = None,
     ) -> None:
         super().__init__(docs, positions)
+        self.tokens = tokens
+        self.fields: dict[str, Snapshot] | None = None
         self.vocab = vocab
         self.indptr = np.asarray(indptr, dtype=np.int64)
         self.post_docs = post_docs if post_docs.dtype == np.int32 else post_docs.astype(np.int32)
@@ -86,9 +95,10 @@ class Snapshot(DocTable):
         return value  # type: ignore[return-value]
 
     @classmethod
-    def empty(cls) -> Snapshot:
+    def empty(cls, positions: bool = False) -> Snapshot:
+        """No documents; ``positions``: edits keep each document's term ids (`tokens`)."""
         return cls([], {}, np.zeros(1, np.int64), np.zeros(0, np.int32), np.zeros(0, np.uint8),
-                   np.zeros(0, np.int32))
+                   np.zeros(0, np.int32), tokens=np.zeros(0, np.int32) if positions else None)
 
 
 def written(
@@ -121,8 +131,11 @@ def written(
     n_docs = offset + len(docs) - replaced.size
     lengths = np.zeros(len(docs), dtype=np.int32)
     runs: list[_Runs] = []
+    new_tokens: list[NDArray[np.int32]] | None = [] if state.tokens is not None else None
     start = 0
     for chunk in chunks:
+        if new_tokens is not None:
+            new_tokens.append(chunk.vocab_ids)
         runs.append(_chunk_runs(chunk, start))
         lengths[start:start + chunk.lengths.size] = chunk.lengths
         start += chunk.lengths.size
@@ -165,12 +178,14 @@ def written(
         if replaced.size:
             touched.append(r.terms)
         del r, within, dest
+    live = None
     if replaced.size:
         # Replaced documents keep their positions, so their postings go between old
         # ones: sort the documents of every term they touched.
         _sort_terms(np.unique(np.concatenate(touched)), indptr, post_docs, post_tf)
         if not df.all():
             # Terms only the replaced texts had: drop them, as a rebuild would.
+            live = df > 0
             vocab, df = live_terms(vocab, df)
             indptr = offsets(df)
     doc_len = np.zeros(n_docs, dtype=np.int32)
@@ -180,7 +195,38 @@ def written(
     new_list.extend([None] * (n_docs - offset))  # type: ignore[list-item]
     for row, d in zip(rows.tolist(), docs):
         new_list[row] = d
-    return Snapshot(new_list, vocab, indptr, post_docs, post_tf, doc_len)
+    tokens = None
+    if new_tokens is not None:
+        assert state.tokens is not None
+        tokens = _placed_tokens(state, new_tokens, lengths, rows, doc_len, live)
+    return Snapshot(new_list, vocab, indptr, post_docs, post_tf, doc_len, tokens=tokens)
+
+
+def _placed_tokens(
+    state: Snapshot,
+    new_tokens: list[NDArray[np.int32]],
+    lengths: NDArray[np.int32],
+    rows: NDArray[np.int64],
+    doc_len: NDArray[np.int32],
+    live: NDArray[np.bool_] | None,
+) -> NDArray[np.int32]:
+    """The new snapshot's `Snapshot.tokens`: old documents' and new ones' at their rows.
+
+    ``live`` (terms that kept documents, when some term lost all) renumbers term ids
+    as `live_terms` renumbered the vocabulary.
+    """
+    old = state.tokens
+    assert old is not None
+    source = np.concatenate([old, *new_tokens]).astype(np.int32, copy=False)
+    start = np.zeros(doc_len.size, dtype=np.int64)
+    start[:state.doc_len.size] = offsets(state.doc_len)[:-1]
+    start[rows] = old.size + offsets(lengths)[:-1]
+    idx = np.repeat(start - offsets(doc_len)[:-1], doc_len) + np.arange(
+        int(doc_len.sum()), dtype=np.int64)
+    tokens = source[idx]
+    if live is not None:
+        tokens = (np.cumsum(live) - 1)[tokens].astype(np.int32)
+    return tokens
 
 
 class _Runs(NamedTuple):
@@ -328,10 +374,15 @@ def compacted(state: Snapshot, alive: NDArray[np.bool_]) -> Snapshot:
         df = np.bincount(terms[keep], minlength=len(state.vocab))
     # Drop terms no remaining document has, so the vocabulary (and Robertson's
     # mean idf) is what a rebuild on the remaining documents would have.
+    tokens = None
+    if state.tokens is not None:
+        tokens = state.tokens[np.repeat(alive, state.doc_len)]
+        if not (df > 0).all():
+            tokens = (np.cumsum(df > 0) - 1)[tokens].astype(np.int32)
     vocab, df = live_terms(state.vocab, df)
     docs = [d for d, a in zip(state.docs, alive.tolist()) if a]
     return Snapshot(docs, vocab, offsets(df), new_pos[state.post_docs[keep]],
-                    compact_tf(state.post_tf[keep]), state.doc_len[alive])
+                    compact_tf(state.post_tf[keep]), state.doc_len[alive], tokens=tokens)
 
 
 def live_terms(

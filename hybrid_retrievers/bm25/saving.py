@@ -5,19 +5,24 @@ checks and reads them back (`BM25Index.save` / `BM25Index.load` call them). The 
 `hybrid_retrievers.persistence`): ``docs.jsonl``, ``vocabulary.json`` (terms in term-id
 order), the postings as ``.npy`` arrays (``postings_indptr``, ``postings_docs``,
 ``postings_tf``, ``doc_lengths``) and a checksummed manifest with the BM25 parameters
-and the analyzer's configuration. `write_postings` / `read_postings` are the postings
+and the analyzer's configuration; an index with positions adds ``positions.npy`` (each
+document's term ids in order, `Snapshot.tokens`) and ``"positions": true`` in the
+manifest (readers before positions ignore both). `write_postings` / `read_postings` are the postings
 half, which the learned sparse index (`hybrid_retrievers.sparse`) saves the same way.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 
 import numpy as np
+from numpy.typing import NDArray
 
 from .._integrity import check_offsets, check_postings, check_unique_ids
 from ..persistence import IndexFormatError, IndexReader, IndexWriter
 from ..text import Analyzer
+from .fields import check_fields
 from .params import BM25Params
 from .postings import Snapshot
 
@@ -26,12 +31,31 @@ __all__ = ["FORMAT_VERSION", "write", "read", "write_postings", "read_postings"]
 FORMAT_VERSION = 1
 
 
-def write(directory: Path, st: Snapshot, params: BM25Params, analyzer: Analyzer) -> None:
-    """Write the index files and their manifest into an existing empty directory."""
+def write(directory: Path, st: Snapshot, params: BM25Params, analyzer: Analyzer,
+          fields: Mapping[str, float] | None = None) -> None:
+    """Write the index files and their manifest into an existing empty directory.
+
+    A fielded index (BM25F) writes each field other than "text" into a sub-directory
+    ``field-<i>`` (its postings, in the same layout), bound by the manifest's checksums,
+    and the build-time weights as ``"fields"``.
+    """
     w = IndexWriter(directory)
     counts = write_postings(w, st)
+    extra: dict[str, object] = {}
+    if fields is not None:
+        assert st.fields is not None
+        extra["fields"] = dict(fields)
+        for i, name in enumerate(_extra_fields(fields)):
+            sub = IndexWriter(w.subdirectory(f"field-{i}"))
+            sub.manifest(FIELD_KIND, FORMAT_VERSION, {"name": name,
+                                                      **write_postings(sub, st.fields[name])})
+            w.bind(f"field-{i}")
+    if st.tokens is not None:
+        w.array("positions", st.tokens)
+        extra["positions"] = True
     w.manifest("bm25", FORMAT_VERSION,
-               {"params": params.as_dict(), "analyzer": analyzer.to_config(), **counts})
+               {"params": params.as_dict(), "analyzer": analyzer.to_config(), **counts,
+                **extra})
 
 
 def write_postings(w: IndexWriter, st: Snapshot, values: str = "postings_tf") -> dict[str, int]:
@@ -72,7 +96,62 @@ def read(
                             epsilon=saved.get("epsilon"))
     except (KeyError, TypeError, ValueError) as exc:
         raise IndexFormatError(f"{where}: invalid parameters in manifest ({exc})") from None
-    return read_postings(r, mmap=mmap, verify=verify), params, analyzer
+    state = read_postings(r, mmap=mmap, verify=verify)
+    if r.manifest.get("positions", False) is not False:
+        if r.field("positions", bool) is not True:
+            raise IndexFormatError(f"{where}: 'positions' must be true when present")
+        state.tokens = _read_positions(r, state, full=not mmap or verify)
+    return state, params, analyzer
+
+
+FIELD_KIND = "bm25-field"
+
+
+def _extra_fields(fields: Mapping[str, float]) -> list[str]:
+    return [name for name in fields if name != "text"]
+
+
+def read_fields(r: IndexReader, st: Snapshot, *, mmap: bool = False,
+                verify: bool = False) -> dict[str, float] | None:
+    """A fielded index's weights, its fields' snapshots attached to ``st``; None without."""
+    if "fields" not in r.manifest:
+        return None
+    where = r.where()
+    weights = r.field("fields", dict)
+    try:
+        weights = check_fields(weights)
+    except (TypeError, ValueError) as exc:
+        raise IndexFormatError(f"{where}: invalid 'fields' in manifest ({exc})") from None
+    st.fields = {}
+    ids = [d.id for d in st.docs]
+    for i, name in enumerate(_extra_fields(weights)):
+        sub = r.subdir(f"field-{i}", kind=FIELD_KIND, max_version=FORMAT_VERSION)
+        if sub.manifest.get("name") != name:
+            raise IndexFormatError(f"{where}/field-{i}: holds field "
+                                   f"{sub.manifest.get('name')!r}, expected {name!r}")
+        part = read_postings(sub, mmap=mmap, verify=verify)
+        if [d.id for d in part.docs] != ids:
+            raise IndexFormatError(f"{where}/field-{i}: its documents are not the index's")
+        st.fields[name] = Snapshot(st.docs, part.vocab, part.indptr, part.post_docs,
+                                   part.post_tf, part.doc_len, positions=st.positions)
+    return weights
+
+
+def _read_positions(r: IndexReader, st: Snapshot, *, full: bool) -> NDArray[np.int32]:
+    """``positions.npy``, checked: one term id per indexed token, in the vocabulary, and
+    (``full``) each term as often as its postings count it."""
+    where = r.where("positions.npy")
+    total = int(st.doc_len.astype(np.int64).sum())
+    tokens = r.array("positions", dtype_kind="i", ndim=1, length=total)
+    n_terms = len(st.vocab)
+    if tokens.size and (int(tokens.min()) < 0 or int(tokens.max()) >= n_terms):
+        raise IndexFormatError(f"{where}: term ids must lie in 0..{n_terms - 1}")
+    if full and st.post_tf.size:
+        per_term = np.add.reduceat(st.post_tf.astype(np.int64), st.indptr[:-1])
+        if not np.array_equal(np.bincount(tokens, minlength=n_terms), per_term):
+            raise IndexFormatError(f"{where}: the positions disagree with the postings' term "
+                                   "frequencies")
+    return tokens.astype(np.int32, copy=False)
 
 
 def read_postings(r: IndexReader, *, mmap: bool = False, verify: bool = False,

@@ -25,6 +25,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..bm25.matching import match_many, query_ids, ranked_matches
+from ..bm25.operators import AnalysedQuery, admitted
 from ..bm25.params import Backend, BM25Backend, ImpactParams
 from ..bm25.postings import Snapshot, compacted, written
 from ..bm25.score_cache import ScoreCache
@@ -32,6 +33,7 @@ from ..bm25.scratch import Scratch
 from ..documents import DocumentAccess, check_docs, make_docs
 from ..persistence import AtomicSave, IndexReader, read_index
 from ..progress import progress
+from ..query import Query, Syntax, as_query
 from ..types import Doc, Hit, MetadataFilter, SparseEmbedder
 from ..validation import check_id_list, check_k, check_number, check_queries, check_query
 from .explanation import SparseExplanation, explain
@@ -285,37 +287,57 @@ class SparseIndex(AtomicSave, DocumentAccess):
 
     # ------------------------------------------------------------------ searching
 
-    def search(self, query: str, k: int = 10, *, filter: MetadataFilter | None = None,
-               explain: bool = False) -> list[Hit]:
+    def search(self, query: str | Query, k: int = 10, *,
+               filter: MetadataFilter | None = None, explain: bool = False,
+               syntax: Syntax = "plain") -> list[Hit]:
         """The ``k`` documents with the largest dot product with ``query``'s vector.
 
         Only documents sharing a token with the query return (no zero-score padding).
 
         Args:
-            query: free text, encoded with the embedder's ``embed_query``.
+            query: free text, encoded with the embedder's ``embed_query``, or a
+                `hybrid_retrievers.Query` (see below).
             k: how many hits at most.
             filter: metadata equality mapping or predicate over `Doc`, applied before
                 top-k so ``k`` filtered hits come back when they exist.
             explain: attach each hit's `SparseExplanation` (a dict under
                 ``hit.explanation["sparse"]``).
+            syntax: how a str ``query`` is read, as for `BM25Index.search`:
+                ``"plain"``, ``"operators"`` (``+token -token words``) or ``"lenient"``.
+
+        Structured queries, and what they mean here: the optional and required clauses
+        are encoded together as one text (the model weighs and expands them), and the
+        required and excluded clauses are tokens of the index's vocabulary taken
+        literally (``+wing``: the document's vector has the token ``wing``; ``-rotor``:
+        it has no ``rotor``), applied before top-k. A learned model expands words into
+        other tokens, so a word's expansion is no test of its presence: the operators
+        test the tokens themselves. Phrases (a sparse vector keeps no positions) and
+        ``min_should_match`` (the optional text becomes one weighted vector, not a
+        count of clauses) are refused with a ValueError.
 
         Raises:
             ValueError: the index has no embedder (built from vectors: use
-                `search_vector`), ``k < 1``, an empty query.
+                `search_vector`), ``k < 1``, an empty query, a phrase or
+                ``min_should_match``, bad syntax.
         """
-        check_query(query)
+        structured = as_query(query, syntax)
         k = check_k(k)
         embedder = self._require_embedder("search text", "search_vector")
-        vector = check_vector(embedder.embed_query(query), "the query's vector")
-        return self._search(self._state, query, vector, k, filter, explain)
+        text, aq = (query, None) if structured is None else _sparse_query(structured)
+        assert isinstance(text, str)
+        vector = check_vector(embedder.embed_query(text), "the query's vector")
+        label = query if isinstance(query, str) else repr(query)
+        return self._search(self._state, label, vector, k, filter, explain, aq)
 
-    async def asearch(self, query: str, k: int = 10, *, filter: MetadataFilter | None = None,
-                      explain: bool = False) -> list[Hit]:
+    async def asearch(self, query: str | Query, k: int = 10, *,
+                      filter: MetadataFilter | None = None, explain: bool = False,
+                      syntax: Syntax = "plain") -> list[Hit]:
         """`search` for async callers: the model and the search run in a worker thread."""
-        check_query(query)
+        as_query(query, syntax)
         k = check_k(k)
         self._require_embedder("search text", "search_vector")
-        return await asyncio.to_thread(self.search, query, k, filter=filter, explain=explain)
+        return await asyncio.to_thread(self.search, query, k, filter=filter, explain=explain,
+                                       syntax=syntax)
 
     def search_vector(self, weights: Mapping[str, float], k: int = 10, *,
                       filter: MetadataFilter | None = None, explain: bool = False) -> list[Hit]:
@@ -328,9 +350,9 @@ class SparseIndex(AtomicSave, DocumentAccess):
         vector = check_vector(weights, "weights")
         return self._search(self._state, None, vector, k, filter, explain)
 
-    def search_many(self, queries: Sequence[str], k: int = 10, *,
+    def search_many(self, queries: Sequence[str | Query], k: int = 10, *,
                     filter: MetadataFilter | None = None,
-                    explain: bool = False) -> list[list[Hit]]:
+                    explain: bool = False, syntax: Syntax = "plain") -> list[list[Hit]]:
         """`search` for each query, in order, all on the same snapshot of the index.
 
         Queries are encoded in one call when the embedder has ``embed_queries``. Without
@@ -340,8 +362,17 @@ class SparseIndex(AtomicSave, DocumentAccess):
         query), so it gains most where the kernel is cheap: 100k SPLADE-shaped
         documents with 30-token queries spend ~0.35 ms a query (mean) in the kernel, and
         the batch runs 1.0-1.35x as many queries/s as a loop (benchmarks/sparse_speed.py);
-        at 3k documents, 4x.
+        at 3k documents, 4x. Structured queries (a `Query`, or ``syntax`` other than
+        ``"plain"``) are searched one at a time, as `search`.
         """
+        if syntax != "plain" or (isinstance(queries, Sequence) and any(
+                isinstance(q, Query) for q in queries)):
+            if isinstance(queries, str) or not isinstance(queries, Sequence):
+                check_queries(queries)  # raises the usual TypeError
+            for i, q in enumerate(queries):
+                as_query(q, syntax, name=f"queries[{i}]")  # every query checked first
+            return [self.search(q, k, filter=filter, explain=explain, syntax=syntax)
+                    for q in queries]
         queries = check_queries(queries)
         k = check_k(k)
         embedder = self._require_embedder("search text", "search_vector")
@@ -364,11 +395,15 @@ class SparseIndex(AtomicSave, DocumentAccess):
         return [self._search(st, q, v, k, filter, explain) for q, v in zip(queries, vectors)]
 
     def _search(self, st: Snapshot, query: str | None, vector: CheckedVector, k: int,
-                filter: MetadataFilter | None, explain: bool) -> list[Hit]:
+                filter: MetadataFilter | None, explain: bool,
+                aq: AnalysedQuery | None = None) -> list[Hit]:
+        allowed = None if aq is None else admitted(st, aq)
+        if allowed is not None and not allowed.any():
+            return []
         cache = self._cache(st)
         ids, constant = query_ids(st, cache, _SCORER, vector.tokens, vector.weights.tolist())
         positions, scores = ranked_matches(st, cache, _SCORER, ids, constant, k, filter,
-                                           self._scratch, self._backend)
+                                           self._scratch, self._backend, allowed)
         return self._hits(st, query, vector, positions, scores, explain)
 
     def _hits(self, st: Snapshot, query: str | None, vector: CheckedVector,
@@ -529,6 +564,24 @@ class SparseIndex(AtomicSave, DocumentAccess):
         st = self._state
         arrays = [st.indptr, st.post_docs, st.post_tf, st.doc_len]
         return int(sum(a.nbytes for a in arrays)) + self._cache(st).nbytes()
+
+
+def _sparse_query(query: Query) -> tuple[str, AnalysedQuery | None]:
+    """The text to encode and the token constraints of a structured query (`search`)."""
+    if query.phrases:
+        raise ValueError(f"a SparseIndex cannot match phrases (a sparse vector keeps no "
+                         f"positions), got phrases={query.phrases!r}; use BM25Index with "
+                         "positions=True for phrases, or drop the quotes")
+    if query.min_should_match is not None:
+        raise ValueError("a SparseIndex cannot apply min_should_match: its optional clauses "
+                         "are encoded into one weighted vector, not counted as terms; got "
+                         f"min_should_match={query.min_should_match!r}")
+    text = " ".join(query.should + query.must)
+    if query.is_plain:
+        return text, None
+    must = list(dict.fromkeys(t for c in query.must for t in c.split()))
+    must_not = list(dict.fromkeys(t for c in query.must_not for t in c.split()))
+    return text, AnalysedQuery([], [], [], must, must_not, [], 0, False)
 
 
 def _explain(st: Snapshot, query: str | None, tokens: list[str], weights: list[float],

@@ -1,0 +1,251 @@
+"""BM25F: documents with named fields, each length-normalised and weighted, then saturated once.
+
+Robertson & Zaragoza (2009), *The Probabilistic Relevance Framework: BM25 and Beyond*,
+§3.5 (BM25F). Per document d and term t, each field f's term frequency is normalised by
+that field's length and weighted, and the weighted pseudo-frequencies are summed
+*before* the saturation:
+
+    tf̃(t, d) = Σ_f w_f · tf_f(t, d) / B_f(d),   B_f(d) = 1 − b_f + b_f · len_f(d) / avglen_f
+    score(q, d) = Σ_{t ∈ q} qtf(t) · idf(t) · tfw(tf̃(t, d))
+
+with ``tfw`` the method's saturation at norm 1 (Lucene ``x / (x + k1)``, Robertson
+``x (k1 + 1) / (x + k1)``) and ``idf`` from the document frequency over all fields (a
+document holding t in any field). Summing before saturating is the point: a term in the
+title and the body is not counted as two independent pieces of evidence, which summing
+per-field BM25 scores would do (§3.5's argument). Here ``b_f`` is the index's ``b`` for
+every field.
+
+Storage and kernels (the design): each field keeps its own raw postings (`Snapshot`,
+the one postings structure, so edits, positions and saving are the same code), field
+"text" being the index's main snapshot of `Doc.text`. What depends on weights, lengths
+and N is derived: `combined` builds, for one weight vector, a term-major snapshot over
+the union vocabulary whose float32 posting value is ``tfw(tf̃)`` (the pseudo-tf
+saturated), which the impact scorer (`params.ImpactParams`) scores with query weights
+``qtf · idf``: so the compiled kernels, MaxScore, filters and operator masks all run
+on it unchanged. It costs one pass over all fields' postings (scipy's COO -> CSR sum)
+per index version and weight vector, and is kept (the build-time weights, and the last
+few per-query weights), so per-query weights cost a rebuild the first time they are
+used and nothing after: what a tuning loop over weights wants. Not yet: phrases on a
+fielded index, collection statistics (Ray shards), per-field ``b_f``.
+
+Example:
+    >>> from hybrid_retrievers import BM25Index, Doc
+    >>> docs = [Doc("a", "flow over a wing", {"title": "wing theory"}),
+    ...         Doc("b", "wing wing rotor", {"title": "rotor"})]
+    >>> index = BM25Index.from_docs(docs, fields={"title": 2.0, "text": 1.0})
+    >>> [hit.id for hit in index.search("wing")]
+    ['a', 'b']
+    >>> [hit.id for hit in index.search("wing", field_weights={"title": 0.0})]
+    ['b', 'a']
+    >>> round(index.explain("wing", "a").terms[0].fields["title"]["pseudo_tf"], 3)
+    1.6
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from ..types import Doc
+from .params import BM25Params
+from .postings import Snapshot, live_terms, offsets
+from .scoring import BM25Method, length_norm
+
+__all__ = ["TEXT", "check_fields", "field_text", "combined", "FieldedTerm",
+           "FieldedExplanation", "explain_fields"]
+
+TEXT = "text"
+"""The field that is `Doc.text`; every other field's text is ``doc.metadata[name]``."""
+
+_SATURATIONS = (BM25Method.LUCENE, BM25Method.ROBERTSON)
+
+
+def check_fields(fields: Any, name: str = "fields",
+                 known: Mapping[str, float] | None = None) -> dict[str, float]:
+    """``fields`` as ``{name: weight}`` (weights finite, >= 0, not all 0); a clear error else.
+
+    With ``known`` (the index's fields), names must be among them (per-query weights);
+    fields left out keep their ``known`` weight.
+    """
+    if not isinstance(fields, Mapping) or not fields:
+        raise TypeError(f"{name} must be a non-empty mapping of field name to weight, such "
+                        f"as {{'title': 2.0, 'text': 1.0}}, got {type(fields).__name__}: "
+                        f"{fields!r:.80}")
+    out = dict(known) if known is not None else {}
+    for field, weight in fields.items():
+        if not isinstance(field, str) or not field:
+            raise TypeError(f"{name}: field names must be non-empty str, got {field!r}")
+        if known is not None and field not in known:
+            raise ValueError(f"{name}: the index has no field {field!r}; its fields are "
+                             f"{sorted(known)}")
+        if isinstance(weight, bool) or not isinstance(weight, (int, float)) or not (
+                math.isfinite(weight) and weight >= 0):
+            raise ValueError(f"{name}[{field!r}] must be a finite number >= 0, got {weight!r}")
+        out[field] = float(weight)
+    if known is None and TEXT not in out:
+        raise ValueError(f"{name} must include {TEXT!r} (the document text; weight 0 to "
+                         f"leave it unscored), got {sorted(out)}")
+    if not any(out.values()):
+        raise ValueError(f"{name}: at least one weight must be above 0, got {out}")
+    return out
+
+
+def field_text(doc: Doc, field: str) -> str:
+    """``doc``'s text for ``field``: `Doc.text` for "text", else its metadata value ("" when
+    absent)."""
+    if field == TEXT:
+        return doc.text
+    value = doc.metadata.get(field, "")
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise TypeError(f"document {doc.id!r}: field {field!r} (metadata[{field!r}]) must be a "
+                        f"str, got {type(value).__name__}")
+    return value
+
+
+def check_method(params: BM25Params) -> None:
+    if BM25Method.parse(params.method) not in _SATURATIONS:
+        raise ValueError(f"fields (BM25F) are scored with method 'lucene' or 'robertson', got "
+                         f"{BM25Method.parse(params.method).value!r}: BM25L/BM25+'s shifted "
+                         "weights have no BM25F form in Robertson & Zaragoza 2009")
+
+
+def _parts(main: Snapshot) -> dict[str, Snapshot]:
+    assert main.fields is not None
+    return {TEXT: main, **main.fields}
+
+
+def combined(main: Snapshot, weights: Mapping[str, float],
+             params: BM25Params) -> tuple[Snapshot, dict[str, int], NDArray[np.float32],
+                                          NDArray[np.int64]]:
+    """The BM25F snapshot for ``weights`` (posting value ``tfw(tf̃)``; its vocabulary the
+    terms with a posting under these weights), and the union vocabulary of all fields with
+    each term's idf (float32) and document frequency over all fields."""
+    import scipy.sparse as sp  # a core dependency, loaded on the first fielded search
+
+    parts = _parts(main)
+    vocab: dict[str, int] = {}
+    for st in parts.values():
+        for t in st.vocab:
+            vocab.setdefault(t, len(vocab))
+    n = len(main.docs)
+    presence = []
+    weighted = []
+    for name, st in parts.items():
+        if not st.post_docs.size:
+            continue
+        remap = np.empty(len(st.vocab), dtype=np.int64)
+        for t, i in st.vocab.items():
+            remap[i] = vocab[t]
+        rows = np.repeat(remap, np.diff(st.indptr))
+        presence.append((rows, st.post_docs))
+        w = weights.get(name, 0.0)
+        if w > 0:
+            norm = length_norm(st.doc_len.astype(np.float64), st.avgdl, params.b)
+            weighted.append((rows, st.post_docs, w * st.post_tf / norm[st.post_docs]))
+    shape = (len(vocab), n)
+    if presence:
+        any_field = sp.csr_matrix((np.ones(sum(r.size for r, _ in presence)),
+                                   (np.concatenate([r for r, _ in presence]),
+                                    np.concatenate([d for _, d in presence]))), shape=shape)
+        any_field.sum_duplicates()
+        df = np.diff(any_field.indptr).astype(np.float64)
+    else:
+        df = np.zeros(len(vocab))
+    idf = params.variant.idf(df, n).astype(np.float32)
+    if weighted:
+        m = sp.csr_matrix((np.concatenate([v for _, _, v in weighted]),
+                           (np.concatenate([r for r, _, _ in weighted]),
+                            np.concatenate([d for _, d, _ in weighted]))), shape=shape)
+        m.sum_duplicates()
+        m.eliminate_zeros()
+        m.sort_indices()
+        pseudo = m.data
+        values = params.variant.tfw(pseudo, np.ones_like(pseudo), params.k1, params.delta)
+        indptr, docs = m.indptr.astype(np.int64), m.indices.astype(np.int32)
+    else:
+        values, indptr, docs = np.zeros(0), np.zeros(len(vocab) + 1, np.int64), np.zeros(0, np.int32)
+    doc_terms = np.bincount(docs, minlength=n).astype(np.int32)
+    # Terms found only in fields weighted 0 have no posting here: the engine needs none empty.
+    view_vocab, view_df = live_terms(vocab, np.diff(indptr))
+    view = Snapshot(main.docs, view_vocab, offsets(view_df), docs, values.astype(np.float32),
+                    doc_terms, positions=main.positions)
+    return view, vocab, idf, df.astype(np.int64)
+
+
+@dataclass(frozen=True, slots=True)
+class FieldedTerm:
+    """One query term in a BM25F score: per field its tf, length, norm and weighted share.
+
+    ``fields[name] = {"tf", "length", "avg_length", "norm", "weight", "pseudo_tf"}``
+    (``pseudo_tf = weight · tf / norm``); ``pseudo_tf`` is their sum and
+    ``contribution = query_count · idf · tfw(pseudo_tf)``.
+    """
+
+    term: str
+    query_count: int
+    df: int
+    idf: float
+    pseudo_tf: float
+    fields: dict[str, dict[str, float]]
+    contribution: float
+
+
+@dataclass(frozen=True, slots=True)
+class FieldedExplanation:
+    """Why ``doc_id`` scored ``score`` under BM25F: per term, per field (they sum to it)."""
+
+    query: str
+    doc_id: str
+    method: str
+    k1: float
+    b: float
+    weights: dict[str, float]
+    score: float
+    terms: tuple[FieldedTerm, ...]
+
+    def as_dict(self) -> dict[str, Any]:
+        """A JSON-serialisable copy."""
+        return asdict(self)
+
+
+def explain_fields(main: Snapshot, weights: Mapping[str, float], params: BM25Params,
+                   idf: NDArray[np.float32], vocab: Mapping[str, int], query: str,
+                   terms: list[str], counts: list[int], pos: int,
+                   df: NDArray[np.integer]) -> FieldedExplanation:
+    """The BM25F explanation of the document at ``pos``, recomputed in float64."""
+    parts = _parts(main)
+    rows = []
+    for term, c in zip(terms, counts):
+        per: dict[str, dict[str, float]] = {}
+        total = 0.0
+        for name, st in parts.items():
+            t = st.vocab.get(term)
+            tf = 0
+            if t is not None:
+                lo, hi = int(st.indptr[t]), int(st.indptr[t + 1])
+                j = int(np.searchsorted(st.post_docs[lo:hi], pos))
+                if j < hi - lo and st.post_docs[lo + j] == pos:
+                    tf = int(st.post_tf[lo + j])
+            length = int(st.doc_len[pos])
+            norm = float(length_norm(np.float64(length), st.avgdl, params.b))
+            w = float(weights.get(name, 0.0))
+            share = w * tf / norm if tf else 0.0
+            total += share
+            per[name] = {"tf": tf, "length": length, "avg_length": st.avgdl, "norm": norm,
+                         "weight": w, "pseudo_tf": share}
+        u = vocab.get(term)
+        term_idf = float(idf[u]) if u is not None else 0.0
+        sat = float(params.variant.tfw(np.float64(total), np.float64(1.0), params.k1,
+                                       params.delta)) if total else 0.0
+        rows.append(FieldedTerm(term, c, int(df[u]) if u is not None else 0, term_idf, total,
+                                per, c * term_idf * sat))
+    return FieldedExplanation(query, main.docs[pos].id, BM25Method.parse(params.method).value,
+                              params.k1, params.b, dict(weights),
+                              sum(r.contribution for r in rows), tuple(rows))
