@@ -3,7 +3,9 @@
 Importing this package is cheap: `SentenceTransformerEmbedder` and `CrossEncoderScorer`
 import sentence-transformers (and torch) only when their model is first used, and
 `HashingEmbedder` needs numpy alone. `EmbedderAdapter` is the shared base of the
-framework embedding adapters (LangChain, LlamaIndex).
+framework embedding adapters (LangChain, LlamaIndex). `fine_tune_embedder` adapts a
+bi-encoder to a corpus (pairs from `mine_pairs` or judgments, BM25 hard negatives) and
+measures it before and after; it needs the ``train`` extra.
 """
 
 from __future__ import annotations
@@ -11,7 +13,9 @@ from __future__ import annotations
 from .adapter import EmbedderAdapter, adapt_embedder
 from .cross_encoder import CrossEncoderScorer
 from .fake import HashingEmbedder
+from .finetune import FineTuneResult, fine_tune_embedder
 from .local import local_minilm_path
+from .pairs import TrainingPair, mine_pairs, split_queries
 from .names import DEFAULT_CROSS_ENCODER, DEFAULT_EMBEDDING_MODEL, model_name
 from .sentence_transformers import SentenceTransformerEmbedder
 
@@ -20,9 +24,14 @@ __all__ = [
     "DEFAULT_EMBEDDING_MODEL",
     "CrossEncoderScorer",
     "EmbedderAdapter",
+    "FineTuneResult",
     "HashingEmbedder",
     "SentenceTransformerEmbedder",
+    "TrainingPair",
     "adapt_embedder",
+    "fine_tune_embedder",
     "local_minilm_path",
+    "mine_pairs",
     "model_name",
+    "split_queries",
 ]
