@@ -5,6 +5,7 @@ Examples:
     hybrid-retrievers eval cranfield --retriever bm25 --retriever hybrid --min hybrid:ndcg@10=0.40
     hybrid-retrievers index docs/ --out docs-index
     hybrid-retrievers search docs-index "boundary layer transition" --explain
+    hybrid-retrievers finetune cranfield --mine titles --out minilm-cranfield
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ._build import RETRIEVER_CHOICES
+from ._finetune import EXAMPLES as _FINETUNE_EXAMPLES
 
 __all__ = ["main"]
 
@@ -44,6 +46,7 @@ are skipped and named in the summary.""",
   hybrid-retrievers search notes-index "configure a proxy for https"
   hybrid-retrievers search notes-index "proxy https" -k 3 --explain
   hybrid-retrievers search notes-index "proxy" --json | head -1""",
+    "finetune": _FINETUNE_EXAMPLES,
 }
 
 
@@ -117,9 +120,10 @@ def _parser() -> argparse.ArgumentParser:
                                     "(corpus.jsonl, queries.jsonl, qrels/test.tsv)")
     ev.add_argument("--retriever", action="append", choices=RETRIEVER_CHOICES, default=None,
                     help="a retriever to evaluate; repeat for several (default: bm25)")
-    ev.add_argument("--model", default=None,
-                    help="sentence-transformers model name or path for dense/hybrid "
-                         "(default: the local all-MiniLM-L6-v2 when installed)")
+    ev.add_argument("--model", "--dense-model", dest="model", default=None,
+                    help="sentence-transformers model name or path for dense/hybrid, such "
+                         "as a folder written by 'finetune' (default: the local "
+                         "all-MiniLM-L6-v2 when installed)")
     ev.add_argument("-k", type=int, default=100, help="results asked per query (default: 100)")
     ev.add_argument("--min", action="append", default=[], metavar="[RETRIEVER:]METRIC=VALUE",
                     help="fail (exit 1) when METRIC is below VALUE, for the named retriever or "
@@ -158,6 +162,10 @@ def _parser() -> argparse.ArgumentParser:
     search.add_argument("--color", choices=("auto", "always", "never"), default="auto",
                         help="highlight matched terms in colour (auto: when writing to a "
                              "terminal; otherwise they are marked **like this**)")
+    from ._finetune import add_arguments, finetune
+
+    add_arguments(command("finetune", "fine-tune the dense encoder on a corpus and measure it "
+                                      "before/after on held-out queries", finetune))
     return parser
 
 

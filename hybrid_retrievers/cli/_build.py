@@ -96,6 +96,7 @@ def dense_index(
     # One bar per long task: ours over the corpus; sentence-transformers' own per-batch
     # (and per-query) bars stay off.
     embedder = SentenceTransformerEmbedder(model, show_progress=False)
+    log(f"Dense encoder: backend {embedder.backend!r} ({embedder.backend_reason}).")
     store = None
     folder = user_cache_dir() / "embeddings"
     if cache:
