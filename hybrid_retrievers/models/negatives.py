@@ -8,7 +8,7 @@ EMNLP, §3.2: one BM25 negative per question helped most).
 
 For each pair, the anchor is searched with BM25 over the corpus and the top hits are
 taken in rank order, skipping every document that is a positive of that anchor (any
-pair with the same anchor) and every near-duplicate of its positive passage: the same
+pair with the same anchor) and every near-duplicate of one of those positives: the same
 text after normalisation, or a token-set Jaccard similarity of at least
 ``near_duplicate`` (a copy of the positive with a changed header is not a negative).
 A pair for which fewer than ``n`` negatives are found is dropped (training needs a fixed
@@ -48,7 +48,7 @@ def add_hard_negatives(
         corpus: the documents to draw negatives from.
         n: negatives per pair (0 returns the pairs unchanged).
         index: a `BM25Index` over ``corpus`` to search (built when ``None``).
-        near_duplicate: token-set Jaccard similarity to the positive at or above which
+        near_duplicate: token-set Jaccard similarity to a positive at or above which
             a hit is a near-duplicate, not a negative.
         skip: top non-positive hits to pass over first (unjudged relevant documents
             crowd the very top; 0 takes the hardest).
@@ -72,25 +72,28 @@ def add_hard_negatives(
         index = BM25Index.from_docs(corpus)
     analyzer = index.analyzer
     positives: dict[str, set[str]] = defaultdict(set)
+    positive_texts: dict[str, dict[str, set[str]]] = defaultdict(dict)
     for p in pairs:
-        positives[normalize_text(p.anchor)].add(p.doc_id)
+        key = normalize_text(p.anchor)
+        positives[key].add(p.doc_id)
+        positive_texts[key][normalize_text(p.positive)] = set(analyzer.tokenize(p.positive))
     texts = {d.id: d.text for d in corpus}
     anchors = [p.anchor for p in pairs]
     width = max(len(v) for v in positives.values())
     hits = index.search_many(anchors, k=check_k(n + skip + width + 10))
     out, short = [], 0
     for p, found in zip(pairs, hits):
-        excluded = positives[normalize_text(p.anchor)]
-        positive_terms = set(analyzer.tokenize(p.positive))
-        positive_norm = normalize_text(p.positive)
+        key = normalize_text(p.anchor)
+        excluded, near = positives[key], positive_texts[key]
         chosen: list[str] = []
         passed = 0
         for hit in found:
             if hit.id in excluded:
                 continue
             text = texts.get(hit.id, hit.doc.text)
-            if normalize_text(text) == positive_norm or _jaccard(
-                    positive_terms, set(analyzer.tokenize(text))) >= near_duplicate:
+            terms = set(analyzer.tokenize(text))
+            if normalize_text(text) in near or any(
+                    _jaccard(t, terms) >= near_duplicate for t in near.values()):
                 continue
             if passed < skip:
                 passed += 1
