@@ -42,7 +42,7 @@ def main() -> int:
     ap.add_argument("--folds", type=int, default=2)
     ap.add_argument("--fold-limit", type=int, default=1)
     ap.add_argument("--epochs", type=float, default=1.0)
-    ap.add_argument("--max-steps", type=int, default=None)
+    ap.add_argument("--max-steps", type=int, default=20)
     ap.add_argument("--batch-size", type=int, default=32)
     ap.add_argument("--max-seq-length", type=int, default=128)
     ap.add_argument("--negatives", type=int, default=1)
@@ -54,6 +54,7 @@ def main() -> int:
     import torch
 
     from hybrid_retrievers.evaluation import BeirDataset
+    from hybrid_retrievers.vector import EmbeddingCache
     from hybrid_retrievers.models import local_minilm_path
     from hybrid_retrievers.models.finetune import fine_tune_embedder
     from hybrid_retrievers.models.pairs import split_queries
@@ -76,6 +77,7 @@ def main() -> int:
             lines.append(f"{name}: not found under {args.data_dir}, skipped")
             continue
         ds = loaded.dataset
+        base_vectors = EmbeddingCache()  # the base model encodes the corpus once
         judged = [q for q in ds.queries if ds.qrels.get(q)]
         for fold, (train_ids, held_ids) in enumerate(split_queries(judged, args.folds)):
             if fold >= args.fold_limit:
@@ -93,6 +95,7 @@ def main() -> int:
                         negatives=args.negatives, epochs=args.epochs,
                         max_steps=args.max_steps, batch_size=args.batch_size,
                         max_seq_length=args.max_seq_length, eval_dataset=held, seed=0,
+                        eval_cache=base_vectors,
                         log=lambda line: print(f"[{name} fold {fold} {source}] {line}",
                                                flush=True))
                 card, report = result.card, result.report

@@ -18,9 +18,12 @@ EVAL_METRICS = ("ndcg@10", "recall@10", "recall@100")
 
 
 def evaluate_before_after(
-    base: str, tuned: str, dataset: Any, *, show_progress: bool = False,
+    base: str, tuned: str, dataset: Any, *, show_progress: bool = False, cache: Any = None,
 ) -> tuple[Any, dict[str, Any]]:
     """``(report, {"dense ndcg@10": Significance, ...})`` of ``base`` and ``tuned`` on ``dataset``.
+
+    ``cache``: an `EmbeddingCache` for the base model's document vectors (several tuning
+    runs over one corpus then encode it with the base model once).
 
     Example:
         >>> report, sig = evaluate_before_after(base, tuned, ds)  # doctest: +SKIP
@@ -38,7 +41,8 @@ def evaluate_before_after(
     rows: dict[str, Any] = {}
     for label, path in (("base", base), ("tuned", tuned)):
         embedder = SentenceTransformerEmbedder(path, backend="torch", batch_size=64)
-        dense = VectorIndex.from_docs(docs, embedder=embedder, show_progress=show_progress)
+        dense = VectorIndex.from_docs(docs, embedder=embedder, show_progress=show_progress,
+                                      cache=cache if label == "base" else None)
         rows[f"dense ({label})"] = dense
         rows[f"hybrid ({label})"] = FusionSearcher([bm25, dense], names=["bm25", "dense"],
                                                    mode="rrf")

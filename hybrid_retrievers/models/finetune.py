@@ -85,6 +85,7 @@ def fine_tune_embedder(
     cached_loss: bool = False,
     show_progress: bool = False,
     log: Callable[[str], None] | None = None,
+    eval_cache: Any = None,
 ) -> FineTuneResult:
     """Fine-tune ``base`` with MultipleNegativesRankingLoss; save it; measure before/after.
 
@@ -117,6 +118,8 @@ def fine_tune_embedder(
             large batches in small memory, the same gradients.
         show_progress: progress bars (training steps, encoding, evaluation).
         log: called with one line per stage (the CLI prints them).
+        eval_cache: an `EmbeddingCache` for the base model's evaluation vectors (runs
+            over one corpus then encode it with the base model once).
 
     Returns:
         A `FineTuneResult`.
@@ -190,7 +193,8 @@ def fine_tune_embedder(
         report, significance = None, {}
         if eval_dataset is not None:
             report, significance = evaluate_before_after(base, str(tmp), eval_dataset,
-                                                         show_progress=show_progress)
+                                                         show_progress=show_progress,
+                                                         cache=eval_cache)
         card = _card(base, source, training, negatives, epochs, max_steps, trained,
                      batch_size, model.max_seq_length, learning_rate, seed, cached_loss,
                      seconds, report, significance, eval_dataset)
