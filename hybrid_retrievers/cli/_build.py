@@ -96,7 +96,8 @@ def dense_index(
     # One bar per long task: ours over the corpus; sentence-transformers' own per-batch
     # (and per-query) bars stay off.
     embedder = SentenceTransformerEmbedder(model, show_progress=False)
-    log(f"Dense encoder: backend {embedder.backend!r} ({embedder.backend_reason}).")
+    backend = (f" Dense encoder: backend {embedder.backend!r} ({embedder.backend_reason})."
+               if hasattr(embedder, "backend_reason") else "")
     store = None
     folder = user_cache_dir() / "embeddings"
     if cache:
@@ -126,7 +127,9 @@ def dense_index(
                 log(f"Could not save the embedding cache to {folder}: {exc}")
         log(f"Embeddings: {store.hits} distinct texts read from the EmbeddingCache in "
             f"{folder}, {encoded} encoded" + (" and saved there" if encoded else "")
-            + f" (the cache held {cached} vectors of this model).")
+            + f" (the cache held {cached} vectors of this model).{backend}")
+    elif backend:
+        log(backend.strip())
     _one_torch_thread_for_queries(embedder)
     return index
 
