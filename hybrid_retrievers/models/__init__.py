@@ -3,7 +3,9 @@
 Importing this package is cheap: `SentenceTransformerEmbedder`, `SpladeEncoder` and
 `CrossEncoderScorer` import sentence-transformers (and torch) only when their model is
 first used, and `HashingEmbedder` needs numpy alone. `EmbedderAdapter` is the shared base of the
-framework embedding adapters (LangChain, LlamaIndex).
+framework embedding adapters (LangChain, LlamaIndex). `fine_tune_embedder` adapts a
+bi-encoder to a corpus (pairs from `mine_pairs` or judgments, BM25 hard negatives) and
+measures it before and after; it needs the ``train`` extra.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 from .adapter import EmbedderAdapter, adapt_embedder
 from .cross_encoder import CrossEncoderScorer
 from .fake import HashingEmbedder, HashingSparseEmbedder
+from .finetune import FineTuneResult, fine_tune_embedder
 from .local import local_minilm_path, local_splade_path
 from .names import (
     DEFAULT_CROSS_ENCODER,
@@ -18,6 +21,7 @@ from .names import (
     DEFAULT_SPARSE_MODEL,
     model_name,
 )
+from .pairs import TrainingPair, mine_pairs, split_queries
 from .sentence_transformers import SentenceTransformerEmbedder
 from .splade import SpladeEncoder
 
@@ -27,12 +31,17 @@ __all__ = [
     "DEFAULT_SPARSE_MODEL",
     "CrossEncoderScorer",
     "EmbedderAdapter",
+    "FineTuneResult",
     "HashingEmbedder",
     "HashingSparseEmbedder",
     "SentenceTransformerEmbedder",
     "SpladeEncoder",
+    "TrainingPair",
     "adapt_embedder",
+    "fine_tune_embedder",
     "local_minilm_path",
     "local_splade_path",
+    "mine_pairs",
     "model_name",
+    "split_queries",
 ]

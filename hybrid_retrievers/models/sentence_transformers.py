@@ -17,7 +17,7 @@ from numpy.typing import NDArray
 
 from ..optional import require
 from ..validation import check_number, check_str_items
-from .backends import EXACT_BACKENDS
+from .backends import EXACT_BACKENDS, resolve_backend
 from .lazy import LazyModel, check_loading_options, instance_name
 
 __all__ = ["SentenceTransformerEmbedder"]
@@ -41,7 +41,11 @@ class SentenceTransformerEmbedder(LazyModel):
             name or path given (for an instance: its recorded name, else a name valid
             only in this process), plus every option that changes document vectors.
         model_kwargs: extra keyword arguments for ``SentenceTransformer(...)``.
-        backend: ``"torch"`` (default); ``"torch-bf16"`` (bfloat16 autocast, vectors
+        backend: ``"auto"`` (default: ``"torch-bf16"`` on a CPU with native bfloat16
+            for all-MiniLM-L6-v2, whose bfloat16 quality is checked; ``"torch"``
+            elsewhere; see `hybrid_retrievers.models.backends.resolve_backend`;
+            `backend` then holds the choice and `backend_reason` why); ``"torch"``
+            (float32); ``"torch-bf16"`` (bfloat16 autocast, vectors
             within ~1e-5 of torch's); ``"onnx"`` (ONNX Runtime, the same vectors to
             ~1e-6); ``"onnx-int8"`` (ONNX Runtime with dynamically int8-quantized
             weights); ``"openvino"`` (OpenVINO float32, the same vectors to ~1e-6); or
@@ -75,9 +79,11 @@ class SentenceTransformerEmbedder(LazyModel):
         show_progress: bool = False,
         model_id: str | None = None,
         model_kwargs: Mapping[str, Any] | None = None,
-        backend: str = "torch",
+        backend: str = "auto",
         onnx_cache_dir: str | os.PathLike[str] | None = None,
     ) -> None:
+        auto_name = model if isinstance(model, str) else None
+        backend, self.backend_reason = resolve_backend(backend, auto_name, device)
         backend, self._model_kwargs = check_loading_options(
             backend=backend, device=device, model_id=model_id, model_kwargs=model_kwargs)
         check_number(batch_size, "batch_size", low=1, integer=True)
@@ -110,6 +116,7 @@ class SentenceTransformerEmbedder(LazyModel):
         self.document_prompt = document_prompt
         self.show_progress = bool(show_progress)
         self._explicit_id = model_id
+        self._fingerprint = _tuned_fingerprint(name) if model is None else None
         self._init_model(name, model, backend=backend, onnx_cache_dir=onnx_cache_dir)
 
     # ------------------------------------------------------------------ model
@@ -135,6 +142,8 @@ class SentenceTransformerEmbedder(LazyModel):
     def model_id(self) -> str:
         """Identity of the embedding space: model name plus vector-changing options."""
         base = self._explicit_id or self._name or f"sentence-transformer@{id(self._model):x}"
+        if self._fingerprint is not None and self._explicit_id is None:
+            base = f"{base}@{self._fingerprint}"
         options: dict[str, Any] = {}
         if not self.normalize:
             options["normalize"] = False
@@ -185,6 +194,16 @@ class SentenceTransformerEmbedder(LazyModel):
             f"device={self.device!r}, normalize={self.normalize}, backend={self.backend!r}, "
             f"loaded={self.is_loaded})"
         )
+
+
+def _tuned_fingerprint(name: str | None) -> str | None:
+    """The weights hash of a folder `fine_tune_embedder` wrote (its card), else ``None``."""
+    if name is None or not os.path.isdir(name):
+        return None
+    from .card import read_card, weights_fingerprint
+
+    card = read_card(name)
+    return weights_fingerprint(card) if card is not None else None
 
 
 def _check_texts(texts: Sequence[str]) -> list[str]:

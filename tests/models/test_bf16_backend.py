@@ -42,7 +42,7 @@ def _minilm() -> str:
 
 def test_minilm_bf16_vectors_are_close_to_torch_but_computed_in_bf16() -> None:
     path = _minilm()
-    ref = SentenceTransformerEmbedder(path).embed_documents(TEXTS)
+    ref = SentenceTransformerEmbedder(path, backend="torch").embed_documents(TEXTS)
     bf16 = SentenceTransformerEmbedder(path, backend="torch-bf16")
     got = bf16.embed_documents(TEXTS)
     assert got.dtype == np.float32 and got.shape == ref.shape
@@ -54,7 +54,7 @@ def test_minilm_bf16_vectors_are_close_to_torch_but_computed_in_bf16() -> None:
     assert query.dtype == np.float32 and float(query @ ref[0]) > 0.999
     # Other (close) vectors: never mixed with torch's in one cache or saved index.
     assert "torch-bf16" in bf16.model_id
-    assert bf16.model_id != SentenceTransformerEmbedder(path).model_id
+    assert bf16.model_id != SentenceTransformerEmbedder(path, backend="torch").model_id
 
 
 def test_cross_encoder_bf16_scores_are_close_to_torch(tmp_path: Path) -> None:

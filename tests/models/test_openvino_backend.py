@@ -58,11 +58,11 @@ def test_cross_encoder_scores_match_torch(tmp_path: Path, cache: Path, num_label
 
 def test_minilm_vectors_match_torch_and_the_conversion_is_cached(
         cache: Path, minilm: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    ref = SentenceTransformerEmbedder(minilm).embed_documents(TEXTS)
+    ref = SentenceTransformerEmbedder(minilm, backend="torch").embed_documents(TEXTS)
     f32 = SentenceTransformerEmbedder(minilm, backend="openvino", onnx_cache_dir=cache)
     np.testing.assert_allclose(f32.embed_documents(TEXTS), ref, atol=1e-5)
     np.testing.assert_allclose(f32.embed_query(TEXTS[0]), ref[0], atol=1e-5)
-    assert f32.model_id == SentenceTransformerEmbedder(minilm).model_id  # the same vectors
+    assert f32.model_id == SentenceTransformerEmbedder(minilm, backend="torch").model_id  # the same vectors
     bf16 = SentenceTransformerEmbedder(minilm, backend="openvino-bf16", onnx_cache_dir=cache)
     vectors = bf16.embed_documents(TEXTS)
     cos = (vectors * ref).sum(axis=1)
@@ -85,7 +85,7 @@ def test_batches_of_any_shape_and_threads_get_their_own_rows(cache: Path, minilm
     calls never share (or overwrite) a request's buffers."""
     emb = SentenceTransformerEmbedder(minilm, backend="openvino", onnx_cache_dir=cache,
                                       batch_size=3)
-    ref = SentenceTransformerEmbedder(minilm, batch_size=3)
+    ref = SentenceTransformerEmbedder(minilm, batch_size=3, backend="torch")
     texts = [f"text {i} " + "about wings " * (i % 7) for i in range(24)]
     np.testing.assert_allclose(emb.embed_documents(texts), ref.embed_documents(texts), atol=1e-5)
     results: dict[int, np.ndarray] = {}

@@ -39,7 +39,7 @@ def embedder(st_model) -> SentenceTransformerEmbedder:  # type: ignore[no-untype
 def test_constructing_does_not_load_or_import_torch() -> None:
     code = (
         "import sys; from hybrid_retrievers.models import SentenceTransformerEmbedder as E; "
-        f"e = E({MODEL_DIR!r}); print(e.model_id == {MODEL_DIR!r}, e.is_loaded, "
+        f"e = E({MODEL_DIR!r}, backend='torch'); print(e.model_id == {MODEL_DIR!r}, e.is_loaded, "
         "'torch' in sys.modules, 'sentence_transformers' in sys.modules)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
