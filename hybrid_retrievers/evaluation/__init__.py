@@ -20,6 +20,13 @@ from hybrid_retrievers.evaluation.metrics import (
     parse_metric,
     per_query_metrics,
 )
+from hybrid_retrievers.evaluation.tuning import (
+    SPACE_KEYS,
+    FoldChoice,
+    TuningResult,
+    cross_validate,
+    tune,
+)
 from hybrid_retrievers.evaluation.runner import (
     TABLE_METRICS,
     EvaluationReport,
@@ -31,10 +38,14 @@ __all__ = [
     "BeirDataset",
     "DEFAULT_METRICS",
     "EvaluationReport",
+    "FoldChoice",
     "QueryDiff",
     "Ranking",
     "RankingCallable",
+    "SPACE_KEYS",
     "TABLE_METRICS",
+    "TuningResult",
+    "cross_validate",
     "evaluate",
     "MetricSpec",
     "Qrels",
@@ -44,4 +55,5 @@ __all__ = [
     "load_beir",
     "parse_metric",
     "per_query_metrics",
+    "tune",
 ]
