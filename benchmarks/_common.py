@@ -15,7 +15,7 @@ import statistics
 import sys
 import time
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -31,6 +31,7 @@ __all__ = [
     "DEFAULT_DATA_DIR",
     "RESULTS_DIR",
     "Collection",
+    "collections",
     "environment_lines",
     "fmt_bytes",
     "fmt_float",
@@ -74,6 +75,16 @@ def load_collection(name: str, data_dir: Path) -> Collection | None:
     if name == "cranfield":
         return Collection(name, load_dataset("cranfield"), "bundled copy (hybrid_retrievers.datasets)")
     return None
+
+
+def collections(names: str, data_dir: Path) -> Iterator[Collection]:
+    """The loadable collections of a comma-separated list, noting each one skipped."""
+    for name in names.split(","):
+        coll = load_collection(name, data_dir)
+        if coll is None:
+            print(f"skipping {name}: not found under {data_dir}")
+            continue
+        yield coll
 
 
 def timed(func: Callable[[], Any]) -> tuple[Any, float]:

@@ -61,9 +61,9 @@ BAD_K: list[tuple[Any, type[Exception], str]] = [
 """``(k, error, message pattern)``: what `hybrid_retrievers.validation.check_k` raises."""
 
 BAD_QUERIES: list[tuple[Any, type[Exception], str]] = [
-    (None, TypeError, r"query must be a str, got NoneType"),
-    (3, TypeError, r"query must be a str, got int"),
-    (b"bytes", TypeError, r"query must be a str, got bytes"),
+    (None, TypeError, r"query must be a str( or a hybrid_retrievers\.Query)?, got NoneType"),
+    (3, TypeError, r"query must be a str( or a hybrid_retrievers\.Query)?, got int"),
+    (b"bytes", TypeError, r"query must be a str( or a hybrid_retrievers\.Query)?, got bytes"),
     ("", ValueError, r"query must not be empty or blank"),
     ("   ", ValueError, r"query must not be empty or blank"),
 ]

@@ -29,8 +29,10 @@ NO_CODE = 255
 """A document's norm code when its length norm has no table row."""
 
 LUCENE, ROBERTSON, BM25L, BM25PLUS, IMPACT = 0, 1, 2, 3, 4
-"""Scorer codes (`kernels._VARIANT_CODES`). IMPACT: the posting value (float32) is the
-weight, with no norm and no absent-term shift (`scoring.tfw_impact`)."""
+"""Tf-weight codes (`kernels._VARIANT_CODES`). ROBERTSON is ``tf·(k1 + 1) / (tf + k1·norm)``,
+shared by the methods robertson, textbook and atire (they differ only in the idf, which
+the kernels get as the query scale). IMPACT: the posting value (float32) is the weight,
+with no norm and no absent-term shift (`scoring.tfw_impact`)."""
 
 
 @njit(cache=True, inline="always")

@@ -60,7 +60,10 @@ if TYPE_CHECKING:
 __all__ = ["BlockMax", "NormCodes", "available", "block_max", "match_top_k", "match_top_k_many",
            "norm_codes"]
 
+# A code names a tf weight (the idf is applied outside the kernels, as the query scale):
+# textbook and atire weigh tf as robertson does, tf·(k1 + 1) / (tf + k1·norm).
 _VARIANT_CODES: dict[object, int] = {BM25Method.LUCENE: 0, BM25Method.ROBERTSON: 1,
+                                     BM25Method.TEXTBOOK: 1, BM25Method.ATIRE: 1,
                                      BM25Method.BM25L: 2, BM25Method.BM25PLUS: 3, "impact": 4}
 _IMPACT = 4  # `_numba_weights.IMPACT`: the posting value is the weight
 _kernels: ModuleType | None = None

@@ -44,8 +44,10 @@ __all__ = ["BM25Params", "ImpactParams", "ScoringParams", "BM25Backend", "params
 class BM25Params:
     """The BM25 variant and its parameters; checked once, here, and immutable.
 
-    ``method`` is ``"lucene"`` (default), ``"robertson"`` (alias ``"okapi"``), ``"bm25l"``
-    or ``"bm25+"`` (a `BM25Method` after construction). ``k1`` (>= 0) saturates term
+    ``method`` is ``"lucene"`` (default), ``"textbook"`` (Lucene before version 8: with
+    the ``k1 + 1`` factor), ``"robertson"`` (alias ``"okapi"``), ``"atire"`` (Trotman et
+    al. 2014), ``"bm25l"`` or ``"bm25+"`` (a `BM25Method` after construction; the formulas
+    are in `hybrid_retrievers.bm25.scoring`). ``k1`` (>= 0) saturates term
     frequency, ``b`` (0..1) scales length normalisation ``1 - b + b·|d|/avgdl``, and
     ``delta`` (>= 0) is BM25L's / BM25+'s shift; ``None`` takes the variant's default
     (`scoring.DEFAULT_DELTA`: 0.5 for BM25L, 1.0 for BM25+, 0 for the others; Lv & Zhai

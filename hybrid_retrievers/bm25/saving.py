@@ -25,10 +25,17 @@ from ..text import Analyzer
 from .fields import check_fields
 from .params import BM25Params
 from .postings import Snapshot
+from .scoring import BM25Method
 
 __all__ = ["FORMAT_VERSION", "write", "read", "write_postings", "read_postings"]
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+"""The newest format this release reads. Version 2 adds the methods ``textbook`` and
+``atire`` as ATIRE (release 0.1.0 read the name ``atire`` as ``lucene``): an index
+scored by either is written as version 2, so 0.1.0 refuses it rather than scoring it
+differently; every other index is still written as version 1, readable by 0.1.0."""
+
+_V2_METHODS = frozenset({BM25Method.TEXTBOOK, BM25Method.ATIRE})
 
 
 def write(directory: Path, st: Snapshot, params: BM25Params, analyzer: Analyzer,
@@ -53,7 +60,10 @@ def write(directory: Path, st: Snapshot, params: BM25Params, analyzer: Analyzer,
     if st.tokens is not None:
         w.array("positions", st.tokens)
         extra["positions"] = True
-    w.manifest("bm25", FORMAT_VERSION,
+    # Version 2 where an older reader would score differently (a method it knows by
+    # another meaning, or fields it would ignore); every other index stays readable by 0.1.0.
+    version = 2 if BM25Method.parse(params.method) in _V2_METHODS or fields is not None else 1
+    w.manifest("bm25", version,
                {"params": params.as_dict(), "analyzer": analyzer.to_config(), **counts,
                 **extra})
 
@@ -90,6 +100,12 @@ def read(
     """
     where = r.where()
     saved = r.field("params", dict)
+    if r.manifest.get("format_version") == 1 and str(saved.get("method")).lower() == "atire":
+        raise IndexFormatError(
+            f"{where}: a format-1 index names method 'atire', which release 0.1.0 read as "
+            "'lucene' and this release reads as ATIRE (ln(N/df) idf, k1 + 1 factor): its "
+            "scores would change silently. Rebuild it, or edit its manifest's method to "
+            "'lucene' (what 0.1.0 scored it with)")
     try:
         analyzer = Analyzer.from_config(r.field("analyzer", dict))
         params = BM25Params(**{k: saved[k] for k in ("method", "k1", "b", "delta")},

@@ -17,6 +17,33 @@ References:
     Mean? A Large-Scale Reproducibility Study of Scoring Variants. ECIR 2020.
     Lv, Y. & Zhai, C. (2011). When Documents Are Very Long, BM25 Fails! (BM25L) SIGIR.
     Lv, Y. & Zhai, C. (2011). Lower-Bounding Term Frequency Normalization (BM25+) CIKM.
+    Trotman, A., Puurula, A. & Burgess, B. (2014). Improvements to BM25 and Language
+    Models Examined. ADCS 2014 (ATIRE's BM25).
+
+The variants at a glance (``norm = 1 - b + b·|d|/avgdl``):
+
+==============  =================================  ================================
+method          idf                                tf weight
+==============  =================================  ================================
+``lucene``      ``ln(1 + (N - df + .5)/(df + .5))``  ``tf / (tf + k1·norm)``
+``textbook``    ``ln(1 + (N - df + .5)/(df + .5))``  ``tf·(k1 + 1) / (tf + k1·norm)``
+``robertson``   ``ln((N - df + .5)/(df + .5))``,     ``tf·(k1 + 1) / (tf + k1·norm)``
+                floored at ``ε·mean``
+``atire``       ``ln(N / df)``                       ``tf·(k1 + 1) / (tf + k1·norm)``
+``bm25l``       ``ln((N + 1)/(df + .5))``            see `tfw_bm25l`
+``bm25+``       ``ln((N + 1)/df)``                   ``δ + tf·(k1 + 1) / (tf + k1·norm)``
+==============  =================================  ================================
+
+``lucene`` is Lucene 8+'s and bm25s's form: the ``k1 + 1`` factor is dropped because it
+scales every score by one constant and so never changes a ranking (Kamphuis et al.
+2020). ``textbook`` keeps it: Lucene's ``BM25Similarity`` before version 8, and the
+formula as most lessons teach it (Robertson & Zaragoza 2009 eq. 3.15 with Lucene's
+idf); its scores are ``k1 + 1`` times ``lucene``'s, its ranking the same. ``atire``
+is ATIRE's BM25 (Trotman et al. 2014), bm25s's ``"atire"``. In release 0.1.0
+``"atire"`` was an alias of ``"lucene"``; its saved indexes recorded ``"lucene"``, so
+none changes meaning, and indexes saved with the new ``atire`` or ``textbook`` are
+format version 2, which 0.1.0 refuses instead of reading ``atire`` as ``lucene``
+(`hybrid_retrievers.bm25.saving`).
 """
 
 from __future__ import annotations
@@ -37,6 +64,7 @@ __all__ = [
     "get_variant",
     "idf_lucene",
     "idf_robertson",
+    "idf_atire",
     "idf_bm25l",
     "idf_bm25plus",
     "tfw_lucene",
@@ -63,7 +91,9 @@ class BM25Method(str, Enum):
     """The scoring variants; the values are the names accepted by ``method=``."""
 
     LUCENE = "lucene"
+    TEXTBOOK = "textbook"
     ROBERTSON = "robertson"
+    ATIRE = "atire"
     BM25L = "bm25l"
     BM25PLUS = "bm25+"
 
@@ -83,7 +113,7 @@ class BM25Method(str, Enum):
             raise ValueError(f"unknown BM25 method {name!r}; valid methods: {valid}") from None
 
 
-_ALIASES = {"okapi": "robertson", "bm25plus": "bm25+", "bm25_plus": "bm25+", "atire": "lucene"}
+_ALIASES = {"okapi": "robertson", "bm25plus": "bm25+", "bm25_plus": "bm25+"}
 
 DEFAULT_DELTA = {BM25Method.BM25L: 0.5, BM25Method.BM25PLUS: 1.0}
 """Default ``delta`` per variant (Lv & Zhai 2011; rank_bm25 and bm25s use the same)."""
@@ -117,6 +147,12 @@ def idf_robertson(df: FloatArray, n_docs: int, epsilon: float = OKAPI_EPSILON) -
         floor = epsilon * math.fsum(idf.tolist()) / idf.size
         idf = np.where(idf < 0, floor, idf)
     return idf
+
+
+def idf_atire(df: FloatArray, n_docs: int) -> FloatArray:
+    """ATIRE's idf ``ln(N / df)`` (Trotman et al. 2014): 0 for a term in every document,
+    never negative."""
+    return np.log(n_docs / df)
 
 
 def idf_bm25l(df: FloatArray, n_docs: int) -> FloatArray:
@@ -204,8 +240,10 @@ class Variant:
 
 _VARIANTS = {
     BM25Method.LUCENE: Variant(BM25Method.LUCENE, idf_lucene, tfw_lucene, None),
+    BM25Method.TEXTBOOK: Variant(BM25Method.TEXTBOOK, idf_lucene, tfw_robertson, None),
     BM25Method.ROBERTSON: Variant(BM25Method.ROBERTSON, idf_robertson, tfw_robertson, None,
                                   OKAPI_EPSILON),
+    BM25Method.ATIRE: Variant(BM25Method.ATIRE, idf_atire, tfw_robertson, None),
     BM25Method.BM25L: Variant(BM25Method.BM25L, idf_bm25l, tfw_bm25l, absent_bm25l),
     BM25Method.BM25PLUS: Variant(BM25Method.BM25PLUS, idf_bm25plus, tfw_bm25plus,
                                  absent_bm25plus),

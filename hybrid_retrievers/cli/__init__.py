@@ -36,6 +36,16 @@ _EXAMPLES = {
   hybrid-retrievers eval cranfield --retriever hybrid --retriever sparse --retriever hybrid3
 
 --min is a CI gate: one PASS/FAIL line per bound; exit status 1 when any fails.""",
+    "tune": """examples:
+  hybrid-retrievers tune cranfield --space k1=0.6,0.9,1.2,1.5 --space b=0.3,0.5,0.75
+  hybrid-retrievers tune cisi --space method=lucene,robertson --space stopwords=default,none \
+      --folds 5 --seed 0 --save cisi-tuned.json
+  hybrid-retrievers tune cranfield --space mode=rrf,relative_score --space k_rrf=20,60 \
+      --space k1=0.9,1.2 --model MODEL       # fusion keys fuse BM25 with a dense index
+
+A value is parsed as JSON when it can be (0.9, null, [1,2]) and kept as text otherwise;
+"none" means None. Reported: the defaults, the in-sample best and the out-of-fold
+metric (settings chosen on the other folds: the number to believe).""",
     "index": """examples:
   hybrid-retrievers index notes/ --out notes-index           # BM25 + dense (+ SPLADE)
   hybrid-retrievers index notes/ --out notes-index           # again: only changed files
@@ -163,6 +173,25 @@ def _parser() -> argparse.ArgumentParser:
     ev.add_argument("--no-cache", action="store_true",
                     help="do not read or write the embedding cache")
 
+    tu = command("tune", "choose BM25, analyzer and fusion settings by k-fold cross-validation "
+                         "over the queries", _commands.tune_cmd)
+    tu.add_argument("dataset", help=f"a bundled dataset name ({bundled}) or a BEIR folder")
+    tu.add_argument("--space", action="append", required=True, metavar="KEY=V1,V2,...",
+                    help="values to try for one setting; repeat for several (keys: k1, b, "
+                         "delta, method, language, stopwords, stemmer, token_pattern, "
+                         "accent_folding, mode, weights, k_rrf, fetch_k)")
+    tu.add_argument("--folds", type=int, default=5, help="cross-validation folds (default: 5)")
+    tu.add_argument("--seed", type=int, default=0, help="seed of the query shuffle (default: 0)")
+    tu.add_argument("--metric", default="ndcg@10", help="metric to maximise (default: ndcg@10)")
+    tu.add_argument("-k", type=int, default=100, help="results asked per query (default: 100)")
+    tu.add_argument("--max-queries", type=int, default=None,
+                    help="use only the first N judged queries (a quick check)")
+    tu.add_argument("--model", default=None,
+                    help="dense model for the fusion keys (default: the local all-MiniLM-L6-v2)")
+    tu.add_argument("--save", type=Path, default=None,
+                    help="write the chosen setting and the numbers to this JSON file")
+    tu.add_argument("--progress", action="store_true", help="show a progress bar")
+
     index = command("index", "chunk a folder of documents and build a hybrid (BM25 + dense) "
                              "index; re-running it updates only what changed", _commands.index)
     index.add_argument("source", type=Path,
@@ -194,7 +223,8 @@ def _parser() -> argparse.ArgumentParser:
                        help="analyzer language: stopwords and Snowball stemmer (a name such as "
                             "'french' or an ISO 639-1 code such as 'fr'; default: english)")
     index.add_argument("--method", default="lucene",
-                       help="BM25 variant: lucene (default), robertson, atire, bm25l, bm25+")
+                       help="BM25 variant: lucene (default), textbook (Lucene before 8: with the "
+                            "k1 + 1 factor), robertson, atire (Trotman et al. 2014), bm25l, bm25+")
     index.add_argument("--no-cache", action="store_true",
                        help="do not read or write the embedding caches (dense and sparse)")
 

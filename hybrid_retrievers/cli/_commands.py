@@ -128,6 +128,52 @@ def evaluate_cmd(args: argparse.Namespace) -> int:
     return 0
 
 
+def tune_cmd(args: argparse.Namespace) -> int:
+    from ..datasets import load_dataset
+    from ..evaluation.tuning import FUSION_KEYS, tune
+
+    space = _parse_space(args.space)
+    ds = load_dataset(args.dataset)
+    dense = None
+    if set(space) & set(FUSION_KEYS):
+        dense = _build.dense_index(list(ds.corpus.values()), args.model, progress=args.progress,
+                                   log=lambda *a: print(*a, file=sys.stderr, flush=True))
+    result = tune(ds, space, dense=dense, folds=args.folds, seed=args.seed, metric=args.metric,
+                  k=args.k, max_queries=args.max_queries, show_progress=args.progress)
+    print(result)
+    if args.save is not None:
+        result.save(args.save)
+        print(f"saved to {args.save}")
+    return 0
+
+
+def _parse_space(items: list[str]) -> dict[str, list[Any]]:
+    """``["k1=0.9,1.2", "stopwords=default,none"]`` as ``{"k1": [0.9, 1.2], ...}``."""
+    def value(text: str) -> Any:
+        if text.lower() == "none":
+            return None
+        try:
+            return json.loads(text)
+        except ValueError:
+            return text
+
+    space: dict[str, list[Any]] = {}
+    for item in items:
+        key, sep, values = item.partition("=")
+        if not sep or not key.strip() or not values.strip():
+            raise ValueError(f"--space must look like KEY=V1,V2 (e.g. k1=0.9,1.2), got {item!r}")
+        # Split at commas outside brackets, so weights=[1,1],[2,1] stays two values.
+        parts, depth, start = [], 0, 0
+        for i, ch in enumerate(values):
+            depth += {"[": 1, "]": -1}.get(ch, 0)
+            if ch == "," and depth == 0:
+                parts.append(values[start:i])
+                start = i + 1
+        parts.append(values[start:])
+        space.setdefault(key.strip(), []).extend(value(p.strip()) for p in parts)
+    return space
+
+
 def index(args: argparse.Namespace) -> int:
     from ._index import index_command
 

@@ -25,6 +25,13 @@ from hybrid_retrievers.evaluation.significance import (
     Significance,
     paired_test,
 )
+from hybrid_retrievers.evaluation.tuning import (
+    SPACE_KEYS,
+    FoldChoice,
+    TuningResult,
+    cross_validate,
+    tune,
+)
 from hybrid_retrievers.evaluation.runner import (
     TABLE_METRICS,
     EvaluationReport,
@@ -36,12 +43,16 @@ __all__ = [
     "BeirDataset",
     "DEFAULT_METRICS",
     "EvaluationReport",
+    "FoldChoice",
     "QueryDiff",
     "Ranking",
     "RankingCallable",
     "SIGNIFICANCE_TESTS",
     "Significance",
+    "SPACE_KEYS",
     "TABLE_METRICS",
+    "TuningResult",
+    "cross_validate",
     "evaluate",
     "MetricSpec",
     "Qrels",
@@ -52,4 +63,5 @@ __all__ = [
     "paired_test",
     "parse_metric",
     "per_query_metrics",
+    "tune",
 ]

@@ -4,6 +4,10 @@ Two rerankers share one result shape:
 
 * `Reranker` (pointwise): a `PairScorer` (e.g. `hybrid_retrievers.models.CrossEncoderScorer`)
   scores every ``(query, passage)`` pair; candidates are sorted by that score.
+* `MMRReranker` (diversity): maximal marginal relevance (Carbonell & Goldstein 1998)
+  trades each candidate's score against its similarity to the results above it.
+* `SourceCap` (diversity): at most ``n`` results per source (``metadata["parent_id"]``,
+  a file...), keeping the input order.
 * `LLMReranker` (listwise): a text generator is shown the numbered candidates and asked for
   their order (Sun et al. 2023, "Is ChatGPT Good at Search?", RankGPT, including its sliding
   window for long lists). Its output is parsed leniently by `parse_ranking`; when nothing
@@ -23,7 +27,9 @@ Conventions:
   ========================  ===================================================================
   key                       meaning
   ========================  ===================================================================
-  ``method``                ``"pointwise"`` (`Reranker`) or ``"listwise"`` (`LLMReranker`)
+  ``method``                ``"pointwise"`` (`Reranker`), ``"listwise"`` (`LLMReranker`),
+                            ``"mmr"`` or ``"source_cap"`` (their own keys: see `mmr`,
+                            `source_cap`)
   ``model``                 the scorer's ``model_id`` (else its class name) / the LLM's name
   ``score``                 the rerank score (equal to ``hit.score``)
   ``previous_rank``         the candidate's rank before reranking: ``hit.rank`` for a `Hit`,
@@ -49,7 +55,8 @@ Example:
 
 Layout: `candidates` (input checks and provenance), `pointwise` (`Reranker`,
 `as_pair_scorer`), `parsing` (`parse_ranking`), `listwise` (`LLMReranker` and its
-prompt), `searcher` (`RerankingSearcher`). Warnings are logged on
+prompt), `mmr` (`MMRReranker`), `source_cap` (`SourceCap`), `searcher`
+(`RerankingSearcher`, which wraps a searcher with any of these stages). Warnings are logged on
 ``hybrid_retrievers.rerank``.
 """
 
@@ -57,19 +64,23 @@ from __future__ import annotations
 
 from .candidates import RERANK_KEY, RerankInput, RerankItem
 from .listwise import DEFAULT_LLM_RERANK_PROMPT, LLMReranker
+from .mmr import MMRReranker
 from .parsing import RankingParse, parse_ranking
 from .pointwise import Reranker, as_pair_scorer
 from .searcher import RerankingSearcher
+from .source_cap import SourceCap
 
 __all__ = [
     "DEFAULT_LLM_RERANK_PROMPT",
     "LLMReranker",
+    "MMRReranker",
     "RERANK_KEY",
     "RankingParse",
     "RerankInput",
     "RerankItem",
     "Reranker",
     "RerankingSearcher",
+    "SourceCap",
     "as_pair_scorer",
     "parse_ranking",
 ]

@@ -32,14 +32,16 @@ def pair_reranker(model: Any, *, top_n: int = 3, score_threshold: float | None =
     return Reranker(scorer, top_n=top_n, score_threshold=score_threshold)
 
 
-def positional_docs(items: Iterable[tuple[str | None, str]]) -> list[Doc]:
-    """``(id or None, text)`` pairs, in input order, as `Doc`s whose id is the position of
-    the first input with the same id (its own position when the id is ``None``)."""
+def positional_docs(items: Iterable[tuple[Any, ...]]) -> list[Doc]:
+    """``(id or None, text)`` or ``(id or None, text, metadata)`` tuples, in input order,
+    as `Doc`s whose id is the position of the first input with the same id (its own
+    position when the id is ``None``); the metadata (for stages such as `SourceCap`)
+    is kept."""
     first: dict[str, int] = {}
     out = []
-    for i, (item_id, text) in enumerate(items):
+    for i, (item_id, text, *metadata) in enumerate(items):
         position = i if item_id is None else first.setdefault(item_id, i)
-        out.append(Doc(str(position), text))
+        out.append(Doc(str(position), text, *metadata))
     return out
 
 

@@ -1,4 +1,10 @@
-"""`RerankingSearcher`: "retrieve ``fetch_k``, keep the best ``k``" as one `Searcher`."""
+"""`RerankingSearcher`: "retrieve ``fetch_k``, keep the best ``k``" as one `Searcher`.
+
+The stage is anything with ``rerank(query, candidates, *, top_n=...) -> list[Hit]``:
+`Reranker`, `LLMReranker`, `MMRReranker`, `SourceCap`. Stages compose by nesting:
+``RerankingSearcher(RerankingSearcher(index, reranker, fetch_k=50), SourceCap(),
+fetch_k=20)`` reranks 50 candidates, then keeps the best ``k`` with one per parent.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +13,9 @@ from typing import Any
 from ..types import Hit
 from ..validation import check_k
 from .listwise import LLMReranker
+from .mmr import MMRReranker
 from .pointwise import Reranker
+from .source_cap import SourceCap
 
 __all__ = ["RerankingSearcher"]
 
@@ -29,7 +37,9 @@ class RerankingSearcher:
         ['b', 'a']
     """
 
-    def __init__(self, searcher: Any, reranker: Reranker | LLMReranker, *, fetch_k: int = 30):
+    def __init__(self, searcher: Any,
+                 reranker: Reranker | LLMReranker | MMRReranker | SourceCap, *,
+                 fetch_k: int = 30):
         if not callable(getattr(searcher, "search", None)):
             raise TypeError(
                 f"searcher must have search(query, k), got {type(searcher).__name__}"

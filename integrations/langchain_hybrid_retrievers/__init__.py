@@ -18,6 +18,7 @@ from hybrid_retrievers import __version__
 from .bm25 import BM25Retriever
 from .compressors import CrossEncoderReranker, LLMRerankCompressor, RerankingRetriever
 from .dense import DenseRetriever
+from .diversity import MMRCompressor, SourceCapCompressor
 from .embeddings import LangChainEmbedder
 from .evaluation import as_eval_callable
 from .fusion import FusionRetriever
@@ -30,6 +31,6 @@ from .vectorstores import ScoredVectorStoreRetriever
 
 __all__ = ["BM25Retriever", "CrossEncoderReranker", "DenseRetriever", "FusionRetriever",
            "HyDERetriever", "HybridRetriever", "LLMRerankCompressor", "LangChainEmbedder",
-           "LangChainParentStore", "ParentDocumentRetriever", "RerankingRetriever",
-           "ScoredVectorStoreRetriever", "SearcherRetriever", "SparseRetriever", "__version__",
-           "as_eval_callable"]
+           "LangChainParentStore", "MMRCompressor", "ParentDocumentRetriever",
+           "RerankingRetriever", "ScoredVectorStoreRetriever", "SearcherRetriever",
+           "SourceCapCompressor", "SparseRetriever", "__version__", "as_eval_callable"]

@@ -75,20 +75,24 @@ def check_documents(documents: Any) -> list[Document]:
 
 
 def to_core(documents: list[Document]) -> list[Doc]:
-    """The documents as positional core docs (`positional_docs`)."""
-    return positional_docs((d.id, d.page_content) for d in documents)
+    """The documents as positional core docs (`positional_docs`), metadata kept."""
+    return positional_docs((d.id, d.page_content, d.metadata) for d in documents)
 
 
-def to_documents(hits: list[Hit], documents: list[Document], score_key: str) -> list[Document]:
+def to_documents(hits: list[Hit], documents: list[Document],
+                 score_key: str | None) -> list[Document]:
+    """New documents for ``hits``, with the provenance keys (no score when ``score_key``
+    is ``None``: a stage that keeps the input order has none of its own)."""
     out = []
     for hit in hits:
         original = documents[input_position(hit)]
         info = hit.explanation[RERANK_KEY]
         updates: dict[str, Any] = {}
-        if score_key in original.metadata:
-            updates[f"previous_{score_key}"] = original.metadata[score_key]
-        updates.update({score_key: float(hit.score), RANK_KEY: hit.rank,
-                        PREVIOUS_RANK_KEY: info["previous_rank"]})
+        if score_key is not None:
+            if score_key in original.metadata:
+                updates[f"previous_{score_key}"] = original.metadata[score_key]
+            updates[score_key] = float(hit.score)
+        updates.update({RANK_KEY: hit.rank, PREVIOUS_RANK_KEY: info["previous_rank"]})
         if "status" in info:
             updates.update({STATUS_KEY: info["status"], DETAIL_KEY: info["detail"]})
         out.append(with_metadata(original, updates))
@@ -140,7 +144,7 @@ class RerankCompressor(BaseDocumentCompressor):
             return []
         rerank, kwargs = self._core_call(callbacks, asynchronous=False)
         hits = rerank(query, to_core(docs), top_n=self._top_n(top_n), **kwargs)
-        return to_documents(hits, docs, self.score_key)
+        return to_documents(hits, docs, self._written_score_key())
 
     async def _arerank_documents(self, documents: Sequence[Document], query: str, *,
                                  top_n: int | None, callbacks: Callbacks) -> list[Document]:
@@ -149,7 +153,11 @@ class RerankCompressor(BaseDocumentCompressor):
             return []
         arerank, kwargs = self._core_call(callbacks, asynchronous=True)
         hits = await arerank(query, to_core(docs), top_n=self._top_n(top_n), **kwargs)
-        return to_documents(hits, docs, self.score_key)
+        return to_documents(hits, docs, self._written_score_key())
+
+    def _written_score_key(self) -> str | None:
+        """Where the stage's score goes on returned documents (``None``: nowhere)."""
+        return self.score_key
 
     def _top_n(self, top_n: int | None) -> int:
         return self.top_n if top_n is None else top_n

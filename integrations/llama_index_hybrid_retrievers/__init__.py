@@ -9,7 +9,8 @@ Example:
 
 The same classes import from LlamaIndex's integration paths:
 ``from llama_index.retrievers.hybrid import BM25Retriever, HybridRetriever, ...`` and
-``from llama_index.postprocessor.hybrid import CrossEncoderRerank, LLMRerank``.
+``from llama_index.postprocessor.hybrid import CrossEncoderRerank, LLMRerank,
+MMRPostprocessor, SourceCapPostprocessor``.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from hybrid_retrievers import __version__
 
 from .bm25 import BM25Retriever
 from .dense import DenseRetriever
+from .diversity import MMRPostprocessor, SourceCapPostprocessor
 from .embeddings import LlamaIndexEmbedder
 from .evaluation import as_eval_callable
 from .fusion import FusionRetriever
@@ -41,8 +43,10 @@ __all__ = [
     "HybridRetriever",
     "LLMRerank",
     "LlamaIndexEmbedder",
+    "MMRPostprocessor",
     "ParentDocumentRetriever",
     "SearcherRetriever",
+    "SourceCapPostprocessor",
     "SparseRetriever",
     "__version__",
     "as_eval_callable",

@@ -118,11 +118,12 @@ class RerankPostprocessor(BaseNodePostprocessor):
         """The core reranker doing the work (`hybrid_retrievers.rerank`)."""
         return self._reranker  # type: ignore[no-any-return]
 
-    def _to_core(self, nodes: list[NodeWithScore]) -> list[Doc]:
-        """The nodes' ``metadata_mode`` texts as positional core docs (`positional_docs`)."""
+    def _to_core(self, nodes: list[NodeWithScore]) -> list[Doc] | list[Hit]:
+        """The nodes' ``metadata_mode`` texts (and metadata) as positional core docs
+        (`positional_docs`)."""
         mode = self.metadata_mode
-        return positional_docs((n.node.node_id, n.node.get_content(metadata_mode=mode))
-                               for n in nodes)
+        return positional_docs((n.node.node_id, n.node.get_content(metadata_mode=mode),
+                                n.node.metadata) for n in nodes)
 
     def _to_nodes(self, hits: list[Hit], nodes: list[NodeWithScore]) -> list[NodeWithScore]:
         out = []
@@ -140,7 +141,7 @@ class RerankPostprocessor(BaseNodePostprocessor):
             out.append(NodeWithScore(node=copy, score=float(hit.score)))
         return out
 
-    def _rerank_options(self) -> dict[str, Any]:
+    def _rerank_options(self, nodes: list[NodeWithScore]) -> dict[str, Any]:
         """Extra keyword arguments for the core reranker's ``rerank``."""
         return {}
 
@@ -177,7 +178,7 @@ class RerankPostprocessor(BaseNodePostprocessor):
             return []
         with self._events(nodes, query_bundle, query) as out:
             hits = yield rerank(query, self._to_core(nodes), top_n=self.top_n,
-                                **self._rerank_options())
+                                **self._rerank_options(nodes))
             out.extend(self._to_nodes(hits, nodes))
         return out
 
@@ -256,7 +257,7 @@ class CrossEncoderRerank(RerankPostprocessor):
             self.model, top_n=self.top_n, score_threshold=self.score_threshold,
             batch_size=self.batch_size, max_length=self.max_length, device=self.device)
 
-    def _rerank_options(self) -> dict[str, Any]:
+    def _rerank_options(self, nodes: list[NodeWithScore]) -> dict[str, Any]:
         return {"score_threshold": self.score_threshold}
 
 

@@ -81,7 +81,7 @@ def test_repeated_query_terms_count_each_time() -> None:
     assert twice == pytest.approx(2 * once)
 
 
-@pytest.mark.parametrize("method", ["lucene", "robertson", "okapi", "bm25+", "bm25l"])
+@pytest.mark.parametrize("method", ["lucene", "robertson", "okapi", "bm25+", "bm25l", "textbook", "atire"])
 def test_explain_contributions_sum_to_score(index: BM25Index, method: str, passages: list[str]) -> None:
     idx = BM25Index.from_texts(passages, ids=[f"p{i}" for i in range(len(passages))], method=method)
     query = "bm25 ranking function documents"

@@ -24,7 +24,7 @@ from hybrid_retrievers.bm25.kernels import BlockMax, NormCodes  # noqa: E402
 from hybrid_retrievers.bm25 import CollectionStats  # noqa: E402
 from hybrid_retrievers.selection import top_k  # noqa: E402
 
-METHODS = ["lucene", "robertson", "bm25l", "bm25+"]
+METHODS = ["lucene", "robertson", "bm25l", "bm25+", "textbook", "atire"]
 
 STRATEGIES = {
     # The kernels at every size ("numba"), so small test corpora take them too.

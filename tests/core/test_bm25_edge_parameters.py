@@ -17,7 +17,7 @@ from hybrid_retrievers import Analyzer, BM25Index
 from hybrid_retrievers.bm25 import BM25Backend, BM25Params
 from hybrid_retrievers.optional import is_available
 
-METHODS = ["lucene", "robertson", "bm25l", "bm25+"]
+METHODS = ["lucene", "robertson", "bm25l", "bm25+", "textbook", "atire"]
 PLAIN = Analyzer(stopwords=None, stemmer=None)
 
 

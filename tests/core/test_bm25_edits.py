@@ -26,7 +26,7 @@ def _results(index: BM25Index, query: str) -> list[tuple[str, float]]:
     return [(h.id, h.score) for h in index.search(query, k=100)]
 
 
-@pytest.mark.parametrize("method", ["lucene", "robertson", "bm25+", "bm25l"])
+@pytest.mark.parametrize("method", ["lucene", "robertson", "bm25+", "bm25l", "atire"])
 @settings(max_examples=40, deadline=None)
 @given(initial=st.lists(texts, min_size=1, max_size=6), steps=ops, data=st.data())
 def test_edits_equal_rebuild(method: str, initial: list[str], steps, data) -> None:

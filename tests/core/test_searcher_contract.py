@@ -19,7 +19,13 @@ from hybrid_retrievers.fusion import FusionSearcher
 from hybrid_retrievers.hyde import HyDE, HyDESearcher
 from hybrid_retrievers.models import HashingEmbedder, HashingSparseEmbedder
 from hybrid_retrievers.parent import ParentChildSearcher
-from hybrid_retrievers.rerank import LLMReranker, Reranker, RerankingSearcher
+from hybrid_retrievers.rerank import (
+    LLMReranker,
+    MMRReranker,
+    Reranker,
+    RerankingSearcher,
+    SourceCap,
+)
 from hybrid_retrievers.sparse import SparseIndex
 from hybrid_retrievers.types import Doc
 from hybrid_retrievers.vector import VectorIndex
@@ -68,6 +74,11 @@ BUILDERS: dict[str, Contracted] = {
                          lexical=True),
     "rerank-listwise": Contracted(lambda d: RerankingSearcher(bm25(d), LLMReranker(ranking)),
                                   lexical=True),
+    "mmr-lexical": Contracted(lambda d: RerankingSearcher(bm25(d), MMRReranker()), lexical=True),
+    "mmr-vectors": Contracted(lambda d: (lambda v: RerankingSearcher(
+        v, MMRReranker(vectors=v)))(vector(d))),
+    "source-cap": Contracted(lambda d: RerankingSearcher(bm25(d), SourceCap("topic")),
+                             lexical=True),
 }
 
 

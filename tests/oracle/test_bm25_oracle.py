@@ -66,8 +66,9 @@ def test_epsilon_matches_rank_bm25_okapi(cranfield) -> None:
 
 # bm25s's robertson idf has no epsilon floor, and its bm25+ adds the absent-term
 # weight idf*delta one time too few for matching documents (rank_bm25, which
-# follows Lv & Zhai's formula, is the oracle for both above).
-@pytest.mark.parametrize("method", ["lucene", "bm25l"])
+# follows Lv & Zhai's formula, is the oracle for both above). bm25s's "atire" is
+# Trotman et al. 2014's: ln(N/df) idf with the k1 + 1 factor, as ours.
+@pytest.mark.parametrize("method", ["lucene", "bm25l", "atire"])
 def test_matches_bm25s(cranfield, method: str) -> None:
     docs, queries = cranfield
     index = BM25Index.from_docs(docs, analyzer=PLAIN, method=method)

@@ -1,0 +1,91 @@
+"""`tune` and `cross_validate`: choosing settings without scoring them on their own queries."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from hybrid_retrievers import BM25Index
+from hybrid_retrievers.cli import main
+from hybrid_retrievers.datasets import load_dataset
+from hybrid_retrievers.evaluation import cross_validate, evaluate, tune
+
+QIDS = [f"q{i}" for i in range(23)]
+SETTINGS = [{}, {"k1": 0.5}, {"k1": 2.0}, {"b": 0.3}]
+
+
+def test_no_evaluation_query_leaks_into_training_folds() -> None:
+    scores = np.random.default_rng(1).random((len(SETTINGS), len(QIDS)))
+    oof, folds = cross_validate(scores, QIDS, SETTINGS, folds=5, seed=7)
+    held_out = [q for f in folds for q in f.test]
+    assert sorted(held_out) == sorted(QIDS)  # every query evaluated exactly once
+    for f in folds:
+        assert not set(f.test) & set(f.train)
+        assert set(f.test) | set(f.train) == set(QIDS)
+    # The proof: change every held-out score of a fold to anything at all; the setting
+    # chosen for that fold does not move, so it was chosen without those queries.
+    for i, f in enumerate(folds):
+        poisoned = scores.copy()
+        columns = [QIDS.index(q) for q in f.test]
+        poisoned[:, columns] = np.random.default_rng(i).random((len(SETTINGS), len(columns))) * 100
+        _, again = cross_validate(poisoned, QIDS, SETTINGS, folds=5, seed=7)
+        assert again[i].chosen == f.chosen and again[i].train == f.train
+    # And each query's out-of-fold score is its own fold's chosen setting's score.
+    for f in folds:
+        row = SETTINGS.index(f.chosen)
+        for q in f.test:
+            assert oof[QIDS.index(q)] == scores[row, QIDS.index(q)]
+
+
+def test_the_seed_fixes_the_folds() -> None:
+    scores = np.random.default_rng(2).random((len(SETTINGS), len(QIDS)))
+    a = cross_validate(scores, QIDS, SETTINGS, folds=4, seed=3)[1]
+    b = cross_validate(scores, QIDS, SETTINGS, folds=4, seed=3)[1]
+    c = cross_validate(scores, QIDS, SETTINGS, folds=4, seed=4)[1]
+    assert [f.test for f in a] == [f.test for f in b] != [f.test for f in c]
+    with pytest.raises(ValueError, match="folds must be between 2"):
+        cross_validate(scores, QIDS, SETTINGS, folds=1, seed=0)
+
+
+def test_tune_on_cranfield_reports_default_in_sample_and_out_of_fold(tmp_path) -> None:
+    ds = load_dataset("cranfield")
+    result = tune(ds, {"k1": [0.6, 1.2], "b": [0.3, 0.75]}, folds=3, seed=0, max_queries=40)
+    assert result.settings[0] == {} and len(result.settings) == 5
+    assert result.n_queries == 40 and len(result.fold_choices) == 3
+    # The defaults' number is the plain evaluation's.
+    plain = evaluate({"bm25": BM25Index.from_docs(list(ds.corpus.values()))}, ds,
+                     metrics=["ndcg@10"], max_queries=40).means["bm25"]["ndcg@10"]
+    assert result.default == pytest.approx(plain)
+    assert result.in_sample == max(result.means) >= result.out_of_fold
+    assert result.chosen == dict(result.settings[result.means.index(max(result.means))])
+    assert "BM25Index.from_docs(docs" in result.to_code()
+    result.save(tmp_path / "tuned.json")
+    saved = json.loads((tmp_path / "tuned.json").read_text())
+    assert saved["out_of_fold"] == result.out_of_fold and saved["queries"] == 40
+    assert saved["chosen"]["bm25"] == result.chosen
+    assert isinstance(result.build(list(ds.corpus.values())), BM25Index)
+
+
+@pytest.mark.parametrize("space, match", [
+    ({"k2": [1]}, "unknown key 'k2'"),
+    ({"k1": []}, r"space\['k1'\] must be a non-empty list"),
+    ({"mode": ["rrf"]}, "need dense="),
+    ({"k1": [-1.0]}, "k1"),
+    ({"language": ["klingon"]}, "klingon"),
+])
+def test_tune_refuses_a_bad_space(space: dict, match: str) -> None:
+    with pytest.raises(ValueError, match=match):
+        tune("cranfield", space, max_queries=5)
+
+
+def test_cli_tune_prints_the_numbers_and_saves_json(tmp_path, capsys) -> None:
+    out = tmp_path / "t.json"
+    code = main(["tune", "cranfield", "--space", "k1=0.9,1.2", "--space", "b=0.75",
+                 "--folds", "2", "--max-queries", "20", "--save", str(out)])
+    text = capsys.readouterr().out
+    assert code == 0 and "out-of-fold" in text and "BM25Index.from_docs" in text
+    assert json.loads(out.read_text())["folds"] == 2
+    assert main(["tune", "cranfield", "--space", "k1"]) == 1
+    assert "--space must look like KEY=V1,V2" in capsys.readouterr().err
