@@ -14,6 +14,11 @@ statistical predictions", J. R. Stat. Soc. B 36; Hastie, Tibshirani & Friedman 2
   a setting chosen without it, and the mean over all queries estimates what tuning
   buys on unseen queries.
 
+Whether out-of-fold differs from default by more than noise is the paired randomization
+test of the two per-query score lists (`paired_test`, Smucker, Allan & Carterette 2007),
+reported as `TuningResult.significance` with the number of queries: tuning a few
+settings usually moves the mean by less than its noise, and the p-value says so.
+
 How: every setting of the grid (the cartesian product of ``space``) is built and
 evaluated once over all judged queries, giving a (settings × queries) matrix of the
 metric; BM25 and fusion settings learn nothing from queries beyond this choice, so the
@@ -41,7 +46,7 @@ import json
 import os
 import tempfile
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +55,7 @@ import numpy as np
 from ..progress import progress
 from ..validation import check_number
 from .beir import BeirDataset
+from .significance import Significance, paired_test
 
 __all__ = ["SPACE_KEYS", "FoldChoice", "TuningResult", "cross_validate", "tune"]
 
@@ -129,17 +135,25 @@ class TuningResult:
     per_query_default: dict[str, float] = field(repr=False)
     per_query_out_of_fold: dict[str, float] = field(repr=False)
     """Per query: the defaults' score and the fold-chosen setting's score (paired, for a
-    significance test such as ``scipy.stats.ttest_rel``)."""
+    significance test; `significance` is the randomization test of the two)."""
     fused: bool = False
     """Whether the settings were fused with a ``dense`` searcher."""
+    significance: Significance | None = None
+    """Out-of-fold minus default per query: the paired randomization test (`paired_test`,
+    seeded with ``seed``), its mean difference, p-value and number of queries."""
 
     @property
     def n_queries(self) -> int:
         return len(self.per_query_default)
 
     def to_code(self) -> str:
-        """The chosen setting as the Python that builds it."""
-        return setting_code(self.chosen, self.fused)
+        """The chosen setting as the Python that builds it, after a comment with the
+        out-of-fold result and its significance against the defaults."""
+        note = (f"# {self.dataset} {self.metric}: default {self.default:.4f}, out-of-fold "
+                f"{self.out_of_fold:.4f} ({self.folds} folds, seed {self.seed})")
+        if self.significance is not None:
+            note += "\n# " + str(self.significance)
+        return note + "\n" + setting_code(self.chosen, self.fused)
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready summary: the chosen setting (split by where it goes) and the numbers."""
@@ -151,6 +165,8 @@ class TuningResult:
                            "fusion": _part(self.chosen, FUSION_KEYS)},
                 "default": self.default, "in_sample": self.in_sample,
                 "out_of_fold": self.out_of_fold,
+                "significance": (None if self.significance is None
+                                 else asdict(self.significance)),
                 "fold_choices": [fc.chosen for fc in self.fold_choices],
                 "code": self.to_code()}
 
@@ -182,6 +198,8 @@ class TuningResult:
         lines = [f"| {self.dataset}: {self.metric} over {self.n_queries} queries | value |",
                  "|---|---:|"]
         lines += [f"| {name} | {value:.4f} |" for name, value in rows]
+        if self.significance is not None:
+            lines += ["", str(self.significance)]
         return "\n".join(lines)
 
     def __str__(self) -> str:
@@ -250,11 +268,13 @@ def tune(
     oof, choices = cross_validate(scores, qids, settings, folds=folds, seed=seed)
     means = scores.mean(axis=1)
     best = int(np.argmax(means))
+    significance = paired_test(oof, scores[0], "permutation", seed=seed, metric=metric,
+                               names=("out-of-fold", "default"))
     return TuningResult(dataset.name, metric, folds, seed, dict(settings[best]),
                         float(means[0]), float(means[best]), float(oof.mean()),
                         tuple(choices), tuple(settings), tuple(float(m) for m in means),
                         dict(zip(qids, scores[0].tolist())), dict(zip(qids, oof.tolist())),
-                        fused=dense is not None)
+                        fused=dense is not None, significance=significance)
 
 
 def grid(space: Mapping[str, Sequence[Any]]) -> list[Setting]:

@@ -10,7 +10,7 @@ import pytest
 from hybrid_retrievers import BM25Index
 from hybrid_retrievers.cli import main
 from hybrid_retrievers.datasets import load_dataset
-from hybrid_retrievers.evaluation import cross_validate, evaluate, tune
+from hybrid_retrievers.evaluation import cross_validate, evaluate, paired_test, tune
 
 QIDS = [f"q{i}" for i in range(23)]
 SETTINGS = [{}, {"k1": 0.5}, {"k1": 2.0}, {"b": 0.3}]
@@ -68,6 +68,27 @@ def test_tune_on_cranfield_reports_default_in_sample_and_out_of_fold(tmp_path) -
     assert isinstance(result.build(list(ds.corpus.values())), BM25Index)
 
 
+def test_tune_tests_out_of_fold_against_the_defaults_per_query(tmp_path) -> None:
+    result = tune("cranfield", {"k1": [0.3, 2.5], "b": [0.2, 0.9]}, folds=3, seed=1,
+                  max_queries=40)
+    qids = list(result.per_query_default)
+    expected = paired_test([result.per_query_out_of_fold[q] for q in qids],
+                           [result.per_query_default[q] for q in qids], "permutation",
+                           seed=1)
+    sig = result.significance
+    assert sig is not None and sig.test == "permutation" and sig.queries == 40
+    assert sig.p_value == expected.p_value and 0.0 < sig.p_value <= 1.0
+    assert sig.mean_difference == pytest.approx(result.out_of_fold - result.default)
+    assert (sig.a, sig.b, sig.metric) == ("out-of-fold", "default", "ndcg@10")
+    line = f"p = {sig.p_value:.4g}"
+    assert line in result.to_markdown() and "40 queries" in result.to_markdown()
+    assert line in result.to_code() and result.to_code().count("\n# ") == 1
+    result.save(tmp_path / "tuned.json")
+    saved = json.loads((tmp_path / "tuned.json").read_text())["significance"]
+    assert saved["p_value"] == sig.p_value and saved["queries"] == 40
+    assert saved["mean_difference"] == sig.mean_difference and saved["test"] == "permutation"
+
+
 @pytest.mark.parametrize("space, match", [
     ({"k2": [1]}, "unknown key 'k2'"),
     ({"k1": []}, r"space\['k1'\] must be a non-empty list"),
@@ -86,6 +107,8 @@ def test_cli_tune_prints_the_numbers_and_saves_json(tmp_path, capsys) -> None:
                  "--folds", "2", "--max-queries", "20", "--save", str(out)])
     text = capsys.readouterr().out
     assert code == 0 and "out-of-fold" in text and "BM25Index.from_docs" in text
-    assert json.loads(out.read_text())["folds"] == 2
+    assert "out-of-fold - default on ndcg@10" in text and "20 queries" in text
+    saved = json.loads(out.read_text())
+    assert saved["folds"] == 2 and saved["significance"]["queries"] == 20
     assert main(["tune", "cranfield", "--space", "k1"]) == 1
     assert "--space must look like KEY=V1,V2" in capsys.readouterr().err
