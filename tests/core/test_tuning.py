@@ -7,10 +7,10 @@ import json
 import numpy as np
 import pytest
 
-from hybrid_retrievers import BM25Index
+from hybrid_retrievers import BM25Index, Doc
 from hybrid_retrievers.cli import main
 from hybrid_retrievers.datasets import load_dataset
-from hybrid_retrievers.evaluation import cross_validate, evaluate, paired_test, tune
+from hybrid_retrievers.evaluation import BeirDataset, cross_validate, evaluate, paired_test, tune
 
 QIDS = [f"q{i}" for i in range(23)]
 SETTINGS = [{}, {"k1": 0.5}, {"k1": 2.0}, {"b": 0.3}]
@@ -89,7 +89,47 @@ def test_tune_tests_out_of_fold_against_the_defaults_per_query(tmp_path) -> None
     assert saved["mean_difference"] == sig.mean_difference and saved["test"] == "permutation"
 
 
+def test_fielded_corpus_puts_the_title_apart_exactly() -> None:
+    ds = BeirDataset("t", {"a": Doc("a", "Wing flow over a wing", {"title": "Wing"}),
+                           "b": Doc("b", "Only title", {"title": "Only title"}),
+                           "c": Doc("c", "no title here", {"title": ""}),
+                           "d": Doc("d", "by hand", {"title": "Other"})}, {}, {})
+    apart = ds.fielded_corpus()
+    assert [apart[i].text for i in "abcd"] == ["flow over a wing", "", "no title here",
+                                               "by hand"]
+    assert apart["a"].metadata["title"] == "Wing"
+    cranfield = load_dataset("cranfield")
+    for doc_id, doc in cranfield.fielded_corpus().items():
+        joined = cranfield.corpus[doc_id].text
+        title = doc.metadata["title"]
+        assert joined == (f"{title} {doc.text}" if title and doc.text else title or doc.text)
+
+
+def test_tune_chooses_field_weights_on_one_fielded_index() -> None:
+    ds = load_dataset("cranfield")
+    space = {"field_weights": [{"title": 0.0}, {"title": 3.0}, {"title": 2.0, "text": 0.5}]}
+    result = tune(ds, space, folds=3, seed=0, max_queries=40)
+    assert result.settings[0] == {} and len(result.settings) == 4
+    # Each setting's mean is that of an index built with those weights (per-query weights
+    # on the shared fielded index change nothing but the weights), the default one field.
+    fielded = list(ds.fielded_corpus().values())
+    for setting, mean in zip(result.settings[1:], result.means[1:]):
+        fields = {"text": 1.0, **setting["field_weights"]}
+        built = BM25Index.from_docs(fielded, fields=fields)
+        plain = evaluate({"f": built}, ds, metrics=["ndcg@10"], max_queries=40)
+        assert mean == pytest.approx(plain.means["f"]["ndcg@10"])
+    assert len(set(result.means)) == 4  # the weights do change the ranking
+    assert result.chosen == {"field_weights": {"title": 2.0, "text": 0.5}}  # beats one field
+    fields = {"text": 0.5, "title": 2.0}
+    assert f"fields={fields!r}" in result.to_code() and "fielded_corpus" in result.to_code()
+    assert result.build(fielded).fields == fields
+    assert result.to_dict()["chosen"]["bm25"] == result.chosen
+
+
 @pytest.mark.parametrize("space, match", [
+    ({"field_weights": [{"title": -1.0}]}, "field_weights"),
+    ({"field_weights": [["title"]]}, "field_weights"),
+    ({"field_weights": [{"title": 2.0}], "method": ["bm25l"]}, "BM25F"),
     ({"k2": [1]}, "unknown key 'k2'"),
     ({"k1": []}, r"space\['k1'\] must be a non-empty list"),
     ({"mode": ["rrf"]}, "need dense="),
@@ -97,7 +137,7 @@ def test_tune_tests_out_of_fold_against_the_defaults_per_query(tmp_path) -> None
     ({"language": ["klingon"]}, "klingon"),
 ])
 def test_tune_refuses_a_bad_space(space: dict, match: str) -> None:
-    with pytest.raises(ValueError, match=match):
+    with pytest.raises((ValueError, TypeError), match=match):
         tune("cranfield", space, max_queries=5)
 
 
@@ -110,5 +150,9 @@ def test_cli_tune_prints_the_numbers_and_saves_json(tmp_path, capsys) -> None:
     assert "out-of-fold - default on ndcg@10" in text and "20 queries" in text
     saved = json.loads(out.read_text())
     assert saved["folds"] == 2 and saved["significance"]["queries"] == 20
+    code = main(["tune", "cranfield", "--space", 'field_weights={"title":0},{"title":3,"text":1}',
+                 "--folds", "2", "--max-queries", "20"])
+    text = capsys.readouterr().out
+    assert code == 0 and "out-of-fold - default" in text
     assert main(["tune", "cranfield", "--space", "k1"]) == 1
     assert "--space must look like KEY=V1,V2" in capsys.readouterr().err
