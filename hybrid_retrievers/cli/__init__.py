@@ -40,6 +40,7 @@ _EXAMPLES = {
   hybrid-retrievers tune cranfield --space k1=0.6,0.9,1.2,1.5 --space b=0.3,0.5,0.75
   hybrid-retrievers tune cisi --space method=lucene,robertson --space stopwords=default,none \
       --folds 5 --seed 0 --save cisi-tuned.json
+  hybrid-retrievers tune cranfield --space 'field_weights={"title":1},{"title":2},{"title":4}'
   hybrid-retrievers tune cranfield --space mode=rrf,relative_score --space k_rrf=20,60 \
       --space k1=0.9,1.2 --model MODEL       # fusion keys fuse BM25 with a dense index
 
@@ -178,7 +179,9 @@ def _parser() -> argparse.ArgumentParser:
     tu.add_argument("dataset", help=f"a bundled dataset name ({bundled}) or a BEIR folder")
     tu.add_argument("--space", action="append", required=True, metavar="KEY=V1,V2,...",
                     help="values to try for one setting; repeat for several (keys: k1, b, "
-                         "delta, method, language, stopwords, stemmer, token_pattern, "
+                         "delta, method, field_weights (JSON objects, e.g. "
+                         "field_weights={\"title\":2},{\"title\":3}), language, stopwords, "
+                         "stemmer, token_pattern, "
                          "accent_folding, mode, weights, k_rrf, fetch_k)")
     tu.add_argument("--folds", type=int, default=5, help="cross-validation folds (default: 5)")
     tu.add_argument("--seed", type=int, default=0, help="seed of the query shuffle (default: 0)")

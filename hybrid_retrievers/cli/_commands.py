@@ -162,10 +162,11 @@ def _parse_space(items: list[str]) -> dict[str, list[Any]]:
         key, sep, values = item.partition("=")
         if not sep or not key.strip() or not values.strip():
             raise ValueError(f"--space must look like KEY=V1,V2 (e.g. k1=0.9,1.2), got {item!r}")
-        # Split at commas outside brackets, so weights=[1,1],[2,1] stays two values.
+        # Split at commas outside brackets and braces, so weights=[1,1],[2,1] and
+        # field_weights={"title":2,"text":1},{"title":3} stay two values.
         parts, depth, start = [], 0, 0
         for i, ch in enumerate(values):
-            depth += {"[": 1, "]": -1}.get(ch, 0)
+            depth += {"[": 1, "]": -1, "{": 1, "}": -1}.get(ch, 0)
             if ch == "," and depth == 0:
                 parts.append(values[start:i])
                 start = i + 1
