@@ -17,6 +17,7 @@ Example:
 
 from __future__ import annotations
 
+from .bm25.fields import query_field_weights
 from .documents import make_docs
 from .fusion.concurrency import CallRunner, gather_calls
 from .fusion.plan import FusionCall, FusionPlan, Weights
@@ -86,6 +87,7 @@ __all__ = [
     "pair_reranker",
     "parse_enum",
     "positional_docs",
+    "query_field_weights",
     "read_fusion",
     "read_index",
     "require",

@@ -46,3 +46,18 @@ class WordOverlap:
 
     def score(self, pairs: list[tuple[str, str]]) -> list[float]:
         return [float(len(set(q.lower().split()) & set(p.lower().split()))) for q, p in pairs]
+
+# Fielded documents for BM25F through the frameworks: (id, text, metadata with a "title").
+# "wing" matches FIELDED_QUERY only in its title, "layer" only in its text, so the title's
+# weight decides which ranks first.
+FIELDED: list[tuple[str, str, dict[str, str]]] = [
+    ("wing", "Lift over a thin airfoil depends on the angle of attack.",
+     {"title": "Boundary layer transition on swept wings"}),
+    ("layer", "The boundary layer thickens downstream; transition follows at high Reynolds "
+     "number in the boundary layer.", {"title": "Heat transfer in hypersonic flow"}),
+    ("shock", "Shock waves form ahead of blunt bodies at supersonic speed.",
+     {"title": "Blunt body shock standoff"}),
+    ("plain", "Swept wings delay compressibility drag rise.", {}),
+]
+FIELDED_QUERY = "boundary layer transition swept wings"
+FIELD_WEIGHTS = {"title": 3.0, "text": 1.0}

@@ -88,6 +88,7 @@ FACES = {
         "pair_reranker",
         "parse_enum",
         "positional_docs",
+        "query_field_weights",
         "read_fusion",
         "read_index",
         "require",

@@ -56,7 +56,7 @@ from .params import BM25Params
 from .postings import Snapshot, live_terms, offsets
 from .scoring import BM25Method, length_norm
 
-__all__ = ["TEXT", "check_fields", "field_text", "combined", "FieldedTerm",
+__all__ = ["TEXT", "check_fields", "query_field_weights", "field_text", "combined", "FieldedTerm",
            "FieldedExplanation", "explain_fields"]
 
 TEXT = "text"
@@ -93,6 +93,19 @@ def check_fields(fields: Any, name: str = "fields",
     if not any(out.values()):
         raise ValueError(f"{name}: at least one weight must be above 0, got {out}")
     return out
+
+
+def query_field_weights(fields: Mapping[str, float] | None,
+                        field_weights: Any) -> dict[str, float]:
+    """One query's field weights on an index with build-time weights ``fields`` (``None``:
+    built without fields, an error): ``fields`` with ``field_weights``'s entries over them
+    (``None``: ``fields`` as they are); checked by `check_fields`."""
+    if fields is None:
+        raise ValueError("field_weights needs an index built with fields= (BM25F), e.g. "
+                         "BM25Index.from_docs(docs, fields={'title': 2.0, 'text': 1.0})")
+    if field_weights is None:
+        return dict(fields)
+    return check_fields(field_weights, "field_weights", known=fields)
 
 
 def field_text(doc: Doc, field: str) -> str:

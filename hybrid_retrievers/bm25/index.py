@@ -39,7 +39,7 @@ from .chunking import resolve_n_jobs, token_chunks
 from .collection_stats import CollectionStats
 from .explanation import BM25Explanation, explain
 from .fields import TEXT, FieldedExplanation, check_fields, check_method, combined, \
-    explain_fields, field_text
+    explain_fields, field_text, query_field_weights
 from .matching import match, match_many, query_ids, ranked_matches
 from .operators import AnalysedQuery, admitted, analysed
 from .params import Backend, BM25Backend, BM25Params, ImpactParams, params_from
@@ -381,12 +381,7 @@ class BM25Index(AtomicSave, DocumentAccess):
     # ------------------------------------------------------------------ fields (BM25F)
 
     def _weights(self, field_weights: Mapping[str, float] | None) -> dict[str, float]:
-        if self._fields is None:
-            raise ValueError("field_weights needs an index built with fields= (BM25F), e.g. "
-                             "BM25Index.from_docs(docs, fields={'title': 2.0, 'text': 1.0})")
-        if field_weights is None:
-            return self._fields
-        return check_fields(field_weights, "field_weights", known=self._fields)
+        return query_field_weights(self._fields, field_weights)
 
     def _view(self, st: Snapshot, weights: dict[str, float]) -> Any:
         """The BM25F view of ``st`` for ``weights`` (`fields.combined`), kept per version.

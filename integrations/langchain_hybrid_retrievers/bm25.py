@@ -6,14 +6,23 @@ so LangChain and LlamaIndex users get identical rankings.
 
 from __future__ import annotations
 
+import asyncio
 import os
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from langchain_core.callbacks import (
+    AsyncCallbackManagerForRetrieverRun,
+    CallbackManagerForRetrieverRun,
+)
+from langchain_core.documents import Document
+from pydantic import model_validator
+
 from hybrid_retrievers import Analyzer, BM25Index
 from hybrid_retrievers.bm25 import BM25Params
+from hybrid_retrievers.integration import query_field_weights
 
-from ._base import IndexRetriever
+from ._base import Filter, IndexRetriever
 from ._convert import Ids, Metadatas, copy_metadatas
 
 __all__ = ["BM25Retriever"]
@@ -42,6 +51,13 @@ class BM25Retriever(IndexRetriever):
     with ties by index order; a callable ``preprocess_func`` works in memory, and
     `save_local` needs it registered (``hybrid_retrievers.text.register_tokenizer``).
 
+    Fields (BM25F, see `hybrid_retrievers.bm25.fields`): ``from_documents(docs,
+    fields={"title": 2.0, "text": 1.0})`` indexes ``Document.metadata["title"]`` as its
+    own field beside ``page_content`` (the field ``"text"``), each length-normalised on
+    its own; ``field_weights`` (a field, and per call: ``invoke(q, field_weights={"title":
+    5.0})``) overrides weights for a query, fields left out keeping their build weight.
+    `save_local` / `load_local` keep the fields (the core index saves them).
+
     Example:
         >>> from langchain_hybrid_retrievers import BM25Retriever
         >>> retriever = BM25Retriever.from_texts(
@@ -56,6 +72,44 @@ class BM25Retriever(IndexRetriever):
     index: BM25Index
     """The core BM25 index that does all scoring; shared, not copied."""
 
+    field_weights: dict[str, float] | None = None
+    """Default per-query field weights on an index built with ``fields`` (``None``: the
+    build-time weights); override per call with ``field_weights=``."""
+
+    @model_validator(mode="after")
+    def _check_field_weights(self) -> BM25Retriever:
+        if self.field_weights is not None:
+            query_field_weights(self.index.fields, self.field_weights)
+        return self
+
+    def _search(self, query: str, k: int | None, filter: Filter | None,
+                field_weights: Mapping[str, float] | None = None) -> list[Document]:
+        top, where = self._resolve(k, filter)
+        weights = self.field_weights if field_weights is None else field_weights
+        return self._documents(self.index.search(query, top, filter=where,
+                                                 field_weights=weights))
+
+    async def _asearch(self, query: str, k: int | None, filter: Filter | None,
+                       field_weights: Mapping[str, float] | None = None) -> list[Document]:
+        return await asyncio.to_thread(self._search, query, k, filter, field_weights)
+
+    def _get_relevant_documents(
+        self, query: str, *, run_manager: CallbackManagerForRetrieverRun,
+        k: int | None = None, filter: Filter | None = None,
+        field_weights: Mapping[str, float] | None = None,
+    ) -> list[Document]:
+        """Return up to ``k`` documents for ``query``, best first (``field_weights``:
+        this call's BM25F weights, see the class)."""
+        return self._search(query, k, filter, field_weights)
+
+    async def _aget_relevant_documents(
+        self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun,
+        k: int | None = None, filter: Filter | None = None,
+        field_weights: Mapping[str, float] | None = None,
+    ) -> list[Document]:
+        """Async `_get_relevant_documents`, in a worker thread."""
+        return await self._asearch(query, k, filter, field_weights)
+
     @classmethod
     def from_texts(
         cls, texts: Iterable[str], metadatas: Metadatas = None, ids: Ids = None,
@@ -63,13 +117,16 @@ class BM25Retriever(IndexRetriever):
         preprocess_func: Callable[[str], list[str]] | None = None, *,
         bm25_variant: str | None = None, analyzer: Analyzer | None = None,
         k1: float | None = None, b: float | None = None, method: str | None = None,
-        delta: float | None = None, **kwargs: Any,
+        delta: float | None = None, fields: Mapping[str, float] | None = None,
+        **kwargs: Any,
     ) -> BM25Retriever:
         """Index raw texts (see `BM25Index.from_texts`) and return a retriever over them;
         ``**kwargs`` are retriever fields (``k``, ``filter``, ``score_key``, ``tags``...).
 
         ``bm25_params`` / ``bm25_variant`` / ``preprocess_func`` are LangChain's (see the
-        class); ``analyzer``, ``k1``, ``b``, ``method``, ``delta`` are `BM25Index`'s.
+        class); ``analyzer``, ``k1``, ``b``, ``method``, ``delta`` are `BM25Index`'s, and
+        so is ``fields`` (BM25F weights by field: ``"text"`` is the text, any other name
+        the metadata value under it; see the class).
 
         Raises:
             TypeError: a ``bm25_params`` key the variant's rank_bm25 class does not take.
@@ -88,7 +145,8 @@ class BM25Retriever(IndexRetriever):
         keywords = {} if params is not None else {"k1": k1, "b": b, "method": method,
                                                   "delta": delta}
         index = BM25Index.from_texts(texts, ids=ids, metadatas=copy_metadatas(metadatas),
-                                     analyzer=analyzer, params=params, **keywords)
+                                     analyzer=analyzer, params=params, fields=fields,
+                                     **keywords)
         return cls(index=index, **kwargs)
 
     @classmethod

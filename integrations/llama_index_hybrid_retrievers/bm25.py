@@ -10,7 +10,7 @@ async retrieval in a worker thread.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from llama_index.core.constants import DEFAULT_SIMILARITY_TOP_K
@@ -18,6 +18,7 @@ from llama_index.core.schema import BaseNode, MetadataMode
 from llama_index.core.storage.docstore.types import BaseDocumentStore
 
 from hybrid_retrievers import Analyzer, BM25Index
+from hybrid_retrievers.integration import query_field_weights
 
 from ._base import CoreIndexRetriever, LoadOptions, refuse_arguments
 from ._convert import as_node_list, nodes_to_docs, one_source, source_nodes
@@ -59,6 +60,15 @@ class BM25Retriever(CoreIndexRetriever[BM25Index]):
     analysis is this package's (`Analyzer`: NLTK's English stopwords, Snowball, codes
     and CJK kept; pass ``token_pattern=r"(?u)\\b\\w\\w+\\b"`` for bm25s's split).
 
+    Fields (BM25F, see `hybrid_retrievers.bm25.fields`): ``fields={"title": 2.0,
+    "text": 1.0}`` indexes ``node.metadata["title"]`` as its own field beside the text,
+    each length-normalised on its own. With fields the metadata is fields, so
+    ``metadata_mode`` defaults to ``NONE`` (``"text"`` is
+    ``node.get_content(MetadataMode.NONE)``; ``EMBED`` would count a title twice, in its
+    field and in the text: pass it explicitly if that is what you want).
+    ``field_weights`` (settable, saved by `persist`) are the query weights, fields left
+    out keeping their build weight; the fields come back with `from_persist_dir`.
+
     Each result is a new `NodeWithScore` carrying the BM25 score; its node is the
     caller's node object (not modified; after `from_persist_dir`, rebuilt from its saved
     fields) while it agrees with the index, else a `TextNode` of the stored document.
@@ -97,6 +107,8 @@ class BM25Retriever(CoreIndexRetriever[BM25Index]):
         b: float | None = None,
         method: str | None = None,
         delta: float | None = None,
+        fields: Mapping[str, float] | None = None,
+        field_weights: Mapping[str, float] | None = None,
         **options: Any,
     ) -> None:
         refuse_arguments(type(self).__name__, {
@@ -109,12 +121,14 @@ class BM25Retriever(CoreIndexRetriever[BM25Index]):
             bm25_index, nodes = None, bm25_index
         build = {"analyzer": analyzer, "language": language, "stemmer": stemmer,
                  "skip_stemming": skip_stemming or None, "token_pattern": token_pattern,
-                 "tokenizer": tokenizer, "k1": k1, "b": b, "method": method, "delta": delta}
+                 "tokenizer": tokenizer, "k1": k1, "b": b, "method": method, "delta": delta,
+                 "fields": fields}
         if bm25_index is None:
             if nodes is None or isinstance(nodes, NodeCache):
                 raise ValueError("pass nodes= (the nodes to index) or bm25_index= (a "
                                  "hybrid_retrievers.BM25Index); got neither")
-            mode = MetadataMode.EMBED if metadata_mode is None else MetadataMode(metadata_mode)
+            default = MetadataMode.EMBED if fields is None else MetadataMode.NONE
+            mode = default if metadata_mode is None else MetadataMode(metadata_mode)
             node_list = as_node_list(nodes)
             if not node_list:  # the original's words, so code matching them keeps working
                 raise ValueError("Please pass at least one node: nodes= is empty (an empty "
@@ -123,7 +137,7 @@ class BM25Retriever(CoreIndexRetriever[BM25Index]):
                 nodes_to_docs(node_list, mode),
                 analyzer=analyzer_from_bm25s(analyzer, language, stemmer, skip_stemming,
                                              token_pattern, tokenizer),
-                k1=k1, b=b, method=method, delta=delta,
+                k1=k1, b=b, method=method, delta=delta, fields=fields,
                 show_progress=bool(options.get("verbose", False)))
             if bm25_index.vocabulary_size == 0:
                 raise ValueError(
@@ -142,6 +156,27 @@ class BM25Retriever(CoreIndexRetriever[BM25Index]):
         super().__init__(bm25_index, nodes=nodes, similarity_top_k=similarity_top_k,
                          **options)
         self._language_as_given = language  # read back as given ("en"), saved with it
+        self.field_weights = field_weights
+
+    @property
+    def field_weights(self) -> dict[str, float] | None:
+        """The query's BM25F field weights (``None``: the index's build-time weights);
+        checked on every assignment against the index's fields."""
+        return self._field_weights
+
+    @field_weights.setter
+    def field_weights(self, value: Mapping[str, float] | None) -> None:
+        if value is not None:
+            query_field_weights(self._searcher.fields, value)
+        self._field_weights = None if value is None else dict(value)
+
+    @property
+    def fields(self) -> dict[str, float] | None:
+        """The index's build-time field weights (BM25F), or ``None`` for one field."""
+        return self._searcher.fields
+
+    def _search_options(self) -> dict[str, Any]:
+        return {**super()._search_options(), "field_weights": self._field_weights}
 
     @property
     def bm25_index(self) -> BM25Index:
@@ -172,8 +207,14 @@ class BM25Retriever(CoreIndexRetriever[BM25Index]):
     def _settings(self) -> dict[str, Any]:
         language = {} if self._language_as_given is None else {
             "language": self._language_as_given}
+        weights = {} if self._field_weights is None else {"field_weights": self._field_weights}
         return {**super()._settings(), "metadata_mode": self._nodes.metadata_mode.value,
-                **language}
+                **language, **weights}
+
+    @classmethod
+    def _saved_options(cls, settings: dict[str, Any]) -> dict[str, Any]:
+        weights = settings.get("field_weights")
+        return {} if weights is None else {"field_weights": weights}
 
     def _restore(self, settings: dict[str, Any]) -> None:
         language = settings.get("language")
@@ -196,7 +237,7 @@ class BM25Retriever(CoreIndexRetriever[BM25Index]):
         nodes are all indexed, or a core ``bm25_index`` used as it is. ``kwargs`` are the
         constructor's (``metadata_mode``, ``language``, ``stemmer``, ``skip_stemming``,
         ``token_pattern``, ``analyzer``, ``k1``, ``b``, ``method``, ``delta``,
-        ``filters``, ``callback_manager``, ``verbose``, ``objects``, ``object_map``).
+        ``fields``, ``field_weights``, ``filters``, ``callback_manager``, ``verbose``, ``objects``, ``object_map``).
         """
         refuse_arguments("BM25Retriever.from_defaults", {
             key: kwargs.pop(key) for key in list(kwargs) if key in _UNSUPPORTED
