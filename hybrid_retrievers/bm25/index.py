@@ -128,7 +128,7 @@ class BM25Index(AtomicSave, DocumentAccess):
     def _empty(self, positions: bool) -> Snapshot:
         st = Snapshot.empty(positions)
         if self._fields is not None:
-            st.fields = {f: Snapshot.empty() for f in self._fields if f != TEXT}
+            st.fields = {f: Snapshot.empty(positions) for f in self._fields if f != TEXT}
         return st
 
     def _install(self, state: Snapshot) -> None:
@@ -412,11 +412,9 @@ class BM25Index(AtomicSave, DocumentAccess):
             allowed = None
         else:
             aq = analysed(structured, self._analyzer)
-            if aq.phrases:
-                raise ValueError("phrase queries on a fielded (BM25F) index are not supported "
-                                 "yet; search the phrase's words, or build without fields")
             terms, counts = aq.terms, aq.counts
-            allowed = admitted(view, aq)
+            # A phrase matches within one field, any field (positions kept per field).
+            allowed = admitted(view, aq, [st, *(st.fields or {}).values()])
             if allowed is not None and not allowed.any():
                 return []
         pairs = [(t, c) for t, c in zip(terms, counts) if t in view.vocab]

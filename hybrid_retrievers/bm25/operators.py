@@ -80,13 +80,17 @@ def analysed(query: Query, analyzer: Analyzer) -> AnalysedQuery:
     )
 
 
-def admitted(st: Snapshot, aq: AnalysedQuery) -> NDArray[np.bool_] | None:
+def admitted(st: Snapshot, aq: AnalysedQuery,
+             phrase_fields: list[Snapshot] | None = None) -> NDArray[np.bool_] | None:
     """Which of ``st``'s documents pass ``aq``'s constraints; None when it has none.
+
+    ``phrase_fields`` (a fielded index: its fields' snapshots, over the same documents as
+    ``st``, its BM25F view): a phrase matches when it occurs in any one of them.
 
     Raises:
         ValueError: ``aq`` has a phrase and the index keeps no positions.
     """
-    if aq.phrases and st.tokens is None:
+    if aq.phrases and any(f.tokens is None for f in (phrase_fields or [st])):
         raise ValueError(
             "phrase queries need term positions, which this index does not keep; build it "
             "with positions=True (BM25Index.from_texts(..., positions=True)), or search the "
@@ -121,7 +125,14 @@ def admitted(st: Snapshot, aq: AnalysedQuery) -> NDArray[np.bool_] | None:
             hits[_docs_of(st, t)] += 1
         mask &= hits >= aq.min_should
     for phrase in aq.phrases:
-        mask &= _phrase_mask(st, [vocab[t] for t in phrase], mask)
+        if phrase_fields is None:
+            mask &= _phrase_mask(st, [vocab[t] for t in phrase], mask)
+            continue
+        found = np.zeros(n, dtype=bool)
+        for field in phrase_fields:  # a phrase never spans two fields
+            if all(t in field.vocab for t in phrase):
+                found |= _phrase_mask(field, [field.vocab[t] for t in phrase], mask)
+        mask &= found
     return mask
 
 

@@ -54,8 +54,13 @@ def write(directory: Path, st: Snapshot, params: BM25Params, analyzer: Analyzer,
         extra["fields"] = dict(fields)
         for i, name in enumerate(_extra_fields(fields)):
             sub = IndexWriter(w.subdirectory(f"field-{i}"))
-            sub.manifest(FIELD_KIND, FORMAT_VERSION, {"name": name,
-                                                      **write_postings(sub, st.fields[name])})
+            field = st.fields[name]
+            field_extra: dict[str, object] = {}
+            if field.tokens is not None:
+                sub.array("positions", field.tokens)
+                field_extra["positions"] = True
+            sub.manifest(FIELD_KIND, FORMAT_VERSION, {"name": name, **field_extra,
+                                                      **write_postings(sub, field)})
             w.bind(f"field-{i}")
     if st.tokens is not None:
         w.array("positions", st.tokens)
@@ -148,8 +153,14 @@ def read_fields(r: IndexReader, st: Snapshot, *, mmap: bool = False,
         part = read_postings(sub, mmap=mmap, verify=verify)
         if [d.id for d in part.docs] != ids:
             raise IndexFormatError(f"{where}/field-{i}: its documents are not the index's")
+        if (sub.manifest.get("positions", False) is True) != (st.tokens is not None):
+            raise IndexFormatError(f"{where}/field-{i}: keeps positions only where the index "
+                                   "does not (or the reverse)")
+        tokens = (_read_positions(sub, part, full=not mmap or verify)
+                  if st.tokens is not None else None)
         st.fields[name] = Snapshot(st.docs, part.vocab, part.indptr, part.post_docs,
-                                   part.post_tf, part.doc_len, positions=st.positions)
+                                   part.post_tf, part.doc_len, positions=st.positions,
+                                   tokens=tokens)
     return weights
 
 

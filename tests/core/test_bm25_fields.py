@@ -153,3 +153,61 @@ def test_bad_field_weights_and_metadata() -> None:
         BM25Index.from_docs(_docs(0, 5)).search("wing", field_weights={"text": 1.0})
     with pytest.raises(TypeError, match="must be a str"):
         BM25Index.from_docs([Doc("x", "a", {"title": 3})], fields={"title": 1.0, "text": 1.0})
+
+
+def _holds_phrase(tokens: list[str], phrase: list[str]) -> bool:
+    w = len(phrase)
+    return any(tokens[i:i + w] == phrase for i in range(len(tokens) - w + 1))
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_phrases_on_a_fielded_index_match_within_any_one_field(seed: int, tmp_path) -> None:
+    # Positions are kept per field; a phrase matches when one field holds it in order
+    # (never across the title/text boundary), checked against a brute-force reference,
+    # after edits and after a save/load round trip.
+    docs = _docs(seed)
+    weights = {"title": 2.0, "text": 1.0}
+    index = BM25Index.from_docs(docs, fields=weights, positions=True)
+    tok = index.analyzer.tokenize
+    rng = random.Random(seed)
+    queries = [f'"{rng.choice(WORDS)} {rng.choice(WORDS)}"' for _ in range(12)]
+    queries += ['"wing flow" +air', '"boundary layer" -rotor', '"blade air speed"']
+
+    def expected(idx: BM25Index, pool: list[Doc], q: str) -> set[str]:
+        out = set()
+        for d in pool:
+            fields = [tok(d.text), tok(d.metadata.get("title", ""))]
+            ok = True
+            for part in q.split('"')[1::2]:
+                ok &= any(_holds_phrase(f, tok(part)) for f in fields)
+            rest = q.split('"')[-1].split()
+            for word in rest:
+                present = any(tok(word[1:])[0] in f for f in fields)
+                ok &= present if word.startswith("+") else not present
+            if ok:
+                out.add(d.id)
+        return out
+
+    def check(idx: BM25Index, pool: list[Doc]) -> None:
+        for q in queries:
+            got = {h.id for h in idx.search(q, k=len(pool), syntax="operators")}
+            assert got == expected(idx, pool, q), q
+
+    check(index, docs)
+    assert any(expected(index, docs, q) for q in queries)
+    # A phrase that straddles the title and the text matches nothing.
+    straddle = Doc("x", "layer heat", {"title": "wing boundary"})
+    index.add_docs([straddle])
+    assert "x" not in {h.id for h in index.search('"boundary layer"', k=500, syntax="operators")}
+    index.delete(["x", docs[0].id])
+    check(index, docs[1:])
+    index.save(tmp_path / "f")
+    again = BM25Index.load(tmp_path / "f")
+    check(again, docs[1:])
+    assert again.has_positions
+
+
+def test_a_fielded_index_without_positions_refuses_phrases() -> None:
+    index = BM25Index.from_docs(_docs(0), fields={"title": 2.0, "text": 1.0})
+    with pytest.raises(ValueError, match="positions=True"):
+        index.search('"wing flow"', syntax="operators")
