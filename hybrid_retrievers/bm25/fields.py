@@ -25,8 +25,9 @@ saturated), which the impact scorer (`params.ImpactParams`) scores with query we
 on it unchanged. It costs one pass over all fields' postings (scipy's COO -> CSR sum)
 per index version and weight vector, and is kept (the build-time weights, and the last
 few per-query weights), so per-query weights cost a rebuild the first time they are
-used and nothing after: what a tuning loop over weights wants. Not yet: phrases on a
-fielded index, collection statistics (Ray shards), per-field ``b_f``.
+used and nothing after: what a tuning loop over weights wants. Positions (phrases) are
+kept per field: a phrase matches within one field. Not yet: collection statistics (Ray
+shards), per-field ``b_f``.
 
 Example:
     >>> from hybrid_retrievers import BM25Index, Doc
