@@ -23,7 +23,7 @@ from hybrid_retrievers.bm25 import BM25Params
 from hybrid_retrievers.integration import query_field_weights
 
 from ._base import Filter, IndexRetriever
-from ._convert import Ids, Metadatas, copy_metadatas
+from ._convert import Ids, Metadatas, copy_metadatas, doc_to_document
 
 __all__ = ["BM25Retriever"]
 
@@ -81,6 +81,14 @@ class BM25Retriever(IndexRetriever):
         if self.field_weights is not None:
             query_field_weights(self.index.fields, self.field_weights)
         return self
+
+    @property
+    def docs(self) -> list[Document]:
+        """The indexed documents in index order, as langchain-community's ``BM25Retriever.docs``
+        holds them (a new list of new `Document`s: editing it changes nothing; use
+        `add_documents` / `delete`). Unlike there, a document given without an id has its
+        content id."""
+        return [doc_to_document(doc) for doc in self.index.docs]
 
     def _search(self, query: str, k: int | None, filter: Filter | None,
                 field_weights: Mapping[str, float] | None = None) -> list[Document]:

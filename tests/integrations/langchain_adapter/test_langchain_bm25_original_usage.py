@@ -102,3 +102,20 @@ def test_a_callable_preprocess_func_saves_only_when_registered(tmp_path: Path) -
         assert _scores(loaded, "Foo") == _scores(retriever, "Foo")
     finally:
         unregister_tokenizer("tests.words")
+
+
+def test_docs_lists_the_indexed_documents_as_the_original_does() -> None:
+    from langchain_core.documents import Document
+
+    from langchain_hybrid_retrievers import BM25Retriever
+
+    docs = [Document("I have a pen.", id="a", metadata={"n": 1}),
+            Document("Do you have a pen?", id="b"), Document("I have a bag.", id="c")]
+    retriever = BM25Retriever.from_documents(docs)
+    assert [(d.id, d.page_content, d.metadata) for d in retriever.docs] == [
+        ("a", "I have a pen.", {"n": 1}), ("b", "Do you have a pen?", {}),
+        ("c", "I have a bag.", {})]
+    retriever.docs.clear()  # a copy: the index keeps its documents
+    assert len(retriever.docs) == 3
+    retriever.delete(["b"])
+    assert [d.id for d in retriever.docs] == ["a", "c"]
