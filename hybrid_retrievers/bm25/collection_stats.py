@@ -16,6 +16,11 @@ the difference of that shard's statistics before and after (`CollectionStats.dif
 Terms whose global df falls to 0 are dropped, so the vocabulary (and Robertson's mean
 idf floor) is what a rebuild would have.
 
+A fielded (BM25F, `hybrid_retrievers.bm25.fields`) index's statistics are N, each term's
+df over all fields (documents holding it in any field, as BM25F's idf counts it) and
+each field's total length (``field_lengths``, so avglen_f = total_f / N): all additive,
+so fielded shards merge and edit the same way.
+
 Example:
     >>> from hybrid_retrievers import BM25Index
     >>> a = BM25Index.from_texts(["wing lift", "wing drag"], ids=["1", "2"])
@@ -64,12 +69,15 @@ class CollectionStats:
     Args:
         n_docs: number of documents.
         total_length: sum of the documents' token counts (avgdl = total / N).
-        df: term -> number of documents containing it.
+        df: term -> number of documents containing it (in any field, for BM25F).
+        field_lengths: a fielded index's field -> sum of that field's token counts
+            (``"text"`` included); None without fields.
     """
 
-    __slots__ = ("_n_docs", "_total_length", "_df", "_idf_cache")
+    __slots__ = ("_n_docs", "_total_length", "_df", "_field_lengths", "_idf_cache")
 
-    def __init__(self, n_docs: int, total_length: int, df: Mapping[str, int]) -> None:
+    def __init__(self, n_docs: int, total_length: int, df: Mapping[str, int],
+                 field_lengths: Mapping[str, int] | None = None) -> None:
         for name, value in (("n_docs", n_docs), ("total_length", total_length)):
             if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
                 raise ValueError(f"{name} must be a non-negative int, got {value!r}")
@@ -83,6 +91,7 @@ class CollectionStats:
         self._n_docs = int(n_docs)
         self._total_length = int(total_length)
         self._df: dict[str, int] = clean
+        self._field_lengths = None if field_lengths is None else _check_lengths(field_lengths)
         self._idf_cache: dict[str, tuple[dict[str, int], NDArray[np.float64]]] = {}
 
     # ------------------------------------------------------------------ building
@@ -92,23 +101,33 @@ class CollectionStats:
         """The statistics of one index's own documents (its local N, lengths and df)."""
         # Reads BM25Index's term-major postings: a term's df is its posting count.
         st = index._state  # one snapshot, so the three numbers agree under concurrent edits
+        total = int(np.asarray(st.doc_len, dtype=np.int64).sum())
+        if st.fields is not None:  # BM25F: df over all fields, and each field's length
+            from .fields import TEXT, union_df
+
+            vocab, counts = union_df(st)
+            lengths = {TEXT: total, **{f: int(np.asarray(fs.doc_len, dtype=np.int64).sum())
+                                       for f, fs in st.fields.items()}}
+            return cls(len(st.docs), total, dict(zip(vocab, counts.tolist())), lengths)
         df_counts = np.diff(st.indptr).tolist()
         df = {t: df_counts[i] for t, i in st.vocab.items()}
-        return cls(len(st.docs), int(np.asarray(st.doc_len, dtype=np.int64).sum()), df)
+        return cls(len(st.docs), total, df)
 
     @classmethod
     def merge(cls, parts: Iterable[CollectionStats]) -> CollectionStats:
         """The statistics of the union of disjoint document sets (the reduce step)."""
         n = total = 0
         df: dict[str, int] = {}
-        for part in parts:
+        lengths: dict[str, int] | None = None
+        for i, part in enumerate(parts):
             if not isinstance(part, CollectionStats):
                 raise TypeError(f"merge takes CollectionStats objects, got {type(part).__name__}")
             n += part._n_docs
             total += part._total_length
             for t, c in part._df.items():
                 df[t] = df.get(t, 0) + c
-        return cls(n, total, df)
+            lengths = part._field_lengths if i == 0 else _add_lengths(lengths, part._field_lengths)
+        return cls(n, total, df, lengths)
 
     def apply(self, delta: StatsDelta) -> CollectionStats:
         """These statistics after an edit described by ``delta``."""
@@ -116,7 +135,8 @@ class CollectionStats:
         for t, c in delta.df.items():
             df[t] = df.get(t, 0) + c
         return CollectionStats(self._n_docs + delta.n_docs,
-                               self._total_length + delta.total_length, df)
+                               self._total_length + delta.total_length, df,
+                               _add_lengths(self._field_lengths, delta.field_lengths))
 
     @staticmethod
     def diff(before: CollectionStats, after: CollectionStats) -> StatsDelta:
@@ -125,9 +145,11 @@ class CollectionStats:
         for t, c in before._df.items():
             if t not in after._df:
                 df[t] = -c
+        lengths = None if after._field_lengths is None else _add_lengths(
+            after._field_lengths, {f: -c for f, c in (before._field_lengths or {}).items()})
         return StatsDelta(after._n_docs - before._n_docs,
                           after._total_length - before._total_length,
-                          {t: c for t, c in df.items() if c})
+                          {t: c for t, c in df.items() if c}, lengths)
 
     # ------------------------------------------------------------------ reading
 
@@ -151,14 +173,26 @@ class CollectionStats:
         """Term -> document frequency (a read-only view is not enforced; do not edit)."""
         return self._df
 
+    @property
+    def field_lengths(self) -> Mapping[str, int] | None:
+        """A fielded index's field -> total length (None without fields; do not edit)."""
+        return self._field_lengths
+
+    def field_avg(self, field: str) -> float:
+        """The average length of ``field`` over all N documents (BM25F's avglen_f)."""
+        if self._field_lengths is None or field not in self._field_lengths:
+            raise ValueError(f"these collection statistics have no field {field!r}; their "
+                             f"fields are {sorted(self._field_lengths or {})}")
+        return self._field_lengths[field] / self._n_docs if self._n_docs else 0.0
+
     def __len__(self) -> int:
         return len(self._df)
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, CollectionStats):
             return NotImplemented
-        return (self._n_docs, self._total_length, self._df) == (
-            other._n_docs, other._total_length, other._df)
+        return (self._n_docs, self._total_length, self._df, self._field_lengths) == (
+            other._n_docs, other._total_length, other._df, other._field_lengths)
 
     def __repr__(self) -> str:
         return (f"CollectionStats(n_docs={self._n_docs}, avgdl={self.avgdl:.2f}, "
@@ -207,7 +241,7 @@ class CollectionStats:
             w.array("df", np.fromiter(self._df.values(), dtype=np.int64, count=len(self._df)))
             w.manifest("collection-stats", FORMAT_VERSION,
                        {"n_docs": self._n_docs, "total_length": self._total_length,
-                        "n_terms": len(self._df)})
+                        "n_terms": len(self._df), "field_lengths": self._field_lengths})
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> CollectionStats:
@@ -220,24 +254,65 @@ class CollectionStats:
             ) or len(set(terms)) != n_terms:
                 raise IndexFormatError(f"{path}: terms.json must list {n_terms} distinct terms")
             df = r.array("df", dtype_kind="iu", ndim=1, length=n_terms)
+            lengths = r.manifest.get("field_lengths")  # absent in files without fields
             try:
+                if lengths is not None and not isinstance(lengths, dict):
+                    raise ValueError(f"field_lengths must be a mapping, got {lengths!r:.60}")
                 return cls(r.field("n_docs", int), r.field("total_length", int),
-                           dict(zip(terms, df.tolist())))
-            except ValueError as exc:
+                           dict(zip(terms, df.tolist())), lengths)
+            except (TypeError, ValueError) as exc:
                 raise IndexFormatError(f"{path}: {exc}") from None
 
         return read_index(path, kind="collection-stats", max_version=FORMAT_VERSION, read=read)
 
 
+def _check_lengths(lengths: Mapping[str, int]) -> dict[str, int]:
+    """``field_lengths`` as a dict of non-empty str -> int >= 0, or a clear error."""
+    out = {}
+    for f, c in lengths.items():
+        if not isinstance(f, str) or not f or isinstance(c, bool) or not isinstance(
+                c, (int, np.integer)) or c < 0:
+            raise ValueError(f"field_lengths must map field names to non-negative ints, got "
+                             f"{f!r}: {c!r}")
+        out[f] = int(c)
+    return out
+
+
+def _add_lengths(a: Mapping[str, int] | None, b: Mapping[str, int] | None) -> dict[str, int] | None:
+    """Per-field lengths summed; both None (no fields) or both over the same fields."""
+    if a is None and b is None:
+        return None
+    if a is None or b is None or set(a) != set(b):
+        raise ValueError(f"cannot combine statistics over different fields: "
+                         f"{None if a is None else sorted(a)} and {None if b is None else sorted(b)}"
+                         " (shards built with and without fields, or with other fields?)")
+    return {f: a[f] + b[f] for f in a}
+
+
 class StatsDelta:
     """A change to `CollectionStats` (counts may be negative): what one edit did."""
 
-    __slots__ = ("n_docs", "total_length", "df")
+    __slots__ = ("n_docs", "total_length", "df", "field_lengths")
 
-    def __init__(self, n_docs: int, total_length: int, df: Mapping[str, int]) -> None:
+    def __init__(self, n_docs: int, total_length: int, df: Mapping[str, int],
+                 field_lengths: Mapping[str, int] | None = None) -> None:
         self.n_docs = int(n_docs)
         self.total_length = int(total_length)
         self.df: dict[str, int] = dict(df)
+        self.field_lengths = None if field_lengths is None else dict(field_lengths)
+
+    @classmethod
+    def total(cls, deltas: Iterable[StatsDelta],
+              fields: Iterable[str] | None = None) -> StatsDelta:
+        """The sum of several shards' edits (``fields``: the statistics' field names)."""
+        out = cls(0, 0, {}, None if fields is None else {f: 0 for f in fields})
+        for d in deltas:
+            out.n_docs += d.n_docs
+            out.total_length += d.total_length
+            for t, c in d.df.items():
+                out.df[t] = out.df.get(t, 0) + c
+            out.field_lengths = _add_lengths(out.field_lengths, d.field_lengths)
+        return out
 
     def __repr__(self) -> str:
         return f"StatsDelta(n_docs={self.n_docs:+d}, terms={len(self.df)})"

@@ -26,8 +26,10 @@ on it unchanged. It costs one pass over all fields' postings (scipy's COO -> CSR
 per index version and weight vector, and is kept (the build-time weights, and the last
 few per-query weights), so per-query weights cost a rebuild the first time they are
 used and nothing after: what a tuning loop over weights wants. Positions (phrases) are
-kept per field: a phrase matches within one field. Not yet: collection statistics (Ray
-shards), per-field ``b_f``.
+kept per field: a phrase matches within one field. A shard of a larger corpus scores with
+the corpus-wide N, df (over all fields) and per-field average lengths (`CollectionStats`
+with ``field_lengths``), so fielded Ray shards score like one index. Not yet: per-field
+``b_f``.
 
 Example:
     >>> from hybrid_retrievers import BM25Index, Doc
@@ -47,7 +49,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 from numpy.typing import NDArray
@@ -57,8 +59,24 @@ from .params import BM25Params
 from .postings import Snapshot, live_terms, offsets
 from .scoring import BM25Method, length_norm
 
-__all__ = ["TEXT", "check_fields", "query_field_weights", "field_text", "combined", "FieldedTerm",
-           "FieldedExplanation", "explain_fields"]
+if TYPE_CHECKING:
+    from .scoring import Variant
+
+
+class CollectionStats(Protocol):
+    """What BM25F reads of `collection_stats.CollectionStats` (a shard's corpus-wide
+    statistics; not imported, since that module imports this one to count df)."""
+
+    @property
+    def df(self) -> Mapping[str, int]: ...
+
+    def field_avg(self, field: str) -> float: ...
+
+    def idf_for(self, vocab: Mapping[str, int], variant: Variant) -> NDArray[np.float64]: ...
+
+
+__all__ = ["TEXT", "check_fields", "query_field_weights", "field_text", "union_df", "combined",
+           "FieldedTerm", "FieldedExplanation", "explain_fields"]
 
 TEXT = "text"
 """The field that is `Doc.text`; every other field's text is ``doc.metadata[name]``."""
@@ -135,44 +153,75 @@ def _parts(main: Snapshot) -> dict[str, Snapshot]:
     return {TEXT: main, **main.fields}
 
 
-def combined(main: Snapshot, weights: Mapping[str, float],
-             params: BM25Params) -> tuple[Snapshot, dict[str, int], NDArray[np.float32],
-                                          NDArray[np.int64]]:
-    """The BM25F snapshot for ``weights`` (posting value ``tfw(tf̃)``; its vocabulary the
-    terms with a posting under these weights), and the union vocabulary of all fields with
-    each term's idf (float32) and document frequency over all fields."""
-    import scipy.sparse as sp  # a core dependency, loaded on the first fielded search
+def _avglen(name: str, st: Snapshot, stats: CollectionStats | None) -> float:
+    """Field ``name``'s average length: the collection's (a shard) or ``st``'s own."""
+    return st.avgdl if stats is None else stats.field_avg(name)
 
+
+def _union(main: Snapshot) -> tuple[dict[str, int], dict[str, NDArray[np.int64]]]:
+    """The union vocabulary of all fields, and per field each posting's row in it."""
     parts = _parts(main)
     vocab: dict[str, int] = {}
     for st in parts.values():
         for t in st.vocab:
             vocab.setdefault(t, len(vocab))
-    n = len(main.docs)
-    presence = []
-    weighted = []
+    rows = {}
     for name, st in parts.items():
-        if not st.post_docs.size:
-            continue
         remap = np.empty(len(st.vocab), dtype=np.int64)
         for t, i in st.vocab.items():
             remap[i] = vocab[t]
-        rows = np.repeat(remap, np.diff(st.indptr))
-        presence.append((rows, st.post_docs))
+        rows[name] = np.repeat(remap, np.diff(st.indptr))
+    return vocab, rows
+
+
+def _df(main: Snapshot, vocab: dict[str, int],
+        rows: Mapping[str, NDArray[np.int64]]) -> NDArray[np.int64]:
+    import scipy.sparse as sp  # a core dependency, loaded on the first fielded search
+
+    parts = _parts(main)
+    if not any(r.size for r in rows.values()):
+        return np.zeros(len(vocab), dtype=np.int64)
+    any_field = sp.csr_matrix((np.ones(sum(r.size for r in rows.values())),
+                               (np.concatenate(list(rows.values())),
+                                np.concatenate([parts[f].post_docs for f in rows]))),
+                              shape=(len(vocab), len(main.docs)))
+    any_field.sum_duplicates()
+    return np.diff(any_field.indptr).astype(np.int64)
+
+
+def union_df(main: Snapshot) -> tuple[dict[str, int], NDArray[np.int64]]:
+    """The union vocabulary of a fielded snapshot's fields and each term's document
+    frequency over all fields (documents holding the term in any field: BM25F's df)."""
+    vocab, rows = _union(main)
+    return vocab, _df(main, vocab, rows)
+
+
+def combined(main: Snapshot, weights: Mapping[str, float], params: BM25Params,
+             stats: CollectionStats | None = None,
+             ) -> tuple[Snapshot, dict[str, int], NDArray[np.float32], NDArray[np.int64]]:
+    """The BM25F snapshot for ``weights`` (posting value ``tfw(tf̃)``; its vocabulary the
+    terms with a posting under these weights), and the union vocabulary of all fields with
+    each term's idf (float32) and document frequency over all fields. With ``stats`` (a
+    shard), N, df and the fields' average lengths are the collection's."""
+    import scipy.sparse as sp  # a core dependency, loaded on the first fielded search
+
+    parts = _parts(main)
+    vocab, rows_of = _union(main)
+    n = len(main.docs)
+    weighted = []
+    for name, st in parts.items():
         w = weights.get(name, 0.0)
-        if w > 0:
-            norm = length_norm(st.doc_len.astype(np.float64), st.avgdl, params.b)
-            weighted.append((rows, st.post_docs, w * st.post_tf / norm[st.post_docs]))
+        if st.post_docs.size and w > 0:
+            norm = length_norm(st.doc_len.astype(np.float64), _avglen(name, st, stats),
+                               params.b)
+            weighted.append((rows_of[name], st.post_docs, w * st.post_tf / norm[st.post_docs]))
     shape = (len(vocab), n)
-    if presence:
-        any_field = sp.csr_matrix((np.ones(sum(r.size for r, _ in presence)),
-                                   (np.concatenate([r for r, _ in presence]),
-                                    np.concatenate([d for _, d in presence]))), shape=shape)
-        any_field.sum_duplicates()
-        df = np.diff(any_field.indptr).astype(np.float64)
+    if stats is None:
+        df = _df(main, vocab, rows_of)
+        idf = params.variant.idf(df.astype(np.float64), n).astype(np.float32)
     else:
-        df = np.zeros(len(vocab))
-    idf = params.variant.idf(df, n).astype(np.float32)
+        df = np.fromiter((stats.df.get(t, 0) for t in vocab), dtype=np.int64, count=len(vocab))
+        idf = stats.idf_for(vocab, params.variant).astype(np.float32)
     if weighted:
         m = sp.csr_matrix((np.concatenate([v for _, _, v in weighted]),
                            (np.concatenate([r for r, _, _ in weighted]),
@@ -190,7 +239,7 @@ def combined(main: Snapshot, weights: Mapping[str, float],
     view_vocab, view_df = live_terms(vocab, np.diff(indptr))
     view = Snapshot(main.docs, view_vocab, offsets(view_df), docs, values.astype(np.float32),
                     doc_terms, positions=main.positions)
-    return view, vocab, idf, df.astype(np.int64)
+    return view, vocab, idf, df
 
 
 @dataclass(frozen=True, slots=True)
@@ -232,8 +281,10 @@ class FieldedExplanation:
 def explain_fields(main: Snapshot, weights: Mapping[str, float], params: BM25Params,
                    idf: NDArray[np.float32], vocab: Mapping[str, int], query: str,
                    terms: list[str], counts: list[int], pos: int,
-                   df: NDArray[np.integer]) -> FieldedExplanation:
-    """The BM25F explanation of the document at ``pos``, recomputed in float64."""
+                   df: NDArray[np.integer],
+                   stats: CollectionStats | None = None) -> FieldedExplanation:
+    """The BM25F explanation of the document at ``pos``, recomputed in float64 (with
+    ``stats``, the fields' average lengths are the collection's)."""
     parts = _parts(main)
     rows = []
     for term, c in zip(terms, counts):
@@ -248,11 +299,12 @@ def explain_fields(main: Snapshot, weights: Mapping[str, float], params: BM25Par
                 if j < hi - lo and st.post_docs[lo + j] == pos:
                     tf = int(st.post_tf[lo + j])
             length = int(st.doc_len[pos])
-            norm = float(length_norm(np.float64(length), st.avgdl, params.b))
+            avg = _avglen(name, st, stats)
+            norm = float(length_norm(np.float64(length), avg, params.b))
             w = float(weights.get(name, 0.0))
             share = w * tf / norm if tf else 0.0
             total += share
-            per[name] = {"tf": tf, "length": length, "avg_length": st.avgdl, "norm": norm,
+            per[name] = {"tf": tf, "length": length, "avg_length": avg, "norm": norm,
                          "weight": w, "pseudo_tf": share}
         u = vocab.get(term)
         term_idf = float(idf[u]) if u is not None else 0.0

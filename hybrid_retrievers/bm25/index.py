@@ -392,7 +392,7 @@ class BM25Index(AtomicSave, DocumentAccess):
         held = self._views.get(key)
         if held is not None and held[0] is st:
             return held
-        held = (st, *combined(st, weights, self._params))
+        held = (st, *combined(st, weights, self._params, self._collection_stats))
         default = tuple(sorted((self._fields or {}).items()))
         others = [w for w in self._views if w != default and w != key]
         for old in others[:max(0, len(others) - 2)]:
@@ -436,7 +436,7 @@ class BM25Index(AtomicSave, DocumentAccess):
                          terms: list[str], counts: list[int], pos: int) -> FieldedExplanation:
         _, _, union, idf, df = self._view(st, weights)
         return explain_fields(st, weights, self._params, idf, union, label, terms, counts,
-                              pos, df)
+                              pos, df, self._collection_stats)
 
     @property
     def fields(self) -> dict[str, float] | None:
@@ -628,15 +628,20 @@ class BM25Index(AtomicSave, DocumentAccess):
         (same idf, same length norm), so shards' top-k lists can be merged by score.
         The statistics must cover this index's documents and terms; after an edit
         here they are stale until new ones are set. ``None`` returns to local
-        statistics. They are not saved with the index.
+        statistics. They are not saved with the index. A fielded (BM25F) index takes
+        fielded statistics (``stats.field_lengths`` over its fields; df over all fields).
         """
-        if stats is not None and self._fields is not None:
-            raise ValueError("collection statistics (shards) are not supported with fields "
-                             "(BM25F) yet; build the shards without fields")
         if stats is not None and not isinstance(stats, CollectionStats):
             raise TypeError(
                 f"stats must be a CollectionStats or None, got {type(stats).__name__}"
             )
+        if stats is not None:
+            have = None if self._fields is None else sorted(self._fields)
+            got = None if stats.field_lengths is None else sorted(stats.field_lengths)
+            if have != got:
+                raise ValueError(f"the collection statistics are over fields {got} but this "
+                                 f"index's fields are {have} (None: one field); compute them "
+                                 "from indexes built with the same fields")
         with self._lock:
             st = self._state
             if stats is not None and stats.n_docs < len(st.docs):
@@ -647,8 +652,10 @@ class BM25Index(AtomicSave, DocumentAccess):
             self._collection_stats = stats
             # The same postings in a new snapshot: its score cache is built with the new
             # statistics, while searches already running keep the old one.
-            self._state = Snapshot(st.docs, st.vocab, st.indptr, st.post_docs, st.post_tf,
-                                   st.doc_len, positions=st.positions, tokens=st.tokens)
+            new = Snapshot(st.docs, st.vocab, st.indptr, st.post_docs, st.post_tf,
+                           st.doc_len, positions=st.positions, tokens=st.tokens)
+            new.fields = st.fields
+            self._state = new
 
     @property
     def collection_stats(self) -> CollectionStats | None:

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -36,6 +36,7 @@ from numpy.typing import NDArray
 
 from ..optional import require
 from ..bm25.collection_stats import CollectionStats
+from ..bm25.fields import check_fields, check_method
 from ..bm25.params import BM25Params, params_from
 from ..vector import EmbeddingCache, embed_texts, embedder_identity, text_key
 from ..text import Analyzer
@@ -114,6 +115,7 @@ def build_bm25_shards(
     k1: float | None = None,
     b: float | None = None,
     delta: float | None = None,
+    fields: Mapping[str, float] | None = None,
     batch_size: int = 2000,
     text_column: str = "text",
     id_column: str = "id",
@@ -127,6 +129,9 @@ def build_bm25_shards(
         path: the output directory (created; an existing sharded index is replaced).
         n_shards: number of shards, each built by its own actor (the parallelism).
         analyzer, params (or method, k1, b, delta): as for `BM25Index`.
+        fields: BM25F field weights, as for `BM25Index.from_docs` (field texts from each
+            row's metadata); the statistics then hold df over all fields and each
+            field's length, so the shards score like one fielded index.
         batch_size: documents read per step from the corpus.
         num_cpus: CPUs reserved by each builder actor (default: 1, or a fair share
             when the cluster has fewer CPUs than shards).
@@ -141,14 +146,19 @@ def build_bm25_shards(
     n_shards = check_n_shards(n_shards)
     analyzer = Analyzer() if analyzer is None else analyzer
     # Checked here, before starting actors; they get the plain values.
-    params_dict = params_from(params, method=method, k1=k1, b=b, delta=delta).as_dict()
+    checked = params_from(params, method=method, k1=k1, b=b, delta=delta)
+    params_dict = checked.as_dict()
+    index_args: dict[str, Any] = dict(params_dict)
+    if fields is not None:
+        index_args["fields"] = check_fields(fields)
+        check_method(checked)
     root = _prepare_root(path)
     if num_cpus is None:
         num_cpus = fair_cpus(ray, n_shards, 1.0)
     Builder = ray.remote(_BM25ShardBuilder)
     builders = [
         Builder.options(num_cpus=num_cpus, scheduling_strategy=place).remote(
-            analyzer.to_config(), params_dict)
+            analyzer.to_config(), index_args)
         for place in spread_strategies(ray, n_shards)
     ]
     try:
@@ -163,7 +173,7 @@ def build_bm25_shards(
     stats = CollectionStats.merge(parts)  # the reduce step: global N, lengths, df
     stats.save(root / "stats")
     manifest = ShardedManifest("bm25", [shard_folder(i) for i in range(n_shards)], n_docs, n_docs,
-                               params={"bm25": {**params_dict, "analyzer": analyzer.to_config()}})
+                               params={"bm25": {**index_args, "analyzer": analyzer.to_config()}})
     manifest.write(root)
     return manifest
 

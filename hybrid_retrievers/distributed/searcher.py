@@ -188,6 +188,7 @@ class ShardedSearcher:
         filter: MetadataFilter | None = None,
         timeout: float | None = None,
         allow_partial: bool | None = None,
+        field_weights: Mapping[str, float] | None = None,
     ) -> list[Hit]:
         """The exact global top ``k`` for ``query`` across every shard.
 
@@ -196,6 +197,8 @@ class ShardedSearcher:
             k: hits at most.
             filter: metadata equality mapping or predicate over `Doc`, applied inside
                 each shard before its top-k.
+            field_weights: BM25 shards built with ``fields``: this query's field
+                weights (as for `BM25Index.search`), sent to every shard.
             timeout: seconds to wait for the shards (None: the searcher's default).
             allow_partial: override the searcher's ``allow_partial``.
 
@@ -205,6 +208,7 @@ class ShardedSearcher:
         """
         method, arg, k = self._query_args(query, k)
         answers, missing = self._calls.call_all(method, arg, k, filter,
+                                                *self._field_args(field_weights),
                                                 **self._policy(timeout, allow_partial))
         return self._merge(answers, k, missing)
 
@@ -230,15 +234,29 @@ class ShardedSearcher:
         filter: MetadataFilter | None = None,
         timeout: float | None = None,
         allow_partial: bool | None = None,
+        field_weights: Mapping[str, float] | None = None,
     ) -> list[Hit]:
         """`search` awaiting every shard concurrently on the event loop."""
+        extra = self._field_args(field_weights)
         if self._kind != "bm25":
             method, arg, k = await asyncio.to_thread(self._query_args, query, k)
         else:
             method, arg, k = self._query_args(query, k)
         answers, missing = await self._calls.acall_all(
-            method, arg, k, filter, **self._policy(timeout, allow_partial))
+            method, arg, k, filter, *extra, **self._policy(timeout, allow_partial))
         return self._merge(answers, k, missing)
+
+    def _field_args(self, field_weights: Mapping[str, float] | None) -> tuple[Any, ...]:
+        """The shards' extra search argument: BM25F weights (BM25 shards only)."""
+        if field_weights is None:
+            return ()
+        if self._kind != "bm25":
+            raise TypeError(f"field_weights needs BM25 shards built with fields; this index "
+                            f"is {self._kind}")
+        if not isinstance(field_weights, Mapping):
+            raise TypeError(f"field_weights must be a mapping of field name to weight, such "
+                            f"as {{'title': 2.0}}, got {type(field_weights).__name__}")
+        return (dict(field_weights),)
 
     def _policy(self, timeout: float | None, allow_partial: bool | None) -> dict[str, Any]:
         return {"wait": self._timeout if timeout is None else _check_timeout(timeout),
@@ -367,13 +385,8 @@ class ShardedSearcher:
 
     def _after_edit(self, deltas: Mapping[int, StatsDelta | None]) -> None:
         if self._stats is not None:
-            total = StatsDelta(0, 0, {})
-            for d in deltas.values():
-                if d is not None:
-                    total.n_docs += d.n_docs
-                    total.total_length += d.total_length
-                    for t, c in d.df.items():
-                        total.df[t] = total.df.get(t, 0) + c
+            total = StatsDelta.total([d for d in deltas.values() if d is not None],
+                                     self._stats.field_lengths)
             self._stats = self._stats.apply(total)
             self._stats.save(self._root / "stats")  # restarted shards read these
             self._calls.call_all("apply_stats", total, wait=self._timeout)

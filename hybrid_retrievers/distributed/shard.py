@@ -73,10 +73,13 @@ class ShardServer:
         return len(self.index)
 
     def search(
-        self, query: str, k: int, filter: MetadataFilter | None = None
+        self, query: str, k: int, filter: MetadataFilter | None = None,
+        field_weights: Mapping[str, float] | None = None,
     ) -> list[ShardHit]:
-        """This shard's top ``k`` for a text query (BM25 shards)."""
-        return self._rows(self.index.search(query, k, filter=filter))
+        """This shard's top ``k`` for a text query (BM25 shards; ``field_weights`` on
+        fielded ones, as for `BM25Index.search`)."""
+        return self._rows(self.index.search(query, k, filter=filter,
+                                            field_weights=field_weights))
 
     def search_vector(
         self, vector: Any, k: int, filter: MetadataFilter | None = None

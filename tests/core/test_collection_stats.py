@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from hybrid_retrievers.persistence import current_files
@@ -67,3 +68,33 @@ def test_save_load_round_trip_and_corruption(tmp_path, cranfield):
     (current_files(tmp_path / "s") / "terms.json").write_text("[]")
     with pytest.raises(IndexFormatError):
         CollectionStats.load(tmp_path / "s")
+
+
+def test_fielded_statistics_merge_save_and_score_like_one_index(tmp_path):
+    """BM25F shards: df over all fields and per-field lengths add up; scores equal one index."""
+    docs = list(load_dataset("cranfield").fielded_corpus().values())[:300]
+    weights = {"title": 2.0, "text": 1.0}
+    whole = BM25Index.from_docs(docs, fields=weights)
+    parts = [BM25Index.from_docs(docs[i::2], fields=weights) for i in range(2)]
+    stats = CollectionStats.merge(CollectionStats.of_index(p) for p in parts)
+    assert stats == CollectionStats.of_index(whole)
+    tok = whole.analyzer.tokenize
+    for term in ("wing", "flow", "slipstream"):  # df: documents with the term in any field
+        assert stats.df[term] == sum(term in tok(d.text) or term in tok(d.metadata["title"])
+                                     for d in docs)
+    assert stats.field_lengths == {f: sum(len(tok(d.text if f == "text" else d.metadata[f]))
+                                          for d in docs) for f in weights}
+    stats.save(tmp_path / "s")
+    assert CollectionStats.load(tmp_path / "s") == stats
+    for p in parts:
+        p.set_collection_stats(stats)
+    for q, fw in [("wing lift", None), ("boundary layer heat", {"title": 6.0})]:
+        got = sorted((h for p in parts for h in p.search(q, 10, field_weights=fw)),
+                     key=lambda h: -h.score)[:10]
+        want = whole.search(q, 10, field_weights=fw)
+        assert [h.id for h in got] == [h.id for h in want]
+        assert np.allclose([h.score for h in got], [h.score for h in want], rtol=1e-6)
+    with pytest.raises(ValueError, match="over fields None"):
+        parts[0].set_collection_stats(CollectionStats(300, 10, {}))
+    with pytest.raises(ValueError, match="different fields"):
+        CollectionStats.merge([stats, CollectionStats.of_index(BM25Index.from_texts(["a b"]))])

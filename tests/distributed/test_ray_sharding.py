@@ -179,6 +179,38 @@ def test_filters_are_pushed_down(sharded_bm25: ShardedSearcher, whole_bm25: BM25
                     whole_bm25.search(q, 5, filter={"title": title}))
 
 
+@pytest.mark.parametrize("method", ["lucene", "robertson"])
+def test_sharded_fielded_bm25_equals_one_fielded_index(cluster: Any, queries: list[str],
+                                                       tmp_path: Path, method: str) -> None:
+    """BM25F shards (title and text fields) score like one fielded index, with the build's
+    weights and per-query ones, before and after edits: global N, df over all fields and
+    each field's average length come from the summed statistics."""
+    base = list(load_dataset("cranfield").fielded_corpus().values())[:700]
+    weights = {"title": 2.0, "text": 1.0}
+    build_bm25_shards(base, tmp_path / "idx", n_shards=3, fields=weights, method=method)
+    whole = BM25Index.from_docs(base, fields=weights, method=method)
+    per_query = {"title": 5.0, "text": 0.5}
+    with ShardedSearcher(tmp_path / "idx") as sharded:
+        assert sharded.collection_stats == CollectionStats.of_index(whole)
+        assert set(sharded.collection_stats.field_lengths or {}) == {"title", "text"}
+        for q in queries[:40]:
+            assert_same(sharded.search(q, 10), whole.search(q, 10))
+            assert_same(sharded.search(q, 10, field_weights=per_query),
+                        whole.search(q, 10, field_weights=per_query))
+        new = [Doc("n1", "flutter of a quokka panel", {"title": "quokka panels"}),
+               Doc("n2", "boundary layer suction", {})]
+        sharded.add_docs(new)
+        whole.add_docs(new)
+        sharded.delete([base[0].id, base[11].id])
+        whole.delete([base[0].id, base[11].id])
+        assert sharded.collection_stats == CollectionStats.of_index(whole)
+        for q in queries[:20] + ["quokka panel"]:
+            assert_same(sharded.search(q, 10, field_weights=per_query),
+                        whole.search(q, 10, field_weights=per_query))
+        with pytest.raises(ValueError, match="no field 'abstract'"):
+            sharded.search("wing", 5, field_weights={"abstract": 1.0})
+
+
 def test_sharded_dense_equals_one_index(sharded_dense: ShardedSearcher, whole_dense: VectorIndex,
                                         queries: list[str]) -> None:
     for q in queries:
