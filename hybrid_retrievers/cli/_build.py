@@ -106,19 +106,12 @@ def sparse_encoder(model: str | None, *, cache: bool = True, log: Any = print,
     `close_sparse_cache` saves what was encoded). ``model_id``: the identity recorded
     with an index (the same model at another path keeps it)."""
     from ..models import SpladeEncoder, local_splade_path
-    from ..persistence import IndexFormatError
     from ..vector import SparseEmbeddingCache
 
     _quiet_transformers()
-    store = None
     folder = user_cache_dir() / "sparse-embeddings"
-    if cache:
-        store = SparseEmbeddingCache()
-        if folder.is_dir():
-            try:
-                store = SparseEmbeddingCache.load(folder)
-            except (IndexFormatError, OSError) as exc:
-                log(f"Sparse embedding cache at {folder} is unreadable ({exc}); rebuilding it.")
+    store = _open_cache(SparseEmbeddingCache, folder, "sparse embedding cache", log) \
+        if cache else None
     return SpladeEncoder(model or local_splade_path(), cache=store, model_id=model_id), folder
 
 
@@ -134,11 +127,7 @@ def close_sparse_cache(store: Any, log: Any = print, folder: Path | None = None)
     """Save the `SparseEmbeddingCache` ``store`` (to ``folder``, default the CLI's) when
     it learned vectors, and say what it read and encoded."""
     folder = folder or user_cache_dir() / "sparse-embeddings"
-    if store.misses:
-        try:
-            store.save(folder)
-        except OSError as exc:
-            log(f"Could not save the sparse embedding cache to {folder}: {exc}")
+    _save_cache(store, folder, "sparse embedding cache", log)
     log(f"Sparse vectors: {store.hits} distinct texts read from the SparseEmbeddingCache in "
         f"{folder}, {store.misses} encoded" + (" and saved there" if store.misses else "") + ".")
 
@@ -187,16 +176,9 @@ def dense_index(
 
 def open_embedding_cache(log: Any = print) -> Any:
     """The on-disk `EmbeddingCache` of the CLI (empty when missing or unreadable)."""
-    from ..persistence import IndexFormatError
     from ..vector import EmbeddingCache
 
-    folder = user_cache_dir() / "embeddings"
-    if folder.is_dir():
-        try:
-            return EmbeddingCache.load(folder)
-        except (IndexFormatError, OSError) as exc:
-            log(f"Embedding cache at {folder} is unreadable ({exc}); rebuilding it.")
-    return EmbeddingCache()
+    return _open_cache(EmbeddingCache, user_cache_dir() / "embeddings", "embedding cache", log)
 
 
 def close_embedding_cache(store: Any, cached: int, log: Any = print, suffix: str = "") -> None:
@@ -204,14 +186,33 @@ def close_embedding_cache(store: Any, cached: int, log: Any = print, suffix: str
     vectors of this model it held before; ``suffix`` ends the line, e.g. the backend)."""
     folder = user_cache_dir() / "embeddings"
     encoded = store.misses
-    if encoded:
-        try:
-            store.save(folder)
-        except OSError as exc:
-            log(f"Could not save the embedding cache to {folder}: {exc}")
+    _save_cache(store, folder, "embedding cache", log)
     log(f"Embeddings: {store.hits} distinct texts read from the EmbeddingCache in "
         f"{folder}, {encoded} encoded" + (" and saved there" if encoded else "")
         + f" (the cache held {cached} vectors of this model).{suffix}")
+
+
+def _open_cache(kind: Any, folder: Path, what: str, log: Any) -> Any:
+    """The cache of class ``kind`` saved in ``folder`` (dense or sparse, one rule for both),
+    or an empty one when it is missing or unreadable (``what`` names it in the message)."""
+    from ..persistence import IndexFormatError
+
+    if folder.is_dir():
+        try:
+            return kind.load(folder)
+        except (IndexFormatError, OSError) as exc:
+            log(f"{what[0].upper()}{what[1:]} at {folder} is unreadable ({exc}); rebuilding it.")
+    return kind()
+
+
+def _save_cache(store: Any, folder: Path, what: str, log: Any) -> None:
+    """Save ``store`` into ``folder`` when it learned vectors; a failure is said, not raised
+    (the cache only saves time)."""
+    if store.misses:
+        try:
+            store.save(folder)
+        except OSError as exc:
+            log(f"Could not save the {what} to {folder}: {exc}")
 
 
 def _one_torch_thread_for_queries(embedder: Any) -> None:
