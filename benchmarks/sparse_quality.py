@@ -85,32 +85,13 @@ def judge(qids: list[str], hits: list[list[Any]], qrels: Any) -> tuple[dict[str,
     return evaluate_run(run, qrels, METRICS), per_query_metrics(run, qrels, METRICS)
 
 
-def randomization_p(diffs: list[float], rounds: int = ROUNDS, seed: int = 0) -> float:
-    """Two-sided p of the paired randomization (sign-flip) test of mean(``diffs``) = 0.
-
-    Under the null hypothesis each query's two systems are exchangeable, so the sign of
-    its difference is a coin flip; p is the share of ``rounds`` random sign assignments
-    whose mean difference is at least as far from 0 as the observed one, counted with
-    the observed assignment ((hits + 1) / (rounds + 1), so never 0).
-    """
-    import numpy as np
-
-    d = np.asarray(diffs, dtype=np.float64)
-    observed = abs(d.mean())
-    rng = np.random.default_rng(seed)
-    hits = 0
-    for start in range(0, rounds, 10_000):
-        n = min(10_000, rounds - start)
-        signs = rng.integers(0, 2, size=(n, d.size), dtype=np.int8) * 2 - 1
-        hits += int((np.abs(signs @ d) / d.size >= observed - 1e-12).sum())
-    return (hits + 1) / (rounds + 1)
-
-
 def paired_row(label: str, a: dict[str, Any], b: dict[str, Any], means_a: dict[str, float],
                means_b: dict[str, float]) -> list[str]:
     """One row of the decision table: system ``a`` against the baseline ``b`` (per-query
     metrics and their means)."""
-    from scipy.stats import ttest_rel, wilcoxon
+    from scipy.stats import wilcoxon
+
+    from hybrid_retrievers.evaluation import paired_test
 
     queries = list(b)
     x = [a[q]["ndcg@10"] for q in queries]
@@ -119,9 +100,9 @@ def paired_row(label: str, a: dict[str, Any], b: dict[str, Any], means_a: dict[s
     better = sum(d > 1e-12 for d in diffs)
     worse = sum(d < -1e-12 for d in diffs)
     if any(diffs):
-        t_p = float(ttest_rel(x, y).pvalue)
+        t_p = paired_test(x, y, "t").p_value
         w_p = float(wilcoxon(diffs).pvalue)
-        r_p = randomization_p(diffs)
+        r_p = paired_test(x, y, permutations=ROUNDS).p_value
     else:
         t_p = w_p = r_p = 1.0
     mean = sum(diffs) / len(diffs)
