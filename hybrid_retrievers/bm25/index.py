@@ -774,12 +774,7 @@ class BM25Index(AtomicSave, DocumentAccess):
         """Bytes held by the index arrays (postings, lengths, positions, cache), not texts or
         vocabulary."""
         st = self._state
-        arrays = [st.indptr, st.post_docs, st.post_tf, st.doc_len]
-        if st.tokens is not None:
-            arrays.append(st.tokens)
-        for fs in (st.fields or {}).values():  # BM25F: the other fields' postings
-            arrays += [fs.indptr, fs.post_docs, fs.post_tf, fs.doc_len]
-        return int(sum(a.nbytes for a in arrays)) + self._cache(st).nbytes()
+        return st.nbytes() + self._cache(st).nbytes()
 
 
 def _exhaustive(st: Snapshot, filter: MetadataFilter | None) -> Any:

@@ -80,6 +80,15 @@ class Snapshot(DocTable):
         self._derived: object | None = None
         self._build_lock = threading.Lock()
 
+    def nbytes(self) -> int:
+        """Bytes held by this version's arrays: postings, lengths, positions (when kept) and
+        the other fields' (BM25F), not texts, vocabulary or the score cache."""
+        arrays = [self.indptr, self.post_docs, self.post_tf, self.doc_len]
+        if self.tokens is not None:
+            arrays.append(self.tokens)
+        return (int(sum(a.nbytes for a in arrays))
+                + sum(field.nbytes() for field in (self.fields or {}).values()))
+
     def derived(self, build: Callable[[], T]) -> T:
         """What ``build()`` derives from this snapshot (the score cache), built once, then kept.
 

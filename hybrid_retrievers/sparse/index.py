@@ -562,8 +562,7 @@ class SparseIndex(AtomicSave, DocumentAccess):
     def nbytes(self) -> int:
         """Bytes held by the index arrays (postings, lengths, score data), not texts."""
         st = self._state
-        arrays = [st.indptr, st.post_docs, st.post_tf, st.doc_len]
-        return int(sum(a.nbytes for a in arrays)) + self._cache(st).nbytes()
+        return st.nbytes() + self._cache(st).nbytes()
 
 
 def _sparse_query(query: Query) -> tuple[str, AnalysedQuery | None]:

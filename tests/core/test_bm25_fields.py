@@ -211,3 +211,13 @@ def test_a_fielded_index_without_positions_refuses_phrases() -> None:
     index = BM25Index.from_docs(_docs(0), fields={"title": 2.0, "text": 1.0})
     with pytest.raises(ValueError, match="positions=True"):
         index.search('"wing flow"', syntax="operators")
+
+
+def test_nbytes_counts_each_fields_positions() -> None:
+    docs = _docs(3)
+    fields = {"title": 2.0, "text": 1.0}
+    plain = BM25Index.from_docs(docs, fields=fields)
+    kept = BM25Index.from_docs(docs, fields=fields, positions=True)
+    tokens = sum(len(kept.analyzer.tokenize(d.text))
+                 + len(kept.analyzer.tokenize(d.metadata.get("title", ""))) for d in docs)
+    assert kept.nbytes() - plain.nbytes() == 4 * tokens  # int32 term ids, text and title
