@@ -13,6 +13,20 @@ import importlib
 import pytest
 
 FACES = {
+    # Images: loading and checks (more names join as the routes land).
+    "hybrid_retrievers.images": [
+        "DEFAULT_MAX_PIXELS",
+        "IMAGE_SUFFIXES",
+        "ImageError",
+        "ImageInput",
+        "LoadedImage",
+        "SUPPORTED_FORMATS",
+        "find_image_files",
+        "image_id",
+        "image_metadata",
+        "load_image",
+        "load_images",
+    ],
     # Ingestion for the index command: files -> structure -> chunks -> incremental plan.
     "hybrid_retrievers.ingest": [
         "Chunk",

@@ -15,7 +15,7 @@ def test_core_import_loads_no_heavy_dependency() -> None:
     code = (
         "import json, sys; before = set(sys.modules); "
         "import hybrid_retrievers, hybrid_retrievers.evaluation, hybrid_retrievers.datasets, "
-        "hybrid_retrievers.integration; "
+        "hybrid_retrievers.integration, hybrid_retrievers.images; "
         "new = {m.split('.')[0] for m in set(sys.modules) - before}; "
         "print(json.dumps(sorted(new - set(sys.stdlib_module_names))))"
     )

@@ -1,0 +1,48 @@
+"""Images: load and check them, describe them for text search, and fuse by visual intent.
+
+Multimodal retrieval has two routes from an image to a ranked list, and this package
+serves both:
+
+* the **description route**: a vision model describes each image in a sentence or two
+  and the description is indexed as a document (``type="image"``) that BM25, dense and
+  sparse retrieval rank like any text;
+* the **embedding route**: a CLIP model (`hybrid_retrievers.models.ClipEmbedder`) puts
+  images and text in one vector space, stored in a `VectorIndex`
+  (`VectorIndex.from_images`, `VectorIndex.search_image`), so text finds images and
+  images find images.
+
+Modules: ``loading`` (`load_image`: sources, formats, bounded decode, modes, the content
+hash that identifies an image in every route).
+
+Importing this package is cheap: Pillow is imported when the first image is loaded.
+"""
+
+from __future__ import annotations
+
+from .loading import (
+    DEFAULT_MAX_PIXELS,
+    IMAGE_SUFFIXES,
+    SUPPORTED_FORMATS,
+    ImageError,
+    ImageInput,
+    LoadedImage,
+    find_image_files,
+    image_id,
+    image_metadata,
+    load_image,
+    load_images,
+)
+
+__all__ = [
+    "DEFAULT_MAX_PIXELS",
+    "IMAGE_SUFFIXES",
+    "SUPPORTED_FORMATS",
+    "ImageError",
+    "ImageInput",
+    "LoadedImage",
+    "find_image_files",
+    "image_id",
+    "image_metadata",
+    "load_image",
+    "load_images",
+]
