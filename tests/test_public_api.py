@@ -13,7 +13,7 @@ import importlib
 import pytest
 
 FACES = {
-    # Images: loading and checks (more names join as the routes land).
+    # Images: loading and checks, visual intent (more names join as the routes land).
     "hybrid_retrievers.images": [
         "DEFAULT_MAX_PIXELS",
         "IMAGE_SUFFIXES",
@@ -21,11 +21,14 @@ FACES = {
         "ImageInput",
         "LoadedImage",
         "SUPPORTED_FORMATS",
+        "VISUAL_WORDS",
+        "VisualIntentRule",
         "find_image_files",
         "image_id",
         "image_metadata",
         "load_image",
         "load_images",
+        "visual_intent_rule",
     ],
     # Ingestion for the index command: files -> structure -> chunks -> incremental plan.
     "hybrid_retrievers.ingest": [

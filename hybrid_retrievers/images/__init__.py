@@ -12,13 +12,15 @@ serves both:
   images find images.
 
 Modules: ``loading`` (`load_image`: sources, formats, bounded decode, modes, the content
-hash that identifies an image in every route).
+hash that identifies an image in every route), ``intent`` (`visual_intent_rule`: visual
+words in a query shift the fusion weights toward the image sources).
 
 Importing this package is cheap: Pillow is imported when the first image is loaded.
 """
 
 from __future__ import annotations
 
+from .intent import VISUAL_WORDS, VisualIntentRule, visual_intent_rule
 from .loading import (
     DEFAULT_MAX_PIXELS,
     IMAGE_SUFFIXES,
@@ -37,12 +39,15 @@ __all__ = [
     "DEFAULT_MAX_PIXELS",
     "IMAGE_SUFFIXES",
     "SUPPORTED_FORMATS",
+    "VISUAL_WORDS",
     "ImageError",
     "ImageInput",
     "LoadedImage",
+    "VisualIntentRule",
     "find_image_files",
     "image_id",
     "image_metadata",
     "load_image",
     "load_images",
+    "visual_intent_rule",
 ]
