@@ -16,13 +16,18 @@ FACES = {
     # Images: loading and checks, visual intent (more names join as the routes land).
     "hybrid_retrievers.images": [
         "DEFAULT_MAX_PIXELS",
+        "IMAGE_ROUTES",
         "IMAGE_SUFFIXES",
         "ImageError",
         "ImageInput",
+        "ImageQuery",
         "LoadedImage",
+        "MultimodalSearcher",
+        "ROUTES",
         "SUPPORTED_FORMATS",
         "VISUAL_WORDS",
         "VisualIntentRule",
+        "default_multimodal_rule",
         "find_image_files",
         "image_id",
         "image_metadata",

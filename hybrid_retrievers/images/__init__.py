@@ -13,7 +13,8 @@ serves both:
 
 Modules: ``loading`` (`load_image`: sources, formats, bounded decode, modes, the content
 hash that identifies an image in every route), ``intent`` (`visual_intent_rule`: visual
-words in a query shift the fusion weights toward the image sources).
+words in a query shift the fusion weights toward the image sources), ``searcher``
+(`MultimodalSearcher`: text and image queries over every route, fused by intent).
 
 Importing this package is cheap: Pillow is imported when the first image is loaded.
 """
@@ -21,6 +22,13 @@ Importing this package is cheap: Pillow is imported when the first image is load
 from __future__ import annotations
 
 from .intent import VISUAL_WORDS, VisualIntentRule, visual_intent_rule
+from .searcher import (
+    IMAGE_ROUTES,
+    ROUTES,
+    ImageQuery,
+    MultimodalSearcher,
+    default_multimodal_rule,
+)
 from .loading import (
     DEFAULT_MAX_PIXELS,
     IMAGE_SUFFIXES,
@@ -37,13 +45,18 @@ from .loading import (
 
 __all__ = [
     "DEFAULT_MAX_PIXELS",
+    "IMAGE_ROUTES",
     "IMAGE_SUFFIXES",
     "SUPPORTED_FORMATS",
     "VISUAL_WORDS",
     "ImageError",
     "ImageInput",
+    "ImageQuery",
     "LoadedImage",
+    "MultimodalSearcher",
+    "ROUTES",
     "VisualIntentRule",
+    "default_multimodal_rule",
     "find_image_files",
     "image_id",
     "image_metadata",
