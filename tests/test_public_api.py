@@ -13,19 +13,28 @@ import importlib
 import pytest
 
 FACES = {
-    # Images: loading and checks (more names join as the routes land).
+    # Images: loading and checks, visual intent (more names join as the routes land).
     "hybrid_retrievers.images": [
         "DEFAULT_MAX_PIXELS",
+        "IMAGE_ROUTES",
         "IMAGE_SUFFIXES",
         "ImageError",
         "ImageInput",
+        "ImageQuery",
         "LoadedImage",
+        "MultimodalSearcher",
+        "ROUTES",
         "SUPPORTED_FORMATS",
+        "VISUAL_WORDS",
+        "VisualIntentRule",
+        "default_multimodal_rule",
         "find_image_files",
+        "format_context",
         "image_id",
         "image_metadata",
         "load_image",
         "load_images",
+        "visual_intent_rule",
     ],
     # Ingestion for the index command: files -> structure -> chunks -> incremental plan.
     "hybrid_retrievers.ingest": [
