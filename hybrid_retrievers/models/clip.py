@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from ..images import DEFAULT_MAX_PIXELS, ImageInput, load_image
+from ..images.loading import DEFAULT_MAX_PIXELS, ImageInput, load_image
 from ..progress import progress
 from ..validation import check_number
 from ..vector.images import check_image_list

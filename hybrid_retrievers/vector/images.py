@@ -23,16 +23,21 @@ at the end, so a bad image anywhere leaves the index unchanged.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import NDArray
 
 from ..documents import check_new_ids, make_docs
-from ..images import DEFAULT_MAX_PIXELS, LoadedImage, image_id, image_metadata, load_image
 from ..progress import progress
 from ..types import Doc
 from .embedding import check_matrix
+
+if TYPE_CHECKING:
+    from ..images.loading import LoadedImage
+
+# `hybrid_retrievers.images` is imported inside the functions: its face imports the
+# multimodal searcher, which imports fusion, which imports this package (VectorIndex).
 
 __all__ = ["IMAGE_BATCH", "CAPTION_KEYS", "check_image_list", "embed_query_image",
            "image_embedder", "image_documents"]
@@ -98,6 +103,8 @@ def image_documents(
         ValueError: an empty list, lengths that differ, duplicate or taken given ids.
         hybrid_retrievers.images.ImageError: an image that cannot be loaded (named).
     """
+    from ..images.loading import DEFAULT_MAX_PIXELS, image_metadata, load_image
+
     sources = check_image_list(images)
     if not sources:
         raise ValueError("images is empty; pass at least one image")
@@ -142,6 +149,8 @@ def image_documents(
 def check_image_list(images: Any) -> list[Any]:
     """``images`` as a list, or a TypeError when it is one image (or not a collection)
     where a list of images is expected."""
+    from ..images.loading import LoadedImage
+
     if isinstance(images, (str, bytes, bytearray, LoadedImage)) or hasattr(images, "getpixel") \
             or hasattr(images, "__fspath__"):
         raise TypeError(
@@ -186,6 +195,8 @@ def _default_ids(out_ids: list[str | None], loaded: list[LoadedImage], start: in
     """Fill ``out_ids[start:]``'s ``None`` items with image ids, ``#n``-suffixed when the
     same image came before (in this call, or already in the index); ``used`` (every id
     taken so far) grows with them."""
+    from ..images.loading import image_id
+
     for j, item in enumerate(loaded, start):
         if out_ids[j] is not None:
             continue
