@@ -29,7 +29,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-__all__ = ["COLOURS", "TRAIN_STEPS", "build_tiny_clip", "square_image"]
+__all__ = ["COLOURS", "TRAIN_STEPS", "build_b32_shaped_clip", "build_tiny_clip", "square_image"]
 
 COLOURS: dict[str, tuple[int, int, int]] = {
     "red": (220, 30, 30),
@@ -104,11 +104,11 @@ def _tokenizer(folder: Path) -> Any:
     raise RuntimeError(f"could not build a character-level CLIP tokenizer in {folder}")
 
 
-def _processor(folder: Path) -> Any:
+def _processor(folder: Path, side: int = 32) -> Any:
     from transformers import CLIPImageProcessor, CLIPProcessor
 
-    images = CLIPImageProcessor(size={"shortest_edge": 32},
-                                crop_size={"height": 32, "width": 32})
+    images = CLIPImageProcessor(size={"shortest_edge": side},
+                                crop_size={"height": side, "width": side})
     return CLIPProcessor(image_processor=images, tokenizer=_tokenizer(folder))
 
 
@@ -169,6 +169,38 @@ def build_tiny_clip(folder: str | Path, *, seed: int = 0, steps: int = TRAIN_STE
                 optimiser.zero_grad()
                 loss.backward()
                 optimiser.step()
+    model.eval()
+    model.save_pretrained(folder)
+    processor.save_pretrained(folder)
+    return folder
+
+
+def build_b32_shaped_clip(folder: str | Path, *, seed: int = 0) -> Path:
+    """Write an untrained CLIP of ViT-B/32's shape to ``folder`` and return it (benchmarks).
+
+    The vision tower is ``clip-ViT-B-32``'s (224x224 inputs, 32x32 patches, 12 layers,
+    768 wide, 512-d projection) and the text tower is its 12-layer, 512-wide transformer
+    over this module's character vocabulary, with random (seeded) weights: it encodes
+    exactly as much as the real model, so its images/s are the real model's, while its
+    vectors mean nothing. ~600 MB on disk.
+    """
+    import torch
+    from transformers import CLIPConfig, CLIPModel
+
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    processor = _processor(folder, side=224)
+    vocab = _vocabulary()
+    start, end = vocab["<|startoftext|>"], vocab["<|endoftext|>"]
+    config = CLIPConfig(
+        text_config=dict(vocab_size=len(vocab), max_position_embeddings=77,
+                         bos_token_id=start, eos_token_id=end, pad_token_id=end),
+        vision_config=dict(image_size=224, patch_size=32),
+        projection_dim=512,
+    )
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        model = CLIPModel(config)
     model.eval()
     model.save_pretrained(folder)
     processor.save_pretrained(folder)
