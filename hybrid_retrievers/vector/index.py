@@ -323,7 +323,8 @@ class VectorIndex(AtomicSave, DocumentAccess):
         """Embed and add images as documents (see `from_images`); return their ids.
 
         A given id already in the index is an error; a default (image) id already in it
-        gets a ``#2``... suffix. A bad image anywhere leaves the index unchanged.
+        gets a ``#2``... suffix. A bad image anywhere leaves the index unchanged. The
+        index's `EmbeddingCache` holds text vectors only: images are always embedded.
         """
         embedder = image_embedder(self._embedder, "add_images")
         docs, matrix = image_documents(embedder, images, ids, metadatas, texts,

@@ -201,3 +201,10 @@ def test_save_and_load_round_trip(pictures: dict[str, str], tmp_path: Any) -> No
         assert ([(h.id, h.score) for h in loaded.search_image(path, k=4)]
                 == [(h.id, h.score) for h in index.search_image(path, k=4)])
     assert loaded.add_images([gradient((9, 9, 9), (99, 99, 99))])[0].startswith("image-")
+
+
+def test_progress_bar_and_the_image_embedder_check(pictures: dict[str, str]) -> None:
+    index = VectorIndex.from_images(list(pictures.values()), embedder=ThumbnailEmbedder(),
+                                    show_progress=True)
+    assert len(index) == 4
+    assert vector_images.image_embedder(index.embedder, "x") is index.embedder

@@ -236,3 +236,11 @@ def test_the_docstring_example_runs(tiny_clip_path: str) -> None:
     index = VectorIndex.from_images([red], texts=["a red card"],
                                     embedder=ClipEmbedder(tiny_clip_path, device="cpu"))
     assert index.search_image(red, k=1)[0].doc.text == "a red card"
+
+
+def test_docstring_examples() -> None:
+    import doctest
+
+    from hybrid_retrievers.models import clip as clip_module
+
+    assert doctest.testmod(clip_module).failed == 0
