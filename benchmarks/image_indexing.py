@@ -9,7 +9,7 @@ For the record: no competitor exists offline (no CLIP checkpoint can be download
 the frameworks' multimodal indexes call hosted models), so this measures our own pipeline.
 
 * **Images**: ``--images`` distinct pictures drawn with Pillow (bar charts, flow diagrams
-  and gradients: ``tests/drawn_images.py``), ``--size`` pixels, saved as PNG files, which
+  and gradients: ``tests/image_series.py``), ``--size`` pixels, saved as PNG files, which
   is what indexing a folder reads.
 * **load only**: `hybrid_retrievers.images.load_images` over the files (read, check,
   decode to RGB, hash): the floor under every route.
@@ -77,7 +77,7 @@ def main(argv: list[str] | None = None) -> int:
     quiet_third_party()
     width, height = (int(v) for v in args.size.lower().split("x"))
 
-    from drawn_images import varied_image
+    from image_series import varied_image
     from tiny_clip import build_b32_shaped_clip, build_tiny_clip
 
     from hybrid_retrievers import BM25Index, VectorIndex

@@ -11,8 +11,9 @@ thin: the work is here. An image becomes one `Doc`:
 * **metadata**: `hybrid_retrievers.images.image_metadata` (``type="image"``, the source,
   its hash, format and size) with the caller's mapping merged in;
 * **text**: what a hit shows and a text index could rank: the caller's ``texts[i]``
-  (a caption or a description), else the metadata's ``"caption"`` or ``"alt"``, else
-  the image's file name.
+  (a caption or a description), else the metadata's caption (the first non-blank of
+  `CAPTION_KEYS`: ``"caption"``, ``"alt"``, ``"alt_text"``, ``"title"``), else the
+  image's file name.
 
 Images are loaded (`hybrid_retrievers.images.load_image`, with the embedder's
 ``max_pixels`` when it has one) and embedded `IMAGE_BATCH` at a time, so only that many
@@ -45,8 +46,9 @@ __all__ = ["IMAGE_BATCH", "CAPTION_KEYS", "check_image_list", "embed_query_image
 IMAGE_BATCH = 64
 """Images loaded and embedded per ``embed_images`` call (bounds decoded images in memory)."""
 
-CAPTION_KEYS = ("caption", "alt")
-"""Metadata keys whose (non-blank str) value becomes an image document's text, in order."""
+CAPTION_KEYS = ("caption", "alt", "alt_text", "title")
+"""Metadata keys whose (non-blank str) value becomes an image document's text, in order
+(the keys the description route falls back to as well)."""
 
 
 def image_embedder(embedder: Any, caller: str) -> Any:
@@ -217,5 +219,5 @@ def _document_text(image: LoadedImage, metadata: Mapping[str, Any], text: Any, i
     for key in CAPTION_KEYS:
         value = metadata.get(key)
         if isinstance(value, str) and value.strip():
-            return value
+            return value.strip()
     return image.name

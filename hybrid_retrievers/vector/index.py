@@ -261,7 +261,8 @@ class VectorIndex(AtomicSave, DocumentAccess):
         Each image is one document (see `hybrid_retrievers.vector.images`): id
         ``image_id(image)`` unless given, ``image_metadata(image)`` merged with the
         caller's metadata, and as text the caller's ``texts[i]`` (a caption), else the
-        metadata's ``"caption"`` / ``"alt"``, else the file name. Text queries (`search`)
+        metadata's ``"caption"`` / ``"alt"`` / ``"alt_text"`` / ``"title"``, else the file
+        name. Text queries (`search`)
         go through the embedder's text side, so text finds images; `search_image` finds
         images by an image.
 

@@ -16,7 +16,7 @@ import pytest
 
 pytest.importorskip("PIL")
 
-from drawn_images import bar_chart, flow_diagram, gradient  # noqa: E402
+from image_series import bar_chart, flow_diagram, gradient  # noqa: E402
 
 from hybrid_retrievers import VectorIndex  # noqa: E402
 from hybrid_retrievers.images import ImageError, image_id, load_image  # noqa: E402
@@ -56,8 +56,8 @@ def pictures(tmp_path: Any) -> dict[str, str]:
 
 def test_image_documents_ids_metadata_and_texts(pictures: dict[str, str]) -> None:
     paths = list(pictures.values())
-    metas = [{"kind": "chart", "type": "photo"}, {"caption": "a pipeline"}, None,
-             {"alt": "sunset colours", "image": "override"}]
+    metas = [{"kind": "chart", "type": "photo"}, {"caption": " a pipeline "}, None,
+             {"title": "sunset colours", "image": "override"}]
     index = VectorIndex.from_images(paths, metadatas=metas, texts=[None, None, "night", None],
                                     embedder=ThumbnailEmbedder())
     docs = index.docs

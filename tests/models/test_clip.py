@@ -17,7 +17,7 @@ import pytest
 pytest.importorskip("sentence_transformers")
 pytest.importorskip("PIL")
 
-from drawn_images import bar_chart, flow_diagram, gradient  # noqa: E402
+from image_series import bar_chart, flow_diagram, gradient  # noqa: E402
 from tiny_clip import COLOURS, square_image  # noqa: E402
 
 from hybrid_retrievers import VectorIndex  # noqa: E402

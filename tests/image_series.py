@@ -1,11 +1,12 @@
-"""Real pictures drawn with Pillow for the image tests: a bar chart, a flow diagram, a gradient.
+"""Pictures drawn with Pillow, with parameters: bar charts, flow diagrams, gradients, series.
 
 Nothing is fetched: each function draws a deterministic RGB image (the same arguments give
-the same pixels), so tests and benchmarks index real, varied pictures offline.
+the same pixels), so the CLIP tests and ``benchmarks/image_indexing.py`` index real,
+varied pictures offline (`varied_image` gives as many distinct ones as needed).
 
 Importable from any test because ``tests/`` is on pytest's ``pythonpath``::
 
-    from drawn_images import bar_chart
+    from image_series import bar_chart
     bar_chart().save(tmp_path / "chart.png")
 """
 
