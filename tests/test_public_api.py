@@ -15,12 +15,23 @@ import pytest
 FACES = {
     # Images: loading and checks (more names join as the routes land).
     "hybrid_retrievers.images": [
+        "CAPTION_KEYS",
+        "DEFAULT_DESCRIPTION_PROMPT",
         "DEFAULT_MAX_PIXELS",
+        "Describer",
+        "DescriptionCache",
+        "DescriptionError",
+        "DescriptionReport",
         "IMAGE_SUFFIXES",
         "ImageError",
         "ImageInput",
         "LoadedImage",
         "SUPPORTED_FORMATS",
+        "SkippedImage",
+        "describe_image",
+        "describe_images",
+        "describe_images_report",
+        "describer_name",
         "find_image_files",
         "image_id",
         "image_metadata",

@@ -12,13 +12,29 @@ serves both:
   images find images.
 
 Modules: ``loading`` (`load_image`: sources, formats, bounded decode, modes, the content
-hash that identifies an image in every route).
+hash that identifies an image in every route); ``describe`` (`describe_images`: images to
+description documents through any `Describer`, with a timeout and a fallback per image);
+``description_cache`` (`DescriptionCache`: descriptions by describer, prompt and content
+hash, saved as checksummed JSON).
 
 Importing this package is cheap: Pillow is imported when the first image is loaded.
 """
 
 from __future__ import annotations
 
+from .describe import (
+    CAPTION_KEYS,
+    DEFAULT_DESCRIPTION_PROMPT,
+    DescriptionError,
+    DescriptionReport,
+    Describer,
+    SkippedImage,
+    describe_image,
+    describe_images,
+    describe_images_report,
+    describer_name,
+)
+from .description_cache import DescriptionCache
 from .loading import (
     DEFAULT_MAX_PIXELS,
     IMAGE_SUFFIXES,
@@ -34,12 +50,23 @@ from .loading import (
 )
 
 __all__ = [
+    "CAPTION_KEYS",
+    "DEFAULT_DESCRIPTION_PROMPT",
     "DEFAULT_MAX_PIXELS",
     "IMAGE_SUFFIXES",
     "SUPPORTED_FORMATS",
+    "DescriptionCache",
+    "DescriptionError",
+    "DescriptionReport",
+    "Describer",
     "ImageError",
     "ImageInput",
     "LoadedImage",
+    "SkippedImage",
+    "describe_image",
+    "describe_images",
+    "describe_images_report",
+    "describer_name",
     "find_image_files",
     "image_id",
     "image_metadata",
