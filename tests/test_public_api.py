@@ -145,6 +145,7 @@ FACES = {
     ],
     "langchain_hybrid_retrievers": [
         "BM25Retriever",
+        "ChatModelDescriber",
         "CrossEncoderReranker",
         "DenseRetriever",
         "FusionRetriever",
@@ -173,6 +174,7 @@ FACES = {
         "LLMRerank",
         "LlamaIndexEmbedder",
         "MMRPostprocessor",
+        "MultiModalLLMDescriber",
         "ParentDocumentRetriever",
         "SearcherRetriever",
         "SourceCapPostprocessor",
@@ -188,6 +190,7 @@ FACES = {
         "HyDERetriever",
         "HybridRetriever",
         "LlamaIndexEmbedder",
+        "MultiModalLLMDescriber",
         "ParentDocumentRetriever",
         "SearcherRetriever",
         "SparseRetriever",

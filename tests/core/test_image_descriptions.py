@@ -1,6 +1,6 @@
 """`describe_images` and the `DescriptionCache`: the description route of issue 31.
 
-Images are drawn here with Pillow (a bar chart, a flow diagram, a photo-like gradient);
+Images are drawn with Pillow (``drawn_images``: a bar chart, a flow diagram, a gradient);
 the describers are plain callables that look at the pixels they get, so a test fails if
 the wrong image, or none, reaches the model.
 """
@@ -8,7 +8,6 @@ the wrong image, or none, reaches the model.
 from __future__ import annotations
 
 import doctest
-import io
 import json
 import threading
 import warnings
@@ -17,7 +16,6 @@ from pathlib import Path
 import pytest
 
 Image = pytest.importorskip("PIL.Image")
-ImageDraw = pytest.importorskip("PIL.ImageDraw")
 
 from hybrid_retrievers import BM25Index, Doc  # noqa: E402
 from hybrid_retrievers.images import (  # noqa: E402
@@ -37,38 +35,7 @@ from hybrid_retrievers.images import describe as describe_module  # noqa: E402
 from hybrid_retrievers.images import description_cache as cache_module  # noqa: E402
 from hybrid_retrievers.persistence import IndexFormatError  # noqa: E402
 
-# ---------------------------------------------------------------------- images
-
-
-def bar_chart() -> Image.Image:
-    image = Image.new("RGB", (120, 80), "white")
-    draw = ImageDraw.Draw(image)
-    for i, height in enumerate((20, 45, 70)):
-        draw.rectangle((10 + 35 * i, 78 - height, 35 + 35 * i, 78), fill=(30, 90, 200))
-    return image
-
-
-def flow_diagram() -> Image.Image:
-    image = Image.new("RGB", (160, 60), "white")
-    draw = ImageDraw.Draw(image)
-    for x in (5, 60, 115):
-        draw.rectangle((x, 15, x + 40, 45), outline="black", width=2)
-    for x in (45, 100):
-        draw.line((x, 30, x + 15, 30), fill=(200, 30, 30), width=3)
-    return image
-
-
-def gradient_photo() -> Image.Image:
-    image = Image.new("RGB", (64, 48))
-    image.putdata([(x * 4 % 256, 120, y * 5 % 256) for y in range(48) for x in range(64)])
-    return image
-
-
-def png(image: Image.Image) -> bytes:
-    buffer = io.BytesIO()
-    image.save(buffer, format="PNG")
-    return buffer.getvalue()
-
+from drawn_images import ARROW_RED, BAR_BLUE, bar_chart, flow_diagram, gradient_photo, png  # noqa: E402
 
 @pytest.fixture
 def folder(tmp_path: Path) -> dict[str, Path]:
@@ -96,9 +63,9 @@ class PixelDescriber:
             self.calls.append(image.sha256)
             self.prompts.append(prompt)
         colours = {colour for _, colour in image.image.getcolors(1 << 20)}
-        if (30, 90, 200) in colours:
+        if BAR_BLUE in colours:
             return "  A bar chart with three blue bars of rising height.\n"
-        if (200, 30, 30) in colours:
+        if ARROW_RED in colours:
             return "A flow diagram: three boxes connected left to right by red arrows."
         return "A photo-like colour gradient from purple to green."
 
