@@ -270,7 +270,7 @@ def _describe_all(
         skipped.append(SkippedImage(i, source, reason))
         if warn:
             warnings.warn(f"describe_images: skipped images[{i}] {_where(source)}: {reason}",
-                          UserWarning, stacklevel=3)
+                          UserWarning, stacklevel=4)  # the caller's line
 
     bar = progress(total=len(sources), show=show_progress, desc="describing images",
                    unit="image")
@@ -310,7 +310,7 @@ def _describe_all(
                 origin = "caption"
                 metadata["description_error"] = _reason(error)
                 warnings.warn(f"describe_images: images[{i}] {_where(loaded.source)}: "
-                              f"{reason}; using its caption", UserWarning, stacklevel=2)
+                              f"{reason}; using its caption", UserWarning, stacklevel=3)
             metadata["describer"] = name
             metadata["description_source"] = origin
             docs.append(Doc(doc_id, text, metadata))  # type: ignore[arg-type]

@@ -282,6 +282,7 @@ def test_a_failing_describer_skips_that_image_with_a_warning(folder, kind, reaso
     assert [d.metadata["image"] for d in report.docs] == [str(folder["diagram"]),
                                                           str(folder["photo"])]
     (message,) = [str(w.message) for w in caught]
+    assert caught[0].filename == __file__  # the warning points at the caller's line
     assert str(folder["chart"]) in message and reason in message
     assert report.skipped[0].source == str(folder["chart"]) and reason in report.skipped[0].reason
 
@@ -313,9 +314,10 @@ def test_a_hung_describer_times_out_and_the_others_are_kept(folder) -> None:
 
 def test_on_error_caption_uses_the_metadata_caption(folder) -> None:
     metadatas = [{"alt": "Sales by quarter (bar chart)"}, None, None]
-    with pytest.warns(UserWarning, match="using its caption"):
+    with pytest.warns(UserWarning, match="using its caption") as caught:
         docs = describe_images(list(folder.values()), failing("raises"), metadatas=metadatas,
                                on_error="caption")
+    assert caught[0].filename == __file__
     chart = docs[0]
     assert chart.text == "Sales by quarter (bar chart)"
     assert chart.metadata["description_source"] == "caption"
