@@ -13,9 +13,15 @@ import importlib
 import pytest
 
 FACES = {
-    # Images: loading and checks, visual intent (more names join as the routes land).
+    # Images: loading, descriptions, visual intent, multimodal search, RAG context.
     "hybrid_retrievers.images": [
+        "CAPTION_KEYS",
+        "DEFAULT_DESCRIPTION_PROMPT",
         "DEFAULT_MAX_PIXELS",
+        "Describer",
+        "DescriptionCache",
+        "DescriptionError",
+        "DescriptionReport",
         "IMAGE_ROUTES",
         "IMAGE_SUFFIXES",
         "ImageError",
@@ -25,9 +31,14 @@ FACES = {
         "MultimodalSearcher",
         "ROUTES",
         "SUPPORTED_FORMATS",
+        "SkippedImage",
         "VISUAL_WORDS",
         "VisualIntentRule",
         "default_multimodal_rule",
+        "describe_image",
+        "describe_images",
+        "describe_images_report",
+        "describer_name",
         "find_image_files",
         "format_context",
         "image_id",
@@ -166,6 +177,7 @@ FACES = {
     ],
     "langchain_hybrid_retrievers": [
         "BM25Retriever",
+        "ChatModelDescriber",
         "CrossEncoderReranker",
         "DenseRetriever",
         "FusionRetriever",
@@ -194,6 +206,7 @@ FACES = {
         "LLMRerank",
         "LlamaIndexEmbedder",
         "MMRPostprocessor",
+        "MultiModalLLMDescriber",
         "ParentDocumentRetriever",
         "SearcherRetriever",
         "SourceCapPostprocessor",
@@ -209,6 +222,7 @@ FACES = {
         "HyDERetriever",
         "HybridRetriever",
         "LlamaIndexEmbedder",
+        "MultiModalLLMDescriber",
         "ParentDocumentRetriever",
         "SearcherRetriever",
         "SparseRetriever",
