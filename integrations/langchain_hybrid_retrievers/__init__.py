@@ -24,13 +24,14 @@ from .evaluation import as_eval_callable
 from .fusion import FusionRetriever
 from .hybrid import HybridRetriever
 from .hyde import HyDERetriever
+from .multimodal import ImageRetriever, MultimodalRetriever
 from .parent import LangChainParentStore, ParentDocumentRetriever
 from .searcher import SearcherRetriever
 from .sparse import SparseRetriever
 from .vectorstores import ScoredVectorStoreRetriever
 
 __all__ = ["BM25Retriever", "CrossEncoderReranker", "DenseRetriever", "FusionRetriever",
-           "HyDERetriever", "HybridRetriever", "LLMRerankCompressor", "LangChainEmbedder",
-           "LangChainParentStore", "MMRCompressor", "ParentDocumentRetriever",
+           "HyDERetriever", "HybridRetriever", "ImageRetriever", "LLMRerankCompressor", "LangChainEmbedder",
+           "LangChainParentStore", "MMRCompressor", "MultimodalRetriever", "ParentDocumentRetriever",
            "RerankingRetriever", "ScoredVectorStoreRetriever", "SearcherRetriever",
            "SourceCapCompressor", "SparseRetriever", "__version__", "as_eval_callable"]
