@@ -70,18 +70,10 @@ def as_describer(describer: Any) -> Any:
                     f"(image, prompt) -> str, got {type(describer).__name__}: {describer!r:.80}")
 
 
-def as_searcher(value: Any, name: str) -> Any:
-    """A component of a `MultimodalSearcher`: one of this package's LangChain retrievers
-    gives its core searcher or index (shared), a core searcher passes as it is."""
-    if isinstance(value, CoreRetriever):
-        return value._core()
-    if value is not None and not callable(getattr(value, "search", None)):
-        raise TypeError(
-            f"{name} must be a core searcher (BM25Index, VectorIndex, FusionSearcher...) or "
-            f"one of this package's retrievers, got {type(value).__name__}; to fuse other "
-            "LangChain retrievers by visual intent use FusionRetriever(weights="
-            "visual_intent_rule(...))")
-    return value
+def as_searcher(value: Any) -> Any:
+    """A component of a `MultimodalSearcher`: one of this package's retrievers gives its
+    core searcher or index (shared); anything else passes to the searcher, which checks it."""
+    return value._core() if isinstance(value, CoreRetriever) else value
 
 
 class _MultimodalBase(CoreRetriever):
@@ -131,8 +123,8 @@ class _MultimodalBase(CoreRetriever):
                 ``max_workers``).
         """
         searcher = MultimodalSearcher(
-            as_searcher(text, "text"), images=as_searcher(images, "images"),
-            descriptions=as_searcher(descriptions, "descriptions"),
+            as_searcher(text), images=as_searcher(images),
+            descriptions=as_searcher(descriptions),
             describer=as_describer(describer), **searcher_kwargs)
         return cls(searcher=searcher, k=k, filter=filter, score_key=score_key)
 
@@ -147,7 +139,7 @@ class _MultimodalBase(CoreRetriever):
         retrievers. Other arguments as `from_components` (plus ``type_key`` /
         ``image_type`` in ``searcher_kwargs``)."""
         searcher = MultimodalSearcher.from_index(
-            as_searcher(index, "index"), images=as_searcher(images, "images"),
+            as_searcher(index), images=as_searcher(images),
             describer=as_describer(describer), **searcher_kwargs)
         return cls(searcher=searcher, k=k, filter=filter, score_key=score_key)
 

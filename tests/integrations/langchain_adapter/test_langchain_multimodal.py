@@ -222,7 +222,7 @@ def test_bad_setups_are_clear(corpus) -> None:
         MultimodalRetriever.from_index(corpus.index, score_key="multimodal")
     with pytest.raises(TypeError, match="describer must be"):
         MultimodalRetriever.from_index(corpus.index, describer=42)
-    with pytest.raises(TypeError, match="FusionRetriever"):
+    with pytest.raises(TypeError, match="text must have a search"):
         MultimodalRetriever.from_components(text=object())
     with pytest.raises(TypeError, match="unexpected argument"):
         MultimodalRetriever(searcher=MultimodalSearcher.from_index(corpus.index), top_k=3)
