@@ -20,7 +20,7 @@ from langchain_core.documents import Document  # noqa: E402
 from langchain_core.runnables import RunnableLambda  # noqa: E402
 from langchain_tests.integration_tests import RetrieversIntegrationTests  # noqa: E402
 
-from hybrid_retrievers.fusion import FilteredSource  # noqa: E402
+from hybrid_retrievers.fusion import FilteredSource, FusionSearcher  # noqa: E402
 from hybrid_retrievers.images import (  # noqa: E402
     ImageError,
     MultimodalSearcher,
@@ -37,6 +37,7 @@ from image_corpus import (  # noqa: E402
 from langchain_hybrid_retrievers import (  # noqa: E402
     BM25Retriever,
     FusionRetriever,
+    HybridRetriever,
     ImageRetriever,
     MultimodalRetriever,
     SearcherRetriever,
@@ -257,6 +258,24 @@ def test_fusion_retriever_takes_the_visual_intent_rule(corpus) -> None:
     sources = visual[0].metadata["fusion"]["sources"]
     assert [(s["source"], s["weight"]) for s in sources] == [("images", 2.0)]
     assert [s["source"] for s in plain[0].metadata["fusion"]["sources"]] == ["text"]
+
+
+def test_hybrid_retriever_over_text_and_image_sources_takes_the_rule(corpus) -> None:
+    searcher = FusionSearcher(
+        [FilteredSource(corpus.index, {"type": "text"}, name="text"),
+         FilteredSource(corpus.index, {"type": "image"}, name="images")],
+        weights=visual_intent_rule(image_sources=[1], base_weights=(1.0, 0.5)))
+    retriever = HybridRetriever(searcher=searcher, k=2)
+    diagram = corpus.ids["architecture.png"]
+    assert [d.id for d in retriever.invoke("how do the services connect")] == ["t-queue",
+                                                                               diagram]
+    visual = retriever.invoke("el diagrama: how do the services connect")
+    assert [d.id for d in visual] == [diagram, "t-queue"]
+    assert [(s["source"], s["weight"]) for s in visual[0].metadata["fusion"]["sources"]] == [
+        ("images", 2.0)]
+    # a per-call weights= still wins over the rule
+    assert retriever.invoke("el diagrama: how do the services connect",
+                            weights=[1.0, 0.1])[0].id == "t-queue"
 
 
 # ------------------------------------------------------------------ LangChain's suite

@@ -22,7 +22,7 @@ from llama_index.core.query_engine import RetrieverQueryEngine  # noqa: E402
 from llama_index.core.schema import ImageNode, NodeWithScore, QueryBundle, TextNode  # noqa: E402
 from llama_index.core.vector_stores.types import MetadataFilter, MetadataFilters  # noqa: E402
 
-from hybrid_retrievers.fusion import FilteredSource  # noqa: E402
+from hybrid_retrievers.fusion import FilteredSource, FusionSearcher  # noqa: E402
 from hybrid_retrievers.images import (  # noqa: E402
     ImageError,
     MultimodalSearcher,
@@ -40,6 +40,7 @@ from llama_index.retrievers.hybrid import MultimodalRetriever as FromNamespace  
 from llama_index_hybrid_retrievers import (  # noqa: E402
     BM25Retriever,
     FusionRetriever,
+    HybridRetriever,
     MultimodalRetriever,
     SearcherRetriever,
 )
@@ -257,6 +258,20 @@ def test_fusion_retriever_takes_the_visual_intent_rule(corpus) -> None:
     assert visual[0].node.node_id == corpus.ids["architecture.png"]
     sources = visual[0].node.metadata["fusion"]["sources"]
     assert [(s["source"], s["weight"]) for s in sources] == [("images", 2.0)]
+
+
+def test_hybrid_retriever_over_text_and_image_sources_takes_the_rule(corpus) -> None:
+    searcher = FusionSearcher(
+        [FilteredSource(corpus.index, {"type": "text"}, name="text"),
+         FilteredSource(corpus.index, {"type": "image"}, name="images")],
+        weights=visual_intent_rule(image_sources=[1], base_weights=(1.0, 0.5)))
+    retriever = HybridRetriever(searcher, similarity_top_k=2)
+    diagram = corpus.ids["architecture.png"]
+    assert _ids(retriever.retrieve("how do the services connect")) == ["t-queue", diagram]
+    visual = retriever.retrieve("das Diagramm: how do the services connect")
+    assert _ids(visual) == [diagram, "t-queue"]
+    assert [(s["source"], s["weight"]) for s in visual[0].node.metadata["fusion"]["sources"]] == [
+        ("images", 2.0)]
 
 
 def test_a_multimodal_retriever_is_a_fusion_child_and_keeps_image_nodes(corpus) -> None:
