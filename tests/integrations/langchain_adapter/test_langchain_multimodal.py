@@ -24,6 +24,7 @@ from hybrid_retrievers.fusion import FilteredSource, FusionSearcher  # noqa: E40
 from hybrid_retrievers.images import (  # noqa: E402
     ImageError,
     MultimodalSearcher,
+    format_context,
     load_image,
     visual_intent_rule,
 )
@@ -141,14 +142,12 @@ def test_image_retriever_input_is_the_image(corpus) -> None:
 
 
 def test_image_retriever_composes_in_a_chain(corpus) -> None:
-    def format_docs(docs: list[Document]) -> str:
-        return "\n".join(f"[{d.metadata.get('type')}] {d.page_content}" for d in docs)
-
-    chain = _full(corpus, ImageRetriever, k=1) | RunnableLambda(format_docs)
-    assert chain.invoke(str(corpus.paths["sunset.jpg"])) == (
-        "[image] " + DESCRIPTIONS["sunset.jpg"])
-    bound = _full(corpus, k=1).bind(image=corpus.paths["sunset.jpg"]) | RunnableLambda(format_docs)
-    assert bound.invoke("") == "[image] " + DESCRIPTIONS["sunset.jpg"]
+    path = corpus.paths["sunset.jpg"]
+    expected = f"[IMAGE] (source: {path})\n{DESCRIPTIONS['sunset.jpg']}"
+    chain = _full(corpus, ImageRetriever, k=1) | RunnableLambda(format_context)
+    assert chain.invoke(str(path)) == expected
+    bound = _full(corpus, k=1).bind(image=path) | RunnableLambda(format_context)
+    assert bound.invoke("") == expected
 
 
 def test_async_matches_sync(corpus) -> None:

@@ -26,6 +26,7 @@ from hybrid_retrievers.fusion import FilteredSource, FusionSearcher  # noqa: E40
 from hybrid_retrievers.images import (  # noqa: E402
     ImageError,
     MultimodalSearcher,
+    format_context,
     load_image,
     visual_intent_rule,
 )
@@ -194,6 +195,9 @@ def test_inside_the_multimodal_query_engine(corpus) -> None:
     assert isinstance(sources[0].node, ImageNode)
     assert sources[0].node.image_path == str(corpus.paths["architecture.png"])
     assert "t-queue" in _ids(sources)
+    assert format_context(sources).startswith(
+        f"[IMAGE] (source: {corpus.paths['architecture.png']})\n"
+        f"{DESCRIPTIONS['architecture.png']}")
     assert isinstance(str(response), str)
 
 
