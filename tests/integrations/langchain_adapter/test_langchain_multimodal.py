@@ -315,3 +315,42 @@ class TestImageRetrieverStandard(_Standard):
     @property
     def retriever_query_example(self) -> str:
         return load_image(self.corpus.paths["sunset.jpg"]).data_uri()
+
+
+# ------------------------------------------------------------------ a real chat model
+
+
+class _RunTree(BaseCallbackHandler):
+    def __init__(self) -> None:
+        self.retriever_runs: list[Any] = []
+        self.chat_parents: list[Any] = []
+        self.sent: list[Any] = []
+
+    def on_retriever_start(self, serialized: Any, query: str, *, run_id: Any,
+                           **kwargs: Any) -> None:
+        self.retriever_runs.append(run_id)
+
+    def on_chat_model_start(self, serialized: Any, messages: Any, *, run_id: Any,
+                            parent_run_id: Any = None, **kwargs: Any) -> None:
+        self.chat_parents.append(parent_run_id)
+        self.sent.extend(messages[0])
+
+
+def test_a_chat_model_describes_the_query_image_as_a_child_run(corpus) -> None:
+    from langchain_core.language_models.fake_chat_models import FakeListChatModel
+
+    model = FakeListChatModel(responses=["a bar chart of sales per quarter"])
+    retriever = MultimodalRetriever.from_index(corpus.index, describer=model, k=3)
+    runs = _RunTree()
+    docs = retriever.invoke("", image=corpus.paths["sales_chart.png"],
+                            config={"callbacks": [runs]})
+    assert docs[0].metadata["multimodal"]["query_image_description"] == (
+        "a bar chart of sales per quarter")
+    assert "t-sales" in [d.id for d in docs]
+    assert runs.chat_parents == runs.retriever_runs  # the model call is a child run
+    text, image = runs.sent[0].content  # the prompt, then the query image's own bytes
+    assert text["type"] == "text"
+    assert load_image(corpus.paths["sales_chart.png"]).data_uri().split(",", 1)[1] in str(image)
+    image_docs = asyncio.run(_full(corpus, ImageRetriever).ainvoke(
+        str(corpus.paths["sales_chart.png"])))
+    assert image_docs[0].id == corpus.ids["sales_chart.png"]

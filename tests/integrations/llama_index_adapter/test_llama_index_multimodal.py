@@ -287,3 +287,27 @@ def test_a_multimodal_retriever_is_a_fusion_child_and_keeps_image_nodes(corpus) 
     image = next(r for r in results if r.node.node_id == corpus.ids["architecture.png"])
     assert isinstance(image.node, ImageNode)
     assert [s["source"] for s in image.node.metadata["fusion"]["sources"]] == ["multimodal"]
+
+
+# ------------------------------------------------------------------ a real multimodal LLM
+
+
+def test_a_llama_index_llm_describes_the_query_image(corpus) -> None:
+    from llama_index.core.llms import ChatMessage, ChatResponse
+
+    sent: list[Any] = []
+
+    class VisionLLM(MockLLM):  # answers every image with the same description
+        def chat(self, messages: Any, **kwargs: Any) -> ChatResponse:
+            sent.extend(messages)
+            return ChatResponse(message=ChatMessage(
+                role="assistant", content="a bar chart of sales per quarter"))
+
+    retriever = MultimodalRetriever.from_index(corpus.index, describer=VisionLLM(),
+                                               similarity_top_k=3)
+    results = retriever.retrieve(QueryBundle(query_str="",
+                                             image_path=str(corpus.paths["sales_chart.png"])))
+    assert results[0].node.metadata["multimodal"]["query_image_description"] == (
+        "a bar chart of sales per quarter")
+    assert "t-sales" in _ids(results)
+    assert [type(b).__name__ for b in sent[0].blocks] == ["TextBlock", "ImageBlock"]
