@@ -19,7 +19,7 @@ from typing import Any
 from hybrid_retrievers import BM25Index, Doc, Hit
 from hybrid_retrievers.images import image_id, image_metadata, load_image
 
-__all__ = ["DESCRIPTIONS", "TEXTS", "CaptionImageIndex", "ImageCorpus", "build_corpus",
+__all__ = ["DESCRIPTIONS", "TEXTS", "CaptionImageIndex", "ImageCorpus", "build_corpus", "clip_gallery",
            "describer_for", "draw_images"]
 
 TEXTS: list[tuple[str, str, dict[str, Any]]] = [
@@ -139,3 +139,20 @@ def _keep(doc: Doc, filter: Any) -> bool:
     if callable(filter):
         return bool(filter(doc))
     return all(doc.metadata.get(key) == value for key, value in filter.items())
+
+
+def clip_gallery(model_path: str, folder: Path) -> Any:
+    """A `VectorIndex` of CLIP vectors (`ClipEmbedder` of the tiny model at ``model_path``,
+    tests/tiny_clip.py) of a red, a blue and a green square drawn into ``folder``; each
+    image's metadata names its ``colour``."""
+    from hybrid_retrievers import VectorIndex
+    from hybrid_retrievers.models import ClipEmbedder
+    from tiny_clip import COLOURS, square_image
+
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for name in ("red", "blue", "green"):
+        paths.append(folder / f"{name}.png")
+        square_image(COLOURS[name]).save(paths[-1])
+    return VectorIndex.from_images([str(p) for p in paths], embedder=ClipEmbedder(model_path),
+                                   metadatas=[{"colour": p.stem} for p in paths])
