@@ -25,14 +25,32 @@ from .fusion import FusionRetriever
 from .hybrid import HybridRetriever
 from .hyde import HyDERetriever
 from .images import ChatModelDescriber
+from .multimodal import ImageRetriever, MultimodalRetriever
 from .parent import LangChainParentStore, ParentDocumentRetriever
 from .searcher import SearcherRetriever
 from .sparse import SparseRetriever
 from .vectorstores import ScoredVectorStoreRetriever
 
-__all__ = ["BM25Retriever", "ChatModelDescriber", "CrossEncoderReranker", "DenseRetriever",
-           "FusionRetriever", "HyDERetriever", "HybridRetriever", "LLMRerankCompressor",
-           "LangChainEmbedder", "LangChainParentStore", "MMRCompressor",
-           "ParentDocumentRetriever", "RerankingRetriever", "ScoredVectorStoreRetriever",
-           "SearcherRetriever", "SourceCapCompressor", "SparseRetriever", "__version__",
-           "as_eval_callable"]
+__all__ = [
+    "BM25Retriever",
+    "ChatModelDescriber",
+    "CrossEncoderReranker",
+    "DenseRetriever",
+    "FusionRetriever",
+    "HyDERetriever",
+    "HybridRetriever",
+    "ImageRetriever",
+    "LLMRerankCompressor",
+    "LangChainEmbedder",
+    "LangChainParentStore",
+    "MMRCompressor",
+    "MultimodalRetriever",
+    "ParentDocumentRetriever",
+    "RerankingRetriever",
+    "ScoredVectorStoreRetriever",
+    "SearcherRetriever",
+    "SourceCapCompressor",
+    "SparseRetriever",
+    "__version__",
+    "as_eval_callable",
+]

@@ -30,6 +30,7 @@ from .fusion import FusionRetriever
 from .hybrid import HybridRetriever
 from .hyde import HyDERetriever
 from .images import MultiModalLLMDescriber
+from .multimodal import MultimodalRetriever
 from .parent import ParentDocumentRetriever
 from .postprocessors import CrossEncoderRerank, LLMRerank
 from .searcher import SearcherRetriever
@@ -46,6 +47,7 @@ __all__ = [
     "LlamaIndexEmbedder",
     "MMRPostprocessor",
     "MultiModalLLMDescriber",
+    "MultimodalRetriever",
     "ParentDocumentRetriever",
     "SearcherRetriever",
     "SourceCapPostprocessor",
