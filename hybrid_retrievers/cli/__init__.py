@@ -16,7 +16,9 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from ..images.loading import DEFAULT_MAX_PIXELS
 from ..ingest import DEFAULT_CHUNK_OVERLAP, DEFAULT_CHUNK_SIZE
+from ..timeout import DEFAULT_LLM_TIMEOUT
 from ._build import RETRIEVER_CHOICES
 from ._search import MODES
 from ._finetune import EXAMPLES as _FINETUNE_EXAMPLES
@@ -230,12 +232,31 @@ def _parser() -> argparse.ArgumentParser:
                             "k1 + 1 factor), robertson, atire (Trotman et al. 2014), bm25l, bm25+")
     index.add_argument("--no-cache", action="store_true",
                        help="do not read or write the embedding caches (dense and sparse)")
+    index.add_argument("--describer", default=None, metavar="MODULE:ATTR",
+                       help="describe image files with this vision model: an importable "
+                            "callable describer(image, prompt) -> str, or a class or "
+                            "zero-argument factory returning one; the descriptions become "
+                            "documents of every text leg (type=image), cached in "
+                            "OUT/images/descriptions")
+    index.add_argument("--describe-timeout", type=float, default=DEFAULT_LLM_TIMEOUT,
+                       metavar="SECONDS",
+                       help=f"seconds to wait for one description; an image that fails or "
+                            f"times out is skipped and named (default: {DEFAULT_LLM_TIMEOUT:g})")
+    index.add_argument("--clip-model", default=None, metavar="PATH_OR_NAME",
+                       help="embed image files with this sentence-transformers CLIP model "
+                            "(e.g. clip-ViT-B-32) into OUT/images/clip, so text and images "
+                            "find images")
+    index.add_argument("--max-image-pixels", type=int, default=DEFAULT_MAX_PIXELS,
+                       metavar="N",
+                       help=f"skip larger images (JPEGs are decoded reduced instead; default: "
+                            f"{DEFAULT_MAX_PIXELS:,})")
 
     search = command("search", "query an index: per hit its file, section, span, best passage "
                                "with terms highlighted, fused score and each leg's rank",
                      _commands.search)
     search.add_argument("index", type=Path, help="an index directory written by 'index'")
-    search.add_argument("query", help="the query text (quote it)")
+    search.add_argument("query", nargs="?", default=None,
+                        help="the query text (quote it); optional with --image")
     search.add_argument("-k", type=int, default=5, help="number of results (default: 5)")
     search.add_argument("--mode", choices=MODES, default=None,
                         help="fusion mode (default: the index's, rrf)")
@@ -254,6 +275,19 @@ def _parser() -> argparse.ArgumentParser:
     search.add_argument("--sparse-model", default=None,
                         help="the SPLADE model, when it moved since 'index' (default: the "
                              "one recorded in the index)")
+    search.add_argument("--image", type=Path, default=None, metavar="PATH",
+                        help="search by this image: CLIP image->image (an index built with "
+                             "--clip-model) and, with --describer, its description through "
+                             "the text legs; with QUERY too, both")
+    search.add_argument("--clip-model", default=None, metavar="PATH_OR_NAME",
+                        help="the CLIP model, when it moved since 'index' (default: the one "
+                             "recorded in the index)")
+    search.add_argument("--describer", default=None, metavar="MODULE:ATTR",
+                        help="describe the --image query with this vision model (as for "
+                             "'index')")
+    search.add_argument("--describe-timeout", type=float, default=DEFAULT_LLM_TIMEOUT,
+                        metavar="SECONDS", help="seconds to wait for the query image's "
+                                                f"description (default: {DEFAULT_LLM_TIMEOUT:g})")
     search.add_argument("--explain", action="store_true",
                         help="show each query term's idf, tf and contribution to the BM25 score")
     search.add_argument("--json", action="store_true",
