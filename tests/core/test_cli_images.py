@@ -260,3 +260,35 @@ def test_clip_and_descriptions_merge_into_one_result(tmp_path, capsys, tiny_clip
     assert top["image"] == "pics/red.png"
     assert {"descriptions", "images"} <= set(top["routes"])
     assert top["text"] == "A 64x48 picture, mostly red."
+
+
+def test_mcp_search_takes_a_query_image_as_data_and_marks_image_results(
+    tmp_path, tiny_clip_path
+) -> None:
+    pytest.importorskip("mcp")
+    import anyio
+    from mcp import Client
+
+    from hybrid_retrievers.cli._search import LoadedIndex
+    from hybrid_retrievers.cli._serve import build_server
+    from hybrid_retrievers.images import load_image
+
+    src = _folder(tmp_path)
+    idx = tmp_path / "idx"
+    assert main(["index", str(src), "--out", str(idx), "--bm25-only", "--clip-model",
+                 tiny_clip_path]) == 0
+    server = build_server(LoadedIndex(idx))
+    query = load_image(_square(tmp_path / "query.png", YELLOW, size=(60, 60))).data_uri()
+
+    async def session() -> None:
+        async with Client(server) as client:
+            found = await client.call_tool("search", {"image": query, "k": 1})
+            top = found.structured_content["results"][0]
+            assert top["type"] == "image" and top["image"] == "yellow.jpg"
+            assert "image" in top["routes"]
+            words = await client.call_tool("search", {"query": "https proxy", "k": 1})
+            assert words.structured_content["results"][0]["file"] == "proxy.md"
+            path = await client.call_tool("search", {"image": str(src / "yellow.jpg")})
+            assert path.is_error and "data:image/" in path.content[0].text
+
+    anyio.run(session)
