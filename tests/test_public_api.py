@@ -29,6 +29,7 @@ FACES = {
         "VisualIntentRule",
         "default_multimodal_rule",
         "find_image_files",
+        "format_context",
         "image_id",
         "image_metadata",
         "load_image",

@@ -14,13 +14,15 @@ serves both:
 Modules: ``loading`` (`load_image`: sources, formats, bounded decode, modes, the content
 hash that identifies an image in every route), ``intent`` (`visual_intent_rule`: visual
 words in a query shift the fusion weights toward the image sources), ``searcher``
-(`MultimodalSearcher`: text and image queries over every route, fused by intent).
+(`MultimodalSearcher`: text and image queries over every route, fused by intent),
+``context`` (`format_context`: the RAG prompt's context with image results marked).
 
 Importing this package is cheap: Pillow is imported when the first image is loaded.
 """
 
 from __future__ import annotations
 
+from .context import format_context
 from .intent import VISUAL_WORDS, VisualIntentRule, visual_intent_rule
 from .searcher import (
     IMAGE_ROUTES,
@@ -58,6 +60,7 @@ __all__ = [
     "VisualIntentRule",
     "default_multimodal_rule",
     "find_image_files",
+    "format_context",
     "image_id",
     "image_metadata",
     "load_image",
