@@ -37,3 +37,17 @@ def splade_tiny() -> object:
     from hybrid_retrievers.vector import SparseEmbeddingCache
 
     return SpladeEncoder(local_splade_path(), device="cpu", cache=SparseEmbeddingCache())
+
+
+@pytest.fixture(scope="session")
+def tiny_clip_path(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """A tiny CLIP checkpoint (``tests/tiny_clip.py``: seeded, trained for a few seconds on
+    coloured squares), built once per session; skips without sentence-transformers >= 6
+    (whose models list their modalities, which `ClipEmbedder` needs)."""
+    st = pytest.importorskip("sentence_transformers")
+    pytest.importorskip("PIL")
+    if int(st.__version__.split(".")[0]) < 6:
+        pytest.skip(f"ClipEmbedder needs sentence-transformers >= 6, found {st.__version__}")
+    from tiny_clip import build_tiny_clip
+
+    return str(build_tiny_clip(tmp_path_factory.mktemp("tiny_clip")))

@@ -13,9 +13,15 @@ import importlib
 import pytest
 
 FACES = {
-    # Images: loading and checks, visual intent (more names join as the routes land).
+    # Images: loading, descriptions, visual intent, multimodal search, RAG context.
     "hybrid_retrievers.images": [
+        "CAPTION_KEYS",
+        "DEFAULT_DESCRIPTION_PROMPT",
         "DEFAULT_MAX_PIXELS",
+        "Describer",
+        "DescriptionCache",
+        "DescriptionError",
+        "DescriptionReport",
         "IMAGE_ROUTES",
         "IMAGE_SUFFIXES",
         "ImageError",
@@ -25,9 +31,14 @@ FACES = {
         "MultimodalSearcher",
         "ROUTES",
         "SUPPORTED_FORMATS",
+        "SkippedImage",
         "VISUAL_WORDS",
         "VisualIntentRule",
         "default_multimodal_rule",
+        "describe_image",
+        "describe_images",
+        "describe_images_report",
+        "describer_name",
         "find_image_files",
         "format_context",
         "image_id",
@@ -66,6 +77,29 @@ FACES = {
         "rst_structure",
         "sections_from_headings",
         "token_counter",
+    ],
+    # Models: the adapters of sentence-transformers checkpoints (loaded on first use) and fakes.
+    "hybrid_retrievers.models": [
+        "ClipEmbedder",
+        "CrossEncoderScorer",
+        "DEFAULT_CLIP_MODEL",
+        "DEFAULT_CROSS_ENCODER",
+        "DEFAULT_EMBEDDING_MODEL",
+        "DEFAULT_SPARSE_MODEL",
+        "EmbedderAdapter",
+        "FineTuneResult",
+        "HashingEmbedder",
+        "HashingSparseEmbedder",
+        "SentenceTransformerEmbedder",
+        "SpladeEncoder",
+        "TrainingPair",
+        "adapt_embedder",
+        "fine_tune_embedder",
+        "local_minilm_path",
+        "local_splade_path",
+        "mine_pairs",
+        "model_name",
+        "split_queries",
     ],
     # The integrator's kit: what a framework adapter may use beyond the faces.
     "hybrid_retrievers.integration": [
@@ -143,6 +177,7 @@ FACES = {
     ],
     "langchain_hybrid_retrievers": [
         "BM25Retriever",
+        "ChatModelDescriber",
         "CrossEncoderReranker",
         "DenseRetriever",
         "FusionRetriever",
@@ -171,6 +206,7 @@ FACES = {
         "LLMRerank",
         "LlamaIndexEmbedder",
         "MMRPostprocessor",
+        "MultiModalLLMDescriber",
         "ParentDocumentRetriever",
         "SearcherRetriever",
         "SourceCapPostprocessor",
@@ -186,6 +222,7 @@ FACES = {
         "HyDERetriever",
         "HybridRetriever",
         "LlamaIndexEmbedder",
+        "MultiModalLLMDescriber",
         "ParentDocumentRetriever",
         "SearcherRetriever",
         "SparseRetriever",

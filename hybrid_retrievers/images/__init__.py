@@ -11,11 +11,19 @@ serves both:
   (`VectorIndex.from_images`, `VectorIndex.search_image`), so text finds images and
   images find images.
 
-Modules: ``loading`` (`load_image`: sources, formats, bounded decode, modes, the content
-hash that identifies an image in every route), ``intent`` (`visual_intent_rule`: visual
-words in a query shift the fusion weights toward the image sources), ``searcher``
-(`MultimodalSearcher`: text and image queries over every route, fused by intent),
-``context`` (`format_context`: the RAG prompt's context with image results marked).
+Modules:
+
+* ``loading``: `load_image` (sources, formats, bounded decode, modes, the content hash
+  that identifies an image in every route);
+* ``describe``: `describe_images` (images to description documents through any
+  `Describer`, with a timeout and a fallback per image);
+* ``description_cache``: `DescriptionCache` (descriptions by describer, prompt and
+  content hash, saved as checksummed JSON);
+* ``intent``: `visual_intent_rule` (visual words in a query shift the fusion weights
+  toward the image sources);
+* ``searcher``: `MultimodalSearcher` (text and image queries over every route, fused by
+  intent);
+* ``context``: `format_context` (the RAG prompt's context with image results marked).
 
 Importing this package is cheap: Pillow is imported when the first image is loaded.
 """
@@ -31,6 +39,19 @@ from .searcher import (
     MultimodalSearcher,
     default_multimodal_rule,
 )
+from .describe import (
+    CAPTION_KEYS,
+    DEFAULT_DESCRIPTION_PROMPT,
+    DescriptionError,
+    DescriptionReport,
+    Describer,
+    SkippedImage,
+    describe_image,
+    describe_images,
+    describe_images_report,
+    describer_name,
+)
+from .description_cache import DescriptionCache
 from .loading import (
     DEFAULT_MAX_PIXELS,
     IMAGE_SUFFIXES,
@@ -46,11 +67,17 @@ from .loading import (
 )
 
 __all__ = [
+    "CAPTION_KEYS",
+    "DEFAULT_DESCRIPTION_PROMPT",
     "DEFAULT_MAX_PIXELS",
     "IMAGE_ROUTES",
     "IMAGE_SUFFIXES",
     "SUPPORTED_FORMATS",
     "VISUAL_WORDS",
+    "DescriptionCache",
+    "DescriptionError",
+    "DescriptionReport",
+    "Describer",
     "ImageError",
     "ImageInput",
     "ImageQuery",
@@ -59,6 +86,11 @@ __all__ = [
     "ROUTES",
     "VisualIntentRule",
     "default_multimodal_rule",
+    "SkippedImage",
+    "describe_image",
+    "describe_images",
+    "describe_images_report",
+    "describer_name",
     "find_image_files",
     "format_context",
     "image_id",

@@ -11,7 +11,8 @@ route                 what it searches, with what                 weight (defaul
 ``descriptions``      ``descriptions`` searcher, the query text   0.5, ×4 visual words
 ``images``            CLIP vectors, the query text (text→image)   0.5, ×4 visual words
 ``image``             CLIP vectors, the query image (image→image) 1, ×4 visual words
-``described_image``   ``text`` searcher, the query image's        1
+``described_image``   ``text`` and ``descriptions`` searchers      1
+                      (fused by RRF), the query image's
                       description by ``describer``
 ====================  ==========================================  ======================
 
@@ -40,7 +41,7 @@ from ..timeout import DEFAULT_LLM_TIMEOUT
 from ..types import Doc, Hit, MetadataFilter
 from ..validation import check_k, check_weights
 from .intent import VisualIntentRule, visual_intent_rule
-from .loading import ImageInput, LoadedImage, load_image
+from .loading import ImageError, ImageInput, LoadedImage, load_image
 
 if TYPE_CHECKING:
     from .describe import DescriptionCache
@@ -182,7 +183,7 @@ class MultimodalSearcher:
         k = check_k(k)
         check_filter(filter)
         text = (query.text or "").strip()
-        loaded = None if query.image is None else load_image(query.image, name="the query image")
+        loaded = None if query.image is None else _load_query_image(query.image)
         weights = self._route_weights(text)
         fetch = self.fetch_k or default_fetch_k(k)
         described: dict[str, str] = {}
@@ -246,7 +247,13 @@ class MultimodalSearcher:
                                          prompt=self.prompt or DEFAULT_DESCRIPTION_PROMPT,
                                          timeout=self.timeout, cache=self.cache)
             described["text"] = description
-            return self.text.search(description, fetch, filter=filter)
+            lists = [self.text.search(description, fetch, filter=filter)]
+            if self.descriptions is not None:  # similar images, by their descriptions
+                lists.append(self.descriptions.search(description, fetch, filter=filter))
+            if len(lists) == 1:
+                return lists[0]
+            return fuse(lists, FusionMode.RRF, k_rrf=self.k_rrf,
+                        names=["text", "descriptions"], limit=fetch)
         return described_image
 
     def _route_weights(self, text: str) -> dict[str, float]:
@@ -270,6 +277,13 @@ class MultimodalSearcher:
         parts = [f"{n}={v!r}" for n, v in (("text", self.text), ("images", self.images),
                                            ("descriptions", self.descriptions)) if v is not None]
         return f"MultimodalSearcher({', '.join(parts)})"
+
+
+def _load_query_image(image: ImageInput) -> LoadedImage:
+    try:
+        return load_image(image)
+    except ImageError as exc:
+        raise ImageError(f"the query image: {exc}") from None
 
 
 class _NotOfType:

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 __all__ = [
+    "DEFAULT_CLIP_MODEL",
     "DEFAULT_CROSS_ENCODER",
     "DEFAULT_EMBEDDING_MODEL",
     "DEFAULT_SPARSE_MODEL",
@@ -19,6 +20,11 @@ __all__ = [
     "named_attribute",
     "object_name",
 ]
+
+DEFAULT_CLIP_MODEL = "clip-ViT-B-32"
+"""The CLIP model `ClipEmbedder` loads by default: sentence-transformers' ViT-B/32 CLIP
+(text and images in one 512-d space; Radford et al. 2021). Not installable offline: tests
+build a tiny one (``tests/tiny_clip.py``)."""
 
 DEFAULT_CROSS_ENCODER = "cross-encoder/ms-marco-MiniLM-L-6-v2"
 """The default model: a 6-layer MiniLM trained on MS MARCO passage ranking (a real reranker)."""

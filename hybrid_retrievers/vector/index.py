@@ -11,7 +11,8 @@ by functions over a snapshot next door, one job per module: `editing` (add, upse
 delete: new copy-on-write `snapshot` versions), `search` (query checks and the choice
 of kernel per query block), `kernels` (exact top-k), `queries` (batched and async query
 embedding), `saving` (the file format), `embedding` (texts to vectors, each distinct
-text once), `ann` (HNSW).
+text once), `ann` (HNSW), `images` (image documents and vectors for `from_images`,
+`add_images` and `search_image`).
 
 Edit semantics: `add` refuses ids already in the index (like `BM25Index`); `upsert`
 replaces the text, metadata and vector of existing ids in place and appends new ones;
@@ -52,6 +53,7 @@ from .embedding import (
     embedder_dimension,
     embedder_identity,
 )
+from .images import embed_query_image, image_documents, image_embedder
 from .kernels import normalize
 from .queries import coroutine_method, embed_queries
 from .saving import FORMAT_VERSION, METRICS, read_saved, write_index
@@ -242,6 +244,53 @@ class VectorIndex(AtomicSave, DocumentAccess):
         index.add_vectors(matrix, docs=docs)
         return index
 
+    @classmethod
+    def from_images(
+        cls,
+        images: Iterable[Any],
+        ids: Iterable[str | None] | None = None,
+        metadatas: Metadatas = None,
+        texts: Iterable[str | None] | None = None,
+        *,
+        embedder: Any,
+        metric: str = "cosine",
+        show_progress: bool = False,
+    ) -> VectorIndex:
+        """Index images with an image embedder (CLIP: `hybrid_retrievers.models.ClipEmbedder`).
+
+        Each image is one document (see `hybrid_retrievers.vector.images`): id
+        ``image_id(image)`` unless given, ``image_metadata(image)`` merged with the
+        caller's metadata, and as text the caller's ``texts[i]`` (a caption), else the
+        metadata's ``"caption"`` / ``"alt"`` / ``"alt_text"`` / ``"title"``, else the file
+        name. Text queries (`search`)
+        go through the embedder's text side, so text finds images; `search_image` finds
+        images by an image.
+
+        Args:
+            images: paths, file bytes, data URIs, PIL images or ``LoadedImage`` objects.
+            ids, metadatas, texts: one per image (``None`` items take the defaults).
+            embedder: has ``embed_images``, ``embed_documents`` and ``embed_query``.
+            metric: ``"cosine"`` (default) or ``"dot"``.
+            show_progress: a progress bar over images.
+
+        Raises:
+            TypeError: an embedder without ``embed_images``, or arguments of wrong kinds.
+            ValueError: no images, mismatched lengths, duplicate ids.
+            hybrid_retrievers.images.ImageError: an image that cannot be loaded (named).
+
+        Example:
+            >>> from PIL import Image
+            >>> from hybrid_retrievers.models import ClipEmbedder
+            >>> red = Image.new("RGB", (64, 48), (220, 30, 30))
+            >>> index = VectorIndex.from_images([red], texts=["a red card"],
+            ...                                 embedder=ClipEmbedder())  # doctest: +SKIP
+            >>> index.search_image(red, k=1)[0].doc.text  # doctest: +SKIP
+            'a red card'
+        """
+        index = cls(embedder=image_embedder(embedder, "from_images"), metric=metric)
+        index.add_images(images, ids, metadatas, texts, show_progress=show_progress)
+        return index
+
     # ------------------------------------------------------------------ editing
 
     def add(self, texts: Iterable[str], ids: Iterable[str] | None = None,
@@ -267,6 +316,21 @@ class VectorIndex(AtomicSave, DocumentAccess):
                 f"got {matrix.shape[0]} vectors but {len(docs)} documents; pass one each"
             )
         self._state.check_new(docs)
+        return self._insert(docs, matrix, replace=False)
+
+    def add_images(self, images: Iterable[Any], ids: Iterable[str | None] | None = None,
+                   metadatas: Metadatas = None, texts: Iterable[str | None] | None = None, *,
+                   show_progress: bool = False) -> list[str]:
+        """Embed and add images as documents (see `from_images`); return their ids.
+
+        A given id already in the index is an error; a default (image) id already in it
+        gets a ``#2``... suffix. A bad image anywhere leaves the index unchanged. The
+        index's `EmbeddingCache` holds text vectors only: images are always embedded.
+        """
+        embedder = image_embedder(self._embedder, "add_images")
+        docs, matrix = image_documents(embedder, images, ids, metadatas, texts,
+                                       taken=self._state.positions, dimension=self._dim,
+                                       show_progress=show_progress)
         return self._insert(docs, matrix, replace=False)
 
     def upsert(self, texts: Iterable[str], ids: Iterable[str] | None = None,
@@ -392,6 +456,29 @@ class VectorIndex(AtomicSave, DocumentAccess):
         """`search` with a query vector of this index's dimension."""
         k = check_k(k)
         return self._search_block(self._query_matrix(vector, single=True), k, filter, exact)[0]
+
+    def search_image(
+        self,
+        image: Any,
+        k: int = 10,
+        *,
+        filter: MetadataFilter | None = None,
+        exact: bool = False,
+    ) -> list[Hit]:
+        """The ``k`` documents most similar to ``image`` (embedded with ``embed_images``).
+
+        Args:
+            image: a path, file bytes, a data URI, a PIL image or a ``LoadedImage``.
+            k, filter, exact: as for `search`.
+
+        Raises:
+            TypeError: the index has no embedder, or one without ``embed_images``.
+            hybrid_retrievers.images.ImageError: the image cannot be loaded (named).
+        """
+        k = check_k(k)
+        raw = embed_query_image(image_embedder(self._embedder, "search_image"), image)
+        return self._search_block(self._query_matrix(raw, single=True, name="embed_images()"),
+                                  k, filter, exact)[0]
 
     def search_many(
         self,

@@ -24,13 +24,15 @@ from .evaluation import as_eval_callable
 from .fusion import FusionRetriever
 from .hybrid import HybridRetriever
 from .hyde import HyDERetriever
+from .images import ChatModelDescriber
 from .parent import LangChainParentStore, ParentDocumentRetriever
 from .searcher import SearcherRetriever
 from .sparse import SparseRetriever
 from .vectorstores import ScoredVectorStoreRetriever
 
-__all__ = ["BM25Retriever", "CrossEncoderReranker", "DenseRetriever", "FusionRetriever",
-           "HyDERetriever", "HybridRetriever", "LLMRerankCompressor", "LangChainEmbedder",
-           "LangChainParentStore", "MMRCompressor", "ParentDocumentRetriever",
-           "RerankingRetriever", "ScoredVectorStoreRetriever", "SearcherRetriever",
-           "SourceCapCompressor", "SparseRetriever", "__version__", "as_eval_callable"]
+__all__ = ["BM25Retriever", "ChatModelDescriber", "CrossEncoderReranker", "DenseRetriever",
+           "FusionRetriever", "HyDERetriever", "HybridRetriever", "LLMRerankCompressor",
+           "LangChainEmbedder", "LangChainParentStore", "MMRCompressor",
+           "ParentDocumentRetriever", "RerankingRetriever", "ScoredVectorStoreRetriever",
+           "SearcherRetriever", "SourceCapCompressor", "SparseRetriever", "__version__",
+           "as_eval_callable"]

@@ -29,6 +29,7 @@ from .evaluation import as_eval_callable
 from .fusion import FusionRetriever
 from .hybrid import HybridRetriever
 from .hyde import HyDERetriever
+from .images import MultiModalLLMDescriber
 from .parent import ParentDocumentRetriever
 from .postprocessors import CrossEncoderRerank, LLMRerank
 from .searcher import SearcherRetriever
@@ -44,6 +45,7 @@ __all__ = [
     "LLMRerank",
     "LlamaIndexEmbedder",
     "MMRPostprocessor",
+    "MultiModalLLMDescriber",
     "ParentDocumentRetriever",
     "SearcherRetriever",
     "SourceCapPostprocessor",

@@ -1,4 +1,5 @@
-"""hybrid-retrievers' LlamaIndex retrievers under LlamaIndex's integration path.
+"""hybrid-retrievers' LlamaIndex retrievers (and the model adapters they take: the
+embedder, the image describer) under LlamaIndex's integration path.
 
 ``from llama_index.retrievers.hybrid import BM25Retriever`` is the same class as
 ``from llama_index_hybrid_retrievers import BM25Retriever`` (``llama_index`` and
@@ -20,6 +21,7 @@ from llama_index_hybrid_retrievers import (
     HybridRetriever,
     HyDERetriever,
     LlamaIndexEmbedder,
+    MultiModalLLMDescriber,
     ParentDocumentRetriever,
     SearcherRetriever,
     SparseRetriever,
@@ -33,6 +35,7 @@ __all__ = [
     "HyDERetriever",
     "HybridRetriever",
     "LlamaIndexEmbedder",
+    "MultiModalLLMDescriber",
     "ParentDocumentRetriever",
     "SearcherRetriever",
     "SparseRetriever",
