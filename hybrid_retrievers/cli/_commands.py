@@ -183,31 +183,54 @@ def index(args: argparse.Namespace) -> int:
 
 def search(args: argparse.Namespace) -> int:
     from ._passages import bold, brackets
-    from ._search import LoadedIndex, parse_filters, parse_weights
+    from ._search import parse_filters, parse_weights
 
+    if args.query is None and args.image is None:
+        raise ValueError("search needs a QUERY, an --image PATH, or both")
+    describer = None
+    if args.describer:
+        from ._images import load_describer
+
+        describer = load_describer(args.describer)
     loaded = _open_index(args.index, model=args.model, sparse_model=args.sparse_model,
-                         reranker=args.rerank)
+                         reranker=args.rerank, clip_model=args.clip_model, describer=describer,
+                         describe_timeout=args.describe_timeout)
     weights = parse_weights(args.weights, loaded.names)
     hits = loaded.search(args.query, args.k, mode=args.mode, weights=weights,
                          filter=parse_filters(args.filter), parents=args.parents,
-                         rerank=args.rerank is not None)
+                         rerank=args.rerank is not None,
+                         image=None if args.image is None else str(args.image))
     color = args.color == "always" or (args.color == "auto" and sys.stdout.isatty())
     mark = bold if color and not args.json else brackets
+    query = args.query or ""
     for hit in hits:
-        record = loaded.result(hit, args.query, mark=mark)
-        if args.explain and hit.id in loaded.lexical:
-            record["explanation"] = loaded.lexical.explain(args.query, hit.id).as_dict()
+        record = loaded.result(hit, query, mark=mark)
+        explain = args.explain and query and hit.id in loaded.lexical
+        if explain:
+            record["explanation"] = loaded.lexical.explain(query, hit.id).as_dict()
         if args.json:
             print(json.dumps(record, ensure_ascii=False))
             continue
         print(_headline(record))
         print(f"   {record['passage']}")
-        if args.explain and hit.id in loaded.lexical:
-            print("   " + str(loaded.lexical.explain(args.query, hit.id)).replace("\n", "\n   "))
+        if explain:
+            print("   " + str(loaded.lexical.explain(query, hit.id)).replace("\n", "\n   "))
+    if hits and not args.json and hits[0].explanation and "multimodal" in hits[0].explanation:
+        print(_routes_line(hits[0].explanation["multimodal"]))
     if not hits:
         print("no chunk matches the query (its BM25 terms, after stopwords and stemming: "
-              f"{loaded.lexical.analyzer.tokenize(args.query)})", file=sys.stderr)
+              f"{loaded.lexical.analyzer.tokenize(query)})", file=sys.stderr)
     return 0
+
+
+def _routes_line(info: dict[str, Any]) -> str:
+    """``routes asked: text x1, descriptions x2 (visual words: diagram)``"""
+    weights = ", ".join(f"{r} x{w:g}" for r, w in info.get("weights", {}).items())
+    words = info.get("visual_words") or []
+    line = f"routes asked: {weights}" + (f" (visual words: {', '.join(words)})" if words else "")
+    if info.get("query_image_description"):
+        line += f"\nquery image described as: {info['query_image_description']}"
+    return line
 
 
 def serve(args: argparse.Namespace) -> int:
@@ -232,8 +255,12 @@ def _open_index(folder: Any, **options: Any) -> Any:
 
 
 def _headline(record: dict[str, Any]) -> str:
-    """``1. notes.md › Setup > Proxy  chars 120-480  score 0.0325 (rrf: bm25 #1, dense #4)``"""
+    """``1. notes.md › Setup > Proxy  chars 120-480  score 0.0325 (rrf: bm25 #1, dense #4)``;
+    an image: ``2. [image] diagrams/flow.png  score 0.0311 (routes: descriptions #1,
+    images #3; rrf: bm25 #1, dense #2)``."""
     where = record["file"] + (f" › {record['section']}" if record.get("section") else "")
+    if record.get("type") == "image":
+        where = f"[image] {record['image']}"
     span = ""
     if record.get("start") is not None:
         span = f"  chars {record['start']}-{record['end']}"
@@ -243,6 +270,9 @@ def _headline(record: dict[str, Any]) -> str:
     legs = ", ".join(f"{name} #{leg['rank']}" if leg else f"{name} -"
                      for name, leg in record["legs"].items())
     how = f"{record['mode']}: {legs}" if record.get("mode") else legs
+    if "routes" in record:
+        routes = ", ".join(f"{name} #{r['rank']}" for name, r in record["routes"].items())
+        how = f"routes: {routes}" + (f"; {how}" if record.get("mode") else "")
     if "rerank" in record:
         how = f"reranked from #{record['rerank']['previous_rank']}; {how}"
     if "parent" in record:

@@ -68,6 +68,8 @@ class _Found:
 
 def index_command(args: argparse.Namespace) -> int:
     """Build or update the index folder ``args.out`` from ``args.source``."""
+    from ._images import ImageRoutes, distinct_images, is_image, unindexed_images
+
     t0 = time.perf_counter()
     found = _Found()
     files = find_files(args.source, args.out, found.skipped)
@@ -79,6 +81,8 @@ def index_command(args: argparse.Namespace) -> int:
         except OSError as exc:
             found.skipped.append((rel, exc.strerror or str(exc)))
 
+    images = distinct_images(found.hashes, found.skipped)
+    routes = ImageRoutes.from_args(args, _saved_ingest(args.out))
     embedder, model, why_not = _embedder(args)
     if why_not:
         _err(f"dense leg skipped: {why_not}; building BM25 only "
@@ -90,32 +94,62 @@ def index_command(args: argparse.Namespace) -> int:
     old, reason = _previous(args, settings)
     if reason:
         print(reason, flush=True)
-    indexed = indexed_files(old.searchers[0].docs) if old is not None else {}
-    plan = plan_sync(indexed, found.hashes)
+    old_docs = old.searchers[0].docs if old is not None else []
+    indexed = indexed_files(old_docs)
+    # The text legs hold the text files and the described images (see _images).
+    described, indexed = routes.text_files(images, indexed, old_docs)
+    text = {rel: sha for rel, sha in found.hashes.items() if not is_image(rel)} | described
+    unindexed_images(images, routes, text, found.skipped)
+    plan = plan_sync(indexed, text)
     chunker = None if args.whole_files else StructuredChunker(
         args.chunk_size, args.chunk_overlap, count_tokens=token_counter(model)[0])
 
-    new_docs = _chunk_files(plan.to_read, found, chunker, args.source.is_dir())
+    new_docs = _chunk_files([r for r in plan.to_read if not is_image(r)], found, chunker,
+                            args.source.is_dir(), text)
+    new_docs += routes.describe([r for r in plan.to_read if is_image(r)], text, found.paths,
+                                found.skipped)
+    routes.update_clip(images, found.paths, found.skipped)
     if not new_docs and old is None:
         _report_skipped(found.skipped)
-        raise ValueError(f"nothing to index under {args.source}: every file was skipped")
+        raise ValueError(f"nothing to index under {args.source}: every file was skipped"
+                         + (" (the CLIP image vectors need text beside them: a text file or "
+                            "--describer)" if routes.clip_index is not None else ""))
     if old is None:
         searcher = _build(new_docs, embedder, sparse, args)
     else:
         searcher = _update(old, plan, new_docs, embedder, sparse, args, found)
     _close_sparse_cache(sparse)
-    _save(searcher, args.out, settings)
+    n_described = sum(1 for d in searcher.searchers[0].docs if d.metadata.get("type") == "image")
+    _save(searcher, args.out, {**settings, "images": routes.settings(n_described)})
+    routes.save()
     _report_skipped(found.skipped)
     n_chunks = len(searcher.searchers[0])
     elapsed = time.perf_counter() - t0
     legs = " + ".join(str(n) for n in searcher.names)
-    done = plan_sync(indexed, found.hashes)  # without the files that failed to read
-    print(f"indexed {len(found.hashes)} files ({done.summary()}) into {args.out}: "
-          f"{n_chunks} chunks, {legs}; {len(new_docs)} chunks (re)made; skipped "
+    done = plan_sync(indexed, text)  # without the files that failed to read
+    image_line = routes.summary()
+    print(f"indexed {len(text)} files ({done.summary()}) into {args.out}: "
+          f"{n_chunks} chunks, {legs}; {len(new_docs)} chunks (re)made; "
+          + (f"{image_line}; " if image_line else "") + f"skipped "
           f"{len(found.skipped)} files" + (" (listed above)" if found.skipped else "")
           + f"; {elapsed:.1f} s ({len(found.hashes) / max(elapsed, 1e-9):.1f} files/s)",
           flush=True)
     return 0
+
+
+def _saved_ingest(out: Path) -> dict[str, Any]:
+    """The ingest settings of the index at ``out`` ({} when there is none or it is
+    unreadable: the update then says why it rebuilds)."""
+    from ..persistence import IndexFormatError
+
+    if not (out / "manifest.json").is_file():
+        return {}
+    try:
+        settings, _ = read_fusion(out)
+    except (IndexFormatError, OSError):
+        return {}
+    ingest = settings.get("ingest")
+    return ingest if isinstance(ingest, dict) else {}
 
 
 def _report_skipped(skipped: list[tuple[str, str]]) -> None:
@@ -271,7 +305,7 @@ def _previous(args: argparse.Namespace, settings: dict[str, Any]) -> tuple[Any, 
 
 
 def _chunk_files(names: list[str], found: _Found, chunker: StructuredChunker | None,
-                 folder: bool) -> list[Doc]:
+                 folder: bool, planned: dict[str, str]) -> list[Doc]:
     docs: list[Doc] = []
     bar = progress_bar(total=len(names), show=True, desc="chunking files", unit="file",
                        terminal_only=True)
@@ -287,7 +321,7 @@ def _chunk_files(names: list[str], found: _Found, chunker: StructuredChunker | N
                 for prefix in (f"{path}: ", f"{path}, "):
                     reason = reason.removeprefix(prefix)
                 found.skipped.append((rel, reason))
-                del found.hashes[rel]
+                del found.hashes[rel], planned[rel]
             bar.update(1)
     finally:
         bar.close()
@@ -365,6 +399,8 @@ def _update(old: Any, plan: Any, new_docs: list[Doc], embedder: Any, sparse_embe
             meta[FILE_KEY] = target
             if "path" in meta:
                 meta["path"] = str(found.paths[target])
+            if meta.get("type") == "image":
+                meta["image"] = target
             if isinstance(meta.get(PARENT_ID_KEY), str):
                 meta[PARENT_ID_KEY] = renamed_id(meta[PARENT_ID_KEY], d.metadata[FILE_KEY], target)
             moved.append(Doc(renamed_id(d.id, d.metadata[FILE_KEY], target), d.text, meta))

@@ -6,6 +6,16 @@ and rerank choices of one call; `LoadedIndex.result` turns a hit into the record
 the command line and the MCP server show: file, section, span, page, the best passage
 with the query's terms marked, the fused score, each leg's rank and score, and the
 parent or rerank provenance when there is one.
+
+An index with images (image descriptions in the text legs, or CLIP vectors in
+``images/clip``, see ``_images``) is searched by a `MultimodalSearcher`: the ``text``
+route is the fused searcher over the non-image documents, ``descriptions`` the same
+searcher over the image descriptions, ``images`` CLIP text->image, ``image`` CLIP
+image->image for an image query and ``described_image`` the query image's description
+(with a describer), fused by RRF with the visual-intent weights (visual words such as
+"diagram" or "foto" lift the image routes). Its records add ``type`` and ``image`` for an
+image and ``routes``: the rank and score of each route that found the hit. An index
+without images is searched exactly as before.
 """
 
 from __future__ import annotations
@@ -72,7 +82,11 @@ class LoadedIndex:
     """
 
     def __init__(self, folder: Path, *, model: str | None = None,
-                 sparse_model: str | None = None, reranker: str | None = None) -> None:
+                 sparse_model: str | None = None, reranker: str | None = None,
+                 clip_model: str | None = None, describer: Any = None,
+                 describe_timeout: float | None = None) -> None:
+        from ._images import open_clip_index
+
         self.folder = folder
         self.fused, self.ingest = load_index(folder, model, sparse_model=sparse_model)
         self.lexical = self.fused.searchers[0]
@@ -80,6 +94,10 @@ class LoadedIndex:
         self._parents: Any = None
         self._reranker_name = reranker
         self._reranker: Any = None
+        self.images = open_clip_index(folder, self.ingest, clip_model)
+        self.describer, self.describe_timeout = describer, describe_timeout
+        self.multimodal = self.images is not None or any(
+            d.metadata.get("type") == "image" for d in self.lexical.docs)
 
     def searcher(self, mode: str | None = None, weights: list[float] | None = None) -> Any:
         """The fused searcher with this call's mode and weights."""
@@ -92,20 +110,41 @@ class LoadedIndex:
                               weights=weights if weights is not None else plan.weights,
                               names=list(self.fused.names), max_workers=1)
 
-    def search(self, query: str, k: int, *, mode: str | None = None,
+    def search(self, query: str | None, k: int, *, mode: str | None = None,
                weights: list[float] | None = None, filter: Mapping[str, Any] | None = None,
-               parents: bool = False, rerank: bool = False) -> list[Hit]:
-        """The top ``k`` chunks (or parents) for ``query``."""
+               parents: bool = False, rerank: bool = False, image: Any = None) -> list[Hit]:
+        """The top ``k`` chunks (or parents, or images) for ``query`` and/or ``image``."""
         searcher = self.searcher(mode, weights)
         if parents:
             from ..parent import ParentChildSearcher
 
             searcher = ParentChildSearcher(searcher, self._parent_store())
+        asked: Any = query
+        if image is not None or self.multimodal:
+            searcher, asked = self._multimodal(searcher, query, image)
         if rerank:
             from ..rerank import RerankingSearcher
 
+            if not isinstance(asked, str):
+                raise ValueError("--rerank needs the query text (a cross-encoder reads text)")
             searcher = RerankingSearcher(searcher, self._rerank(), fetch_k=max(20, k))
-        return searcher.search(query, k, filter=filter)  # type: ignore[no-any-return]
+        return searcher.search(asked, k, filter=filter)  # type: ignore[no-any-return]
+
+    def _multimodal(self, searcher: Any, query: str | None, image: Any) -> tuple[Any, Any]:
+        """The `MultimodalSearcher` over ``searcher`` and the CLIP index, and the query."""
+        from ..images import ImageQuery, MultimodalSearcher
+
+        if image is not None and self.images is None and self.describer is None:
+            raise ValueError(f"--image: {self.folder} holds no CLIP image vectors (index with "
+                             "--clip-model), and no --describer was given to describe the "
+                             "query image")
+        options: dict[str, Any] = {"images": self.images, "describer": self.describer}
+        if self.describe_timeout is not None:
+            options["timeout"] = self.describe_timeout
+        multimodal = MultimodalSearcher.from_index(searcher, **options)
+        if image is None:
+            return multimodal, query
+        return multimodal, ImageQuery(text=query, image=image)
 
     def _parent_store(self) -> Any:
         if self._parents is None:
@@ -144,6 +183,11 @@ class LoadedIndex:
             record["rerank"] = {"model": rerank.get("model"), "score": rerank.get("score"),
                                 "previous_rank": rerank.get("previous_rank")}
             explanation = dict(rerank.get("previous_explanation") or {})
+        if "multimodal" in explanation:
+            explanation = self._routes(record, explanation)
+        if meta.get("type") == "image":
+            record.update(type="image", image=meta.get("image", record["file"]))
+            record["section"] = ""
         if "parent" in explanation:
             parent = explanation["parent"]
             children = parent.get("children") or [{}]
@@ -156,9 +200,30 @@ class LoadedIndex:
         for source in fusion.get("sources", []):
             record["legs"][str(source["source"])] = {"rank": source["rank"],
                                                      "score": source["score"]}
-        record["passage"] = best_passage(hit.doc.text, query, self.lexical.analyzer, mark=mark)
-        record["text"] = hit.doc.text
+        text = hit.doc.text
+        if meta.get("type") == "image" and hit.id in self.lexical:
+            text = self.lexical.get(hit.id).text  # found by CLIP alone: show its description
+        record["passage"] = best_passage(text, query or "", self.lexical.analyzer, mark=mark)
+        record["text"] = text
         return record
+
+    @staticmethod
+    def _routes(record: dict[str, Any], explanation: dict[str, Any]) -> dict[str, Any]:
+        """Put the multimodal routes that found a hit into ``record``; return the text
+        legs' explanation (of the first route that went through the fused text searcher)."""
+        info = explanation["multimodal"]
+        sources = explanation.get("fusion", {}).get("sources", [])
+        record["routes"] = {str(s["source"]): {"rank": s["rank"], "score": s["score"]}
+                            for s in sources}
+        record["route_weights"] = info.get("weights", {})
+        if info.get("visual_words"):
+            record["visual_words"] = info["visual_words"]
+        if info.get("query_image_description"):
+            record["query_image_description"] = info["query_image_description"]
+        inner = next((s.get("explanation") for s in sources
+                      if s["source"] in ("text", "descriptions", "described_image")
+                      and s.get("explanation")), None)
+        return dict(inner or {})
 
     def explain(self, query: str, doc_id: str) -> dict[str, Any]:
         """Why ``doc_id`` (a chunk id) scored what it did: BM25's per-term breakdown and,

@@ -3,16 +3,20 @@
 Built on the ``mcp`` SDK's `MCPServer` (the ``serve`` extra), over stdio (default: an
 agent starts the process) or streamable HTTP (``--transport http``). Two tools:
 
-* ``search(query, k=5, mode=None, filter=None, parents=False)``: the same records the
-  ``search`` command prints with ``--json`` (file, section, span, passage, fused score,
-  each leg's rank), texts cut at `MAX_TEXT` characters;
+* ``search(query, k=5, mode=None, filter=None, parents=False, image=None)``: the same
+  records the ``search`` command prints with ``--json`` (file, section, span, passage,
+  fused score, each leg's rank; for an index with images, ``type="image"`` and the image's
+  path on image results and the routes that found each result), texts cut at `MAX_TEXT`
+  characters. ``image`` is a query image as a ``data:image/...;base64,`` URI (at most
+  `MAX_IMAGE_CHARS` characters), searched through the index's CLIP vectors;
 * ``explain(query, id)``: BM25's per-term breakdown for one chunk (and the learned
   sparse leg's per-token one, when the index has that leg) and where each leg ranks it.
 
 Safety: the server is read-only (no tool writes; both are annotated ``readOnlyHint``);
 the index folder is fixed when the server starts, and no tool takes a path (``id`` is
-looked up in the index, never opened), so a client cannot reach a file outside the
-folder; inputs are bounded (`MAX_QUERY_CHARS`, `MAX_K`, `MAX_FILTER_KEYS`, filter
+looked up in the index, never opened; a query image is sent as data, and a string that
+is not a ``data:image/`` URI is refused before it could be read as a path), so a client
+cannot reach a file outside the folder; inputs are bounded (`MAX_QUERY_CHARS`, `MAX_K`, `MAX_FILTER_KEYS`, filter
 values are scalars) and a bad one is a tool error naming the argument.
 """
 
@@ -24,13 +28,25 @@ from typing import Any
 
 from ._search import MODES, LoadedIndex
 
-__all__ = ["MAX_FILTER_KEYS", "MAX_K", "MAX_QUERY_CHARS", "MAX_TEXT", "build_server",
-           "serve_command"]
+__all__ = ["MAX_FILTER_KEYS", "MAX_IMAGE_CHARS", "MAX_K", "MAX_QUERY_CHARS", "MAX_TEXT",
+           "build_server", "serve_command"]
 
 MAX_QUERY_CHARS = 2000
 MAX_K = 50
 MAX_FILTER_KEYS = 8
 MAX_TEXT = 4000
+MAX_IMAGE_CHARS = 14_000_000  # a 10 MB image, base64-encoded
+
+
+def _check_image(image: Any) -> str | None:
+    if image is None:
+        return None
+    if not isinstance(image, str) or not image.startswith("data:image/"):
+        raise ValueError("image must be a data:image/...;base64, URI (the server opens no "
+                         "path)")
+    if len(image) > MAX_IMAGE_CHARS:
+        raise ValueError(f"image must be at most {MAX_IMAGE_CHARS} characters, got {len(image)}")
+    return image
 
 
 def _check_query(query: Any) -> str:
@@ -66,32 +82,39 @@ def build_server(loaded: LoadedIndex) -> Any:
         "hybrid-retrievers",
         instructions=f"Hybrid search over the documents indexed in "
                      f"{loaded.folder.name} ({len(loaded.lexical)} chunks; legs: "
-                     f"{', '.join(loaded.names)}). Results name their file and section.",
+                     f"{', '.join(loaded.names)}). Results name their file and section"
+                     + ("; image results have type 'image' and the image's path, and a "
+                        "query image (a data URI) finds images." if loaded.multimodal else "."),
     )
     read_only = ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False)
 
     @server.tool(annotations=read_only)
-    def search(query: str, k: int = 5, mode: str | None = None,
-               filter: dict[str, Any] | None = None, parents: bool = False) -> dict[str, Any]:
+    def search(query: str = "", k: int = 5, mode: str | None = None,
+               filter: dict[str, Any] | None = None, parents: bool = False,
+               image: str | None = None) -> dict[str, Any]:
         """Search the index. query: the question or keywords; k: results (1-50); mode:
         fusion mode (rrf, relative_score, dist_based_score, ...); filter: metadata
-        equality, e.g. {"file": "README.md"}; parents: return whole sections."""
+        equality, e.g. {"file": "README.md"}; parents: return whole sections; image: a
+        query image as a data:image/png;base64,... URI (with or without query). Image
+        results have type "image" and the image's path."""
         try:
-            return _search(query, k, mode, filter, parents)
+            return _search(query, k, mode, filter, parents, image)
         except (ValueError, KeyError, TypeError) as exc:  # the client's mistake: say which
             raise ToolError(exc.args[0] if exc.args else str(exc)) from None
 
-    def _search(query: Any, k: Any, mode: Any, filter: Any, parents: Any) -> dict[str, Any]:
-        query = _check_query(query)
+    def _search(query: Any, k: Any, mode: Any, filter: Any, parents: Any,
+                image: Any) -> dict[str, Any]:
+        image = _check_image(image)
+        query = None if image is not None and query in ("", None) else _check_query(query)
         if not isinstance(k, int) or isinstance(k, bool) or not 1 <= k <= MAX_K:
             raise ValueError(f"k must be an integer from 1 to {MAX_K}, got {k!r}")
         if mode is not None and mode not in MODES:
             raise ValueError(f"mode must be one of {list(MODES)}, got {mode!r}")
         hits = loaded.search(query, k, mode=mode, filter=_check_filter(filter),
-                             parents=bool(parents))
+                             parents=bool(parents), image=image)
         results = []
         for hit in hits:
-            record = loaded.result(hit, query)
+            record = loaded.result(hit, query or "")
             record["text"] = record["text"][:MAX_TEXT]
             results.append(record)
         return {"results": results}
@@ -113,7 +136,8 @@ def build_server(loaded: LoadedIndex) -> Any:
 
 
 def serve_command(args: argparse.Namespace) -> int:
-    loaded = LoadedIndex(args.index, model=args.model, sparse_model=args.sparse_model)
+    loaded = LoadedIndex(args.index, model=args.model, sparse_model=args.sparse_model,
+                         clip_model=args.clip_model)
     loaded.search("warm up", 1)  # load the model now, not on the first client query
     server = build_server(loaded)
     print(f"serving {args.index} over {args.transport} "

@@ -7,7 +7,9 @@ What is read (see `hybrid_retrievers.ingest` for how each kind is parsed and chu
 * ``.jsonl`` (one JSON object per line) and ``.json`` (an object or a list of objects):
   one source per record with a string ``"text"`` (a BEIR ``"title"`` is prepended), an
   optional ``"id"`` / ``"_id"`` (``null`` or absent: a deterministic content id) and an
-  optional ``"metadata"`` object.
+  optional ``"metadata"`` object;
+* ``.png``, ``.jpg``, ``.jpeg``, ``.gif``, ``.webp``: images (`IMAGE_SUFFIXES`), indexed
+  by the image routes when they are asked for (see ``_images``).
 
 Only regular files are opened (a FIFO or socket named ``x.txt`` is skipped, never
 waited on), symbolic links that lead outside the source folder are not followed,
@@ -25,13 +27,14 @@ from pathlib import Path
 from typing import Any
 
 from ..ids import content_id
+from ..images.loading import IMAGE_SUFFIXES
 from ..ingest import DOCUMENT_SUFFIXES, SourceError
 from ..types import Doc
 
 __all__ = ["RECORD_SUFFIXES", "SUFFIXES", "find_files", "read_records"]
 
 RECORD_SUFFIXES = (".jsonl", ".json")
-SUFFIXES = DOCUMENT_SUFFIXES + RECORD_SUFFIXES
+SUFFIXES = DOCUMENT_SUFFIXES + RECORD_SUFFIXES + IMAGE_SUFFIXES
 
 
 def find_files(source: Path, exclude: Path | None,

@@ -192,7 +192,9 @@ def test_index_a_real_folder_skips_and_names_bad_files(tmp_path: Path, capsys) -
     assert "skipped link.txt: symbolic link" in captured.err
     summary = captured.out.strip().splitlines()[-1]
     assert summary.startswith("indexed 5 files (0 unchanged, 0 changed, 5 new") \
-        and ": 7 chunks, bm25;" in summary and "skipped 3 files" in summary
+        and ": 7 chunks, bm25;" in summary and "skipped 4 files" in summary
+    # An image file is not silently ignored: the flags that index it are named.
+    assert "skipped image.png: an image, not indexed: pass --describer" in captured.err
     from hybrid_retrievers import FusionSearcher
 
     index = FusionSearcher.load(tmp_path / "idx").searchers[0]
