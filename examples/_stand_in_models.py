@@ -41,3 +41,18 @@ def cross_encoder_path() -> str:
     BertForSequenceClassification.from_pretrained(MINILM, num_labels=1).save_pretrained(folder)
     AutoTokenizer.from_pretrained(MINILM).save_pretrained(folder)
     return str(folder)
+
+
+def clip_path() -> str:
+    """A tiny CLIP (16 dimensions) trained for a second on coloured squares, built in a
+    temporary folder: the test suite's stand-in (``tests/tiny_clip.py``), so image->image
+    search runs the real sentence-transformers CLIP path; its text->image matches mean
+    little. In your code pass ``ClipEmbedder("clip-ViT-B-32")``."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+    try:
+        from tiny_clip import build_tiny_clip
+    finally:
+        sys.path.pop(0)
+    return str(build_tiny_clip(Path(tempfile.mkdtemp(prefix="stand-in-clip-"))))

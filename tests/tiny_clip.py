@@ -105,10 +105,13 @@ def _tokenizer(folder: Path) -> Any:
 
 
 def _processor(folder: Path, side: int = 32) -> Any:
-    from transformers import CLIPImageProcessor, CLIPProcessor
+    import transformers
+    from transformers import CLIPProcessor
 
-    images = CLIPImageProcessor(size={"shortest_edge": side},
-                                crop_size={"height": side, "width": side})
+    # The PIL processor where transformers has one: the default class warns on every load
+    # without torchvision ("falling back to CLIPImageProcessorPil").
+    cls = getattr(transformers, "CLIPImageProcessorPil", None) or transformers.CLIPImageProcessor
+    images = cls(size={"shortest_edge": side}, crop_size={"height": side, "width": side})
     return CLIPProcessor(image_processor=images, tokenizer=_tokenizer(folder))
 
 

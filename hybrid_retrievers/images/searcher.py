@@ -19,7 +19,8 @@ route                 what it searches, with what                 weight (defaul
 A route runs when its part of the query and its searcher are there (an image query
 without a CLIP index and without a describer is an error that says so). An image found
 by its description and by its CLIP vector is one result: both routes give an image the
-same id (`image_id`), and fusion merges by id. Every hit's explanation holds the fusion
+same id (`image_id`), fusion merges by id, and the result carries the description's
+document (its text is what a RAG prompt reads; a CLIP document's text is only a caption). Every hit's explanation holds the fusion
 provenance (which routes found it, at which rank, with which weight) and, under
 ``"multimodal"``, the routes asked, their weights, the visual words that moved them and
 the query image's description.
@@ -56,6 +57,7 @@ IMAGE_ROUTES = ("descriptions", "images", "image")
 """The routes whose results are images: the ones visual words boost."""
 
 _BASE_WEIGHTS = (1.0, 0.5, 0.5, 1.0, 1.0)
+_CLIP_ROUTES = frozenset({"images", "image"})
 
 
 def default_multimodal_rule() -> VisualIntentRule:
@@ -203,7 +205,12 @@ class MultimodalSearcher:
             info["query_image"] = loaded.name
         if described:
             info["query_image_description"] = described["text"]
-        return [Hit(h.doc, h.score, h.rank, {**h.explanation, "multimodal": info}) for h in fused]
+        # An image found by CLIP and by its description is one result; it carries the
+        # description (what a RAG prompt can read), not the CLIP document's caption.
+        described_docs = {hit.id: hit.doc for route, hits in zip(names, lists)
+                          if route not in _CLIP_ROUTES for hit in hits}
+        return [Hit(described_docs.get(h.id, h.doc), h.score, h.rank,
+                    {**h.explanation, "multimodal": info}) for h in fused]
 
     def search_image(
         self, image: ImageInput, k: int = 10, *, text: str | None = None,

@@ -190,3 +190,12 @@ def test_the_searcher_and_context_examples_run() -> None:
     from hybrid_retrievers.images import context, searcher
 
     assert sum(doctest.testmod(m).failed for m in (context, searcher)) == 0
+
+
+def test_an_image_found_by_both_routes_carries_its_description(index) -> None:
+    images = CaptionImageIndex()  # its documents' texts are short captions
+    hits = MultimodalSearcher.from_index(index, images=images).search("red diagram", k=3)
+    red = next(h for h in hits if h.id == RED_ID)
+    assert red.doc.text.startswith("a diagram of red boxes")
+    only_clip = MultimodalSearcher(images=images).search("blue photo", k=1)
+    assert only_clip[0].doc.text == "blue square photo"
