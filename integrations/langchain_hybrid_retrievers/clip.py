@@ -11,6 +11,14 @@ store with text and images in one space: text finds images, images find images.
 Every method delegates to the core embedder (its batching, bounded image decoding, the
 `ImageError` that names a bad file, and its rule that a text is always embedded as text,
 even one that looks like an image path); this module only converts arrays to lists.
+
+Two things of Chroma's own to know: ``add_images`` stores each image's base64 file bytes
+as the document's ``page_content`` (put a caption or the path in ``metadatas``), and
+in langchain-chroma 1.1 ``similarity_search_by_image_with_relevance_score`` passes the
+list ``embed_image`` returns where one vector belongs, which Chroma refuses
+(langchain-ai/langchain#33851); until that is fixed, call
+``store.similarity_search_by_vector_with_relevance_scores(clip.embed_image([uri])[0])``
+(its scores are Chroma's distances: lower is nearer).
 """
 
 from __future__ import annotations

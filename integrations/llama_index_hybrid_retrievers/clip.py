@@ -13,6 +13,13 @@ Every method delegates to the core embedder (its batching, bounded image decodin
 `ImageError` naming a bad file, text always embedded as text); this module converts
 LlamaIndex's image values (a path, or a ``BytesIO`` for an in-node image) and arrays to
 lists, and runs the model in a worker thread for the async methods.
+
+Two things of LlamaIndex's own to know: ``SimpleDirectoryReader`` reads a PNG or JPEG as
+an ``ImageDocument`` only with ``llama-index-readers-file`` installed (without it, as
+text); and the index skips a node whose text and metadata are both empty ("Some nodes are
+missing content"), so give an ``ImageNode`` built by hand some metadata (its file name).
+Image documents go through ``MultiModalVectorStoreIndex.from_documents``, whose node
+parser turns them into ``ImageNode``s; the constructor takes ``ImageNode``s.
 """
 
 from __future__ import annotations

@@ -50,6 +50,10 @@ def test_chroma_holds_text_and_images_in_one_space(store, clip_squares, clip_que
                 if d.metadata["type"] == "image") == "green"
     by_image = store.similarity_search_by_image(clip_query, k=2)  # image to image
     assert by_image[0].metadata["colour"] == "blue" and by_image[0].id == ids[1]
+    # the documented stand-in for similarity_search_by_image_with_relevance_score
+    vector = store.embeddings.embed_image([clip_query])[0]
+    (nearest, distance), = store.similarity_search_by_vector_with_relevance_scores(vector, k=1)
+    assert nearest.id == ids[1] and distance < 0.5
     assert store.similarity_search("purple", k=1)[0].page_content == "purple"  # text to text
 
 
