@@ -60,10 +60,12 @@ BAD_K: list[tuple[Any, type[Exception], str]] = [
 ]
 """``(k, error, message pattern)``: what `hybrid_retrievers.validation.check_k` raises."""
 
+_NOT_A_QUERY = r"query must be a str( or a hybrid_retrievers(\.images)?\.(Image)?Query)?, got "
+
 BAD_QUERIES: list[tuple[Any, type[Exception], str]] = [
-    (None, TypeError, r"query must be a str( or a hybrid_retrievers\.Query)?, got NoneType"),
-    (3, TypeError, r"query must be a str( or a hybrid_retrievers\.Query)?, got int"),
-    (b"bytes", TypeError, r"query must be a str( or a hybrid_retrievers\.Query)?, got bytes"),
+    (None, TypeError, _NOT_A_QUERY + "NoneType"),
+    (3, TypeError, _NOT_A_QUERY + "int"),
+    (b"bytes", TypeError, _NOT_A_QUERY + "bytes"),
     ("", ValueError, r"query must not be empty or blank"),
     ("   ", ValueError, r"query must not be empty or blank"),
 ]

@@ -49,9 +49,11 @@ from .loading import (
     ImageError,
     ImageInput,
     LoadedImage,
+    check_image_list,
     image_id,
     image_metadata,
     load_image,
+    per_image,
 )
 
 __all__ = [
@@ -255,7 +257,7 @@ def _describe_all(
     timeout: Any, on_error: Any, describer_name: Any, show_progress: Any, max_pixels: Any,
 ) -> DescriptionReport:
     name, prompt, timeout = _check_call(describer, describer_name, prompt, timeout, cache)
-    sources = _check_images(images)
+    sources = check_image_list(images)
     given = _check_ids(ids, len(sources))
     metas = _check_metadatas(metadatas, len(sources))
     if on_error not in _ON_ERROR:
@@ -395,30 +397,8 @@ def _check_call(
     return name, prompt, check_timeout(timeout)
 
 
-def _check_images(images: Any) -> list[Any]:
-    if isinstance(images, (str, bytes, os.PathLike)) or not isinstance(images, Iterable):
-        raise TypeError(
-            "images must be a list of images (paths, bytes, PIL images), got "
-            f"{type(images).__name__}; wrap a single image in a list"
-        )
-    return list(images)
-
-
-def _per_image(values: Any, n: int, name: str, what: str) -> list[Any]:
-    """``values`` as a list of ``n`` items, one per image (``None``: ``n`` Nones)."""
-    if values is None:
-        return [None] * n
-    if isinstance(values, (str, bytes, Mapping)) or not isinstance(values, Iterable):
-        raise TypeError(f"{name} must be a list of {what}, one per image, got "
-                        f"{type(values).__name__}: {values!r:.80}")
-    out = list(values)
-    if len(out) != n:
-        raise ValueError(f"got {n} images but {len(out)} {name}; pass one per image")
-    return out
-
-
 def _check_ids(ids: Any, n: int) -> list[str | None]:
-    given = _per_image(ids, n, "ids", "str (None for the default id)")
+    given = per_image(ids, n, "ids", "str (None for the default id)")
     seen: dict[str, int] = {}
     for i, doc_id in enumerate(given):
         if doc_id is None:
@@ -433,7 +413,7 @@ def _check_ids(ids: Any, n: int) -> list[str | None]:
 
 
 def _check_metadatas(metadatas: Any, n: int) -> list[Mapping[str, Any] | None]:
-    metas = _per_image(metadatas, n, "metadatas", "mappings (or None)")
+    metas = per_image(metadatas, n, "metadatas", "mappings (or None)")
     for i, m in enumerate(metas):
         if m is not None and not isinstance(m, Mapping):
             raise TypeError(f"metadatas[{i}] must be a mapping or None, got {type(m).__name__}")

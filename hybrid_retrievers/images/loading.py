@@ -54,11 +54,13 @@ __all__ = [
     "ImageError",
     "ImageInput",
     "LoadedImage",
+    "check_image_list",
     "find_image_files",
     "image_id",
     "image_metadata",
     "load_image",
     "load_images",
+    "per_image",
 ]
 
 SUPPORTED_FORMATS = ("PNG", "JPEG", "GIF", "WEBP")
@@ -169,12 +171,36 @@ def load_images(
     sources: Iterable[ImageInput], *, max_pixels: int = DEFAULT_MAX_PIXELS
 ) -> list[LoadedImage]:
     """`load_image` for each source, in order (the first bad one raises)."""
-    if isinstance(sources, (str, bytes, os.PathLike)) or not isinstance(sources, Iterable):
+    return [load_image(s, max_pixels=max_pixels) for s in check_image_list(sources)]
+
+
+def check_image_list(images: Any, name: str = "images") -> list[Any]:
+    """``images`` as a list; a `TypeError` naming ``name`` when it is one image (a path,
+    bytes, a data URI, a PIL image, a `LoadedImage`) or not a collection at all, where
+    every image-taking function expects a list. Items are checked when loaded."""
+    if isinstance(images, (str, bytes, bytearray, os.PathLike, LoadedImage)) \
+            or hasattr(images, "getpixel"):
         raise TypeError(
-            f"images must be a list of images (paths, bytes, PIL images), got "
-            f"{type(sources).__name__}; wrap a single image in a list"
+            f"{name} must be a list of images (paths, bytes, data URIs, PIL images), got a "
+            f"single {type(images).__name__}; wrap it in a list"
         )
-    return [load_image(s, max_pixels=max_pixels) for s in sources]
+    if isinstance(images, Mapping) or not isinstance(images, Iterable):
+        raise TypeError(f"{name} must be a list of images, got {type(images).__name__}")
+    return list(images)
+
+
+def per_image(values: Any, n: int, name: str, what: str = "items") -> list[Any]:
+    """``values`` (``ids``, ``metadatas``, ``texts``...) as ``n`` items, one per image;
+    ``None`` gives ``n`` Nones. A clear error for a str, a mapping or a wrong length."""
+    if values is None:
+        return [None] * n
+    if isinstance(values, (str, bytes, Mapping)) or not isinstance(values, Iterable):
+        raise TypeError(f"{name} must be a list of {what}, one per image, got "
+                        f"{type(values).__name__}: {values!r:.80}")
+    out = list(values)
+    if len(out) != n:
+        raise ValueError(f"got {n} images but {len(out)} {name}; pass one per image")
+    return out
 
 
 def image_id(image: LoadedImage) -> str:

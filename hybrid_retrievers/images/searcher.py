@@ -40,7 +40,7 @@ from ..filters import check_filter
 from ..fusion import DEFAULT_K_RRF, CallRunner, FilteredSource, FusionMode, default_fetch_k, fuse
 from ..timeout import DEFAULT_LLM_TIMEOUT
 from ..types import Doc, Hit, MetadataFilter
-from ..validation import check_k, check_weights
+from ..validation import check_k, check_query, check_weights
 from .intent import VisualIntentRule, visual_intent_rule
 from .loading import ImageError, ImageInput, LoadedImage, load_image
 
@@ -179,9 +179,10 @@ class MultimodalSearcher:
     ) -> list[Hit]:
         """The fused top ``k`` for a text query or an `ImageQuery` (see the module doc)."""
         if isinstance(query, str):
-            query = ImageQuery(text=query)
+            query = ImageQuery(text=check_query(query))
         elif not isinstance(query, ImageQuery):
-            raise TypeError(f"query must be a str or an ImageQuery, got {type(query).__name__}")
+            raise TypeError("query must be a str or a hybrid_retrievers.images.ImageQuery, got "
+                            f"{type(query).__name__}")
         k = check_k(k)
         check_filter(filter)
         text = (query.text or "").strip()

@@ -32,10 +32,9 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from ..images.loading import DEFAULT_MAX_PIXELS, ImageInput, load_image
+from ..images.loading import DEFAULT_MAX_PIXELS, ImageInput, check_image_list, load_image
 from ..progress import progress
 from ..validation import check_number
-from ..vector.images import check_image_list
 from .names import DEFAULT_CLIP_MODEL
 from .sentence_transformers import SentenceTransformerEmbedder
 

@@ -40,7 +40,7 @@ if TYPE_CHECKING:
 # `hybrid_retrievers.images` is imported inside the functions: its face imports the
 # multimodal searcher, which imports fusion, which imports this package (VectorIndex).
 
-__all__ = ["IMAGE_BATCH", "CAPTION_KEYS", "check_image_list", "embed_query_image",
+__all__ = ["IMAGE_BATCH", "CAPTION_KEYS", "embed_query_image",
            "image_embedder", "image_documents"]
 
 IMAGE_BATCH = 64
@@ -105,14 +105,20 @@ def image_documents(
         ValueError: an empty list, lengths that differ, duplicate or taken given ids.
         hybrid_retrievers.images.ImageError: an image that cannot be loaded (named).
     """
-    from ..images.loading import DEFAULT_MAX_PIXELS, image_metadata, load_image
+    from ..images.loading import (
+        DEFAULT_MAX_PIXELS,
+        check_image_list,
+        image_metadata,
+        load_image,
+        per_image,
+    )
 
     sources = check_image_list(images)
     if not sources:
         raise ValueError("images is empty; pass at least one image")
-    given_ids = _column(ids, "ids", len(sources))
-    metas = _column(metadatas, "metadatas", len(sources))
-    captions = _column(texts, "texts", len(sources))
+    given_ids = per_image(ids, len(sources), "ids", "str (None for the default id)")
+    metas = per_image(metadatas, len(sources), "metadatas", "mappings (or None)")
+    captions = per_image(texts, len(sources), "texts", "str (None for the caption)")
     _check_given_ids(given_ids, taken)
     used = set(taken) | {i for i in given_ids if i is not None}
     max_pixels = getattr(embedder, "max_pixels", DEFAULT_MAX_PIXELS)
@@ -146,35 +152,6 @@ def image_documents(
         bar.close()
     docs = make_docs(out_texts, out_ids, out_metas, taken=taken)
     return docs, np.concatenate(blocks, axis=0)
-
-
-def check_image_list(images: Any) -> list[Any]:
-    """``images`` as a list, or a TypeError when it is one image (or not a collection)
-    where a list of images is expected."""
-    from ..images.loading import LoadedImage
-
-    if isinstance(images, (str, bytes, bytearray, LoadedImage)) or hasattr(images, "getpixel") \
-            or hasattr(images, "__fspath__"):
-        raise TypeError(
-            "images must be a list of images (paths, bytes, data URIs, PIL images), got a "
-            f"single {type(images).__name__}; wrap it in a list"
-        )
-    if isinstance(images, Mapping) or not isinstance(images, Iterable):
-        raise TypeError(f"images must be a list of images, got {type(images).__name__}")
-    return list(images)
-
-
-def _column(values: Any, name: str, n: int) -> list[Any]:
-    """One item per image (``None`` when ``values`` is ``None``), or a clear error."""
-    if values is None:
-        return [None] * n
-    if isinstance(values, (str, bytes, Mapping)) or not isinstance(values, Iterable):
-        raise TypeError(f"{name} must be a list with one item per image, got "
-                        f"{type(values).__name__}")
-    out = list(values)
-    if len(out) != n:
-        raise ValueError(f"got {n} images but {len(out)} {name}; pass one per image")
-    return out
 
 
 def _check_given_ids(ids: list[Any], taken: Mapping[str, Any]) -> None:

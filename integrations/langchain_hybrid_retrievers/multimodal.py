@@ -21,7 +21,6 @@ a child run of the retrieval) and async.
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
@@ -45,6 +44,7 @@ from hybrid_retrievers.types import Hit
 
 from ._base import CoreRetriever, Filter
 from ._convert import FUSION_KEY, check_score_key
+from .images import ChatModelDescriber
 
 __all__ = ["MULTIMODAL_KEY", "ImageRetriever", "MultimodalRetriever", "as_describer",
            "as_searcher"]
@@ -61,9 +61,7 @@ def as_describer(describer: Any) -> Any:
     if describer is None:
         return None
     if isinstance(describer, Runnable):
-        # The chat-model describer lives in this package's ``images`` module.
-        images = importlib.import_module(".images", __package__)
-        return images.ChatModelDescriber(describer)
+        return ChatModelDescriber(describer)
     if callable(describer):
         return describer
     raise TypeError("describer must be a LangChain chat model (vision-capable) or a callable "

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import asyncio
 import copy
-import importlib
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -42,6 +41,7 @@ from hybrid_retrievers.types import Doc, Hit
 
 from ._base import Filter, SearcherState
 from ._convert import FUSION_KEY, QueryChecked, check_query_type, node_with_added_metadata
+from .images import MultiModalLLMDescriber
 
 __all__ = ["MULTIMODAL_KEY", "TEXT_ROUTES", "TEXT_TO_IMAGE_ROUTES", "IMAGE_TO_IMAGE_ROUTES",
            "MultimodalRetriever", "as_describer", "as_searcher", "doc_to_image_node"]
@@ -65,9 +65,7 @@ def as_describer(describer: Any) -> Any:
     if describer is None:
         return None
     if isinstance(describer, (BaseLLM, MultiModalLLM)):
-        # The multimodal-LLM describer lives in this package's ``images`` module.
-        images = importlib.import_module(".images", __package__)
-        return images.MultiModalLLMDescriber(describer)
+        return MultiModalLLMDescriber(describer)
     if callable(describer):
         return describer
     raise TypeError("describer must be a LlamaIndex (multimodal) LLM or a callable "

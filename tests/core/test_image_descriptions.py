@@ -406,7 +406,7 @@ def test_arguments_are_checked_before_any_model_call(folder) -> None:
             describe_images(chart, describer, **kwargs)
     with pytest.raises(ValueError, match=r"ids\[1\] = 'a' repeats ids\[0\]"):
         describe_images([folder["chart"], folder["photo"]], describer, ids=["a", "a"])
-    with pytest.raises(TypeError, match="wrap a single image in a list"):
+    with pytest.raises(TypeError, match="single str; wrap it in a list"):
         describe_images(str(folder["chart"]), describer)
     with pytest.raises(TypeError, match="ChatModelDescriber"):
         describe_images(chart, "gpt-4o")

@@ -184,7 +184,7 @@ def test_bad_data_uris_and_kinds_are_clear() -> None:
         load_image("data:image/png;base64,@@@")
     with pytest.raises(TypeError, match="got int"):
         load_image(42)  # type: ignore[arg-type]
-    with pytest.raises(TypeError, match="wrap a single image in a list"):
+    with pytest.raises(TypeError, match="single str; wrap it in a list"):
         load_images("a.png")
     with pytest.raises(ValueError, match="max_pixels must be >= 1"):
         load_image(b"x", max_pixels=0)

@@ -134,7 +134,7 @@ def test_bad_queries_and_setups_are_clear(index, tmp_path) -> None:
         searcher.search_image(RED)
     with pytest.raises(ValueError, match="needs text, an image, or both"):
         ImageQuery(text="  ")
-    with pytest.raises(TypeError, match="str or an ImageQuery"):
+    with pytest.raises(TypeError, match="str or a hybrid_retrievers.images.ImageQuery"):
         searcher.search(42)  # type: ignore[arg-type]
     bad = tmp_path / "notes.png"
     bad.write_text("not an image")

@@ -17,6 +17,7 @@ import pytest
 from hybrid_retrievers.bm25 import BM25Index
 from hybrid_retrievers.fusion import FusionSearcher
 from hybrid_retrievers.hyde import HyDE, HyDESearcher
+from hybrid_retrievers.images import MultimodalSearcher
 from hybrid_retrievers.models import HashingEmbedder, HashingSparseEmbedder
 from hybrid_retrievers.parent import ParentChildSearcher
 from hybrid_retrievers.rerank import (
@@ -79,6 +80,10 @@ BUILDERS: dict[str, Contracted] = {
         v, MMRReranker(vectors=v)))(vector(d))),
     "source-cap": Contracted(lambda d: RerankingSearcher(bm25(d), SourceCap("topic")),
                              lexical=True),
+    # text queries: the text and descriptions routes of one index (no images here)
+    "multimodal": Contracted(lambda d: MultimodalSearcher.from_index(bm25(d)), lexical=True),
+    "multimodal-hybrid": Contracted(
+        lambda d: MultimodalSearcher(FusionSearcher([bm25(d), vector(d)]))),
 }
 
 
