@@ -51,3 +51,25 @@ def tiny_clip_path(tmp_path_factory: pytest.TempPathFactory) -> str:
     from tiny_clip import build_tiny_clip
 
     return str(build_tiny_clip(tmp_path_factory.mktemp("tiny_clip")))
+
+
+
+@pytest.fixture(scope="session")
+def clip_squares(tmp_path_factory: pytest.TempPathFactory) -> list:
+    """``red.png``, ``blue.png`` and ``green.png``: squares `tiny_clip.draw_squares` drew."""
+    pytest.importorskip("PIL")
+    from tiny_clip import draw_squares
+
+    return draw_squares(tmp_path_factory.mktemp("clip_squares"))
+
+
+@pytest.fixture(scope="session")
+def clip_query(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """The path of another blue square, of another size and place than `clip_squares`'
+    (not a copy of an indexed image), for image-to-image queries."""
+    pytest.importorskip("PIL")
+    from tiny_clip import COLOURS, square_image
+
+    path = tmp_path_factory.mktemp("query") / "query.png"
+    square_image(COLOURS["blue"], size=(40, 48), box=(0.6, 0.5, 0.5)).save(path)
+    return str(path)

@@ -147,12 +147,8 @@ def clip_gallery(model_path: str, folder: Path) -> Any:
     image's metadata names its ``colour``."""
     from hybrid_retrievers import VectorIndex
     from hybrid_retrievers.models import ClipEmbedder
-    from tiny_clip import COLOURS, square_image
+    from tiny_clip import draw_squares
 
-    folder.mkdir(parents=True, exist_ok=True)
-    paths = []
-    for name in ("red", "blue", "green"):
-        paths.append(folder / f"{name}.png")
-        square_image(COLOURS[name]).save(paths[-1])
+    paths = draw_squares(folder)
     return VectorIndex.from_images([str(p) for p in paths], embedder=ClipEmbedder(model_path),
                                    metadatas=[{"colour": p.stem} for p in paths])

@@ -178,6 +178,7 @@ FACES = {
     "langchain_hybrid_retrievers": [
         "BM25Retriever",
         "ChatModelDescriber",
+        "ClipEmbeddings",
         "CrossEncoderReranker",
         "DenseRetriever",
         "FusionRetriever",
@@ -200,6 +201,7 @@ FACES = {
     ],
     "llama_index_hybrid_retrievers": [
         "BM25Retriever",
+        "ClipEmbedding",
         "CrossEncoderRerank",
         "DenseRetriever",
         "FusionRetriever",
@@ -220,6 +222,7 @@ FACES = {
     # LlamaIndex's integration paths: the same classes as llama_index_hybrid_retrievers.
     "llama_index.retrievers.hybrid": [
         "BM25Retriever",
+        "ClipEmbedding",
         "DenseRetriever",
         "FusionRetriever",
         "HyDERetriever",

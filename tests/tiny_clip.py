@@ -29,7 +29,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-__all__ = ["COLOURS", "TRAIN_STEPS", "build_b32_shaped_clip", "build_tiny_clip", "square_image"]
+__all__ = ["COLOURS", "TRAIN_STEPS", "build_b32_shaped_clip", "build_tiny_clip", "draw_squares",
+           "square_image"]
 
 COLOURS: dict[str, tuple[int, int, int]] = {
     "red": (220, 30, 30),
@@ -72,6 +73,16 @@ def square_image(
     left, top = int(box[0] * (width - side)), int(box[1] * (height - side))
     ImageDraw.Draw(image).rectangle([left, top, left + side - 1, top + side - 1], fill=colour)
     return image
+
+
+def draw_squares(folder: Path, names: tuple[str, ...] = ("red", "blue", "green")) -> list[Path]:
+    """``<colour>.png`` for each of ``names`` (`COLOURS`), a square drawn by `square_image`
+    in ``folder`` (created if missing); their paths, in order."""
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = [folder / f"{name}.png" for name in names]
+    for name, path in zip(names, paths):
+        square_image(COLOURS[name]).save(path)
+    return paths
 
 
 def _vocabulary() -> dict[str, int]:

@@ -16,6 +16,7 @@ require("langchain_core", extra="langchain", feature="langchain_hybrid_retriever
 from hybrid_retrievers import __version__
 
 from .bm25 import BM25Retriever
+from .clip import ClipEmbeddings
 from .compressors import CrossEncoderReranker, LLMRerankCompressor, RerankingRetriever
 from .dense import DenseRetriever
 from .diversity import MMRCompressor, SourceCapCompressor
@@ -34,6 +35,7 @@ from .vectorstores import ScoredVectorStoreRetriever
 __all__ = [
     "BM25Retriever",
     "ChatModelDescriber",
+    "ClipEmbeddings",
     "CrossEncoderReranker",
     "DenseRetriever",
     "FusionRetriever",

@@ -16,6 +16,8 @@ from langchain_core.embeddings import Embeddings
 
 from hybrid_retrievers.integration import EmbedderAdapter, adapt_embedder
 
+from .clip import ClipEmbeddings
+
 __all__ = ["LangChainEmbedder", "as_embedder"]
 
 _NAME_FIELDS = ("model", "model_name", "model_id", "deployment", "repo_id")
@@ -62,6 +64,11 @@ class LangChainEmbedder(EmbedderAdapter):
 
 def as_embedder(embedding: Any) -> Any:
     """``embedding`` as a core `Embedder`: a LangChain `Embeddings` wrapped, a core
-    embedder as it is (`adapt_embedder`; TypeError for anything else, even ``None``)."""
+    embedder as it is (`adapt_embedder`; TypeError for anything else, even ``None``).
+
+    A `ClipEmbeddings` gives its core `ClipEmbedder`: the index keeps ``embed_images``
+    and the model's own identity, the one `VectorIndex.from_images` records."""
+    if isinstance(embedding, ClipEmbeddings):
+        return embedding.clip
     return adapt_embedder(embedding, Embeddings, LangChainEmbedder, argument="embedding",
                           native_name="a LangChain Embeddings")

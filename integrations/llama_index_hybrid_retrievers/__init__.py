@@ -22,6 +22,7 @@ require("llama_index.core", extra="llama-index", feature="llama_index_hybrid_ret
 from hybrid_retrievers import __version__
 
 from .bm25 import BM25Retriever
+from .clip import ClipEmbedding
 from .dense import DenseRetriever
 from .diversity import MMRPostprocessor, SourceCapPostprocessor
 from .embeddings import LlamaIndexEmbedder
@@ -38,6 +39,7 @@ from .sparse import SparseRetriever
 
 __all__ = [
     "BM25Retriever",
+    "ClipEmbedding",
     "CrossEncoderRerank",
     "DenseRetriever",
     "FusionRetriever",

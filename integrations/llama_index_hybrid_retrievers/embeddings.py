@@ -13,6 +13,8 @@ from llama_index.core.base.embeddings.base import BaseEmbedding
 
 from hybrid_retrievers.integration import EmbedderAdapter, adapt_embedder
 
+from .clip import ClipEmbedding
+
 __all__ = ["LlamaIndexEmbedder", "as_embedder"]
 
 _PLACEHOLDER_NAMES = frozenset({"", "unknown"})
@@ -61,6 +63,11 @@ class LlamaIndexEmbedder(EmbedderAdapter):
 
 def as_embedder(embed_model: Any) -> Any:
     """``embed_model`` as a core `Embedder`: a `BaseEmbedding` wrapped, a core embedder as
-    it is (`adapt_embedder`; TypeError for anything else, even ``None``)."""
+    it is (`adapt_embedder`; TypeError for anything else, even ``None``).
+
+    A `ClipEmbedding` gives its core `ClipEmbedder`: the index keeps ``embed_images``
+    and the model's own identity, the one `VectorIndex.from_images` records."""
+    if isinstance(embed_model, ClipEmbedding):
+        return embed_model.clip
     return adapt_embedder(embed_model, BaseEmbedding, LlamaIndexEmbedder,
                           argument="embed_model", native_name="a llama_index BaseEmbedding")

@@ -1,5 +1,5 @@
 """hybrid-retrievers' LlamaIndex retrievers (and the model adapters they take: the
-embedder, the image describer) under LlamaIndex's integration path.
+embedder, the CLIP image embedder, the image describer) under LlamaIndex's integration path.
 
 ``from llama_index.retrievers.hybrid import BM25Retriever`` is the same class as
 ``from llama_index_hybrid_retrievers import BM25Retriever`` (``llama_index`` and
@@ -16,6 +16,7 @@ Example:
 
 from llama_index_hybrid_retrievers import (
     BM25Retriever,
+    ClipEmbedding,
     DenseRetriever,
     FusionRetriever,
     HybridRetriever,
@@ -31,6 +32,7 @@ from llama_index_hybrid_retrievers import (
 
 __all__ = [
     "BM25Retriever",
+    "ClipEmbedding",
     "DenseRetriever",
     "FusionRetriever",
     "HyDERetriever",
