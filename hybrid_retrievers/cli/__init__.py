@@ -85,7 +85,8 @@ one, e.g. with LangChain:
 
 An image that cannot be read (truncated, not an image, over --max-image-pixels) or
 whose description fails or times out (--describe-timeout) is skipped and named; the
-rest of the build is kept.""",
+rest of the build is kept. --describe-workers N asks the describer about N images at
+the same time (a model behind an API); the descriptions are the same.""",
     "search": """examples:
   hybrid-retrievers search notes-index "configure a proxy for https"
   hybrid-retrievers search notes-index "proxy https" -k 3 --parents
@@ -273,6 +274,10 @@ def _parser() -> argparse.ArgumentParser:
                        metavar="SECONDS",
                        help=f"seconds to wait for one description; an image that fails or "
                             f"times out is skipped and named (default: {DEFAULT_LLM_TIMEOUT:g})")
+    index.add_argument("--describe-workers", type=int, default=1, metavar="N",
+                       help="images described at the same time, at most (default: 1); more "
+                            "for a vision model behind an API, which serves several requests "
+                            "at once; the descriptions are the same")
     index.add_argument("--clip-model", default=None, metavar="PATH_OR_NAME",
                        help="embed image files with this sentence-transformers CLIP model "
                             "(e.g. clip-ViT-B-32) into OUT/images/clip, so text and images "

@@ -24,7 +24,9 @@ Files with the same content are one image (the first path, sorted, names it); th
 are reported as copies. A file that is not a readable image of a supported format, is
 truncated, or is larger than ``--max-image-pixels`` is skipped with a warning naming it,
 and nothing else of the build is lost; so is an image whose description failed or timed
-out (``--describe-timeout``): it is asked again on the next run.
+out (``--describe-timeout``): it is asked again on the next run. ``--describe-workers N``
+overlaps up to N describer calls (for a model behind an API); it changes neither the
+descriptions nor the cache, and is not recorded.
 
 The describer: ``MODULE:ATTR`` names an attribute of an importable module (the current
 folder is searched after the installed packages). It is the describer itself,
@@ -160,6 +162,7 @@ class ImageRoutes:
     describer: Any = None
     describer_name: str | None = None
     timeout: float | None = None
+    workers: int = 1
     max_pixels: int = DEFAULT_MAX_PIXELS
     clip_model: str | None = None
     clip: Any = None
@@ -173,10 +176,13 @@ class ImageRoutes:
     def from_args(cls, args: Any, saved: dict[str, Any]) -> ImageRoutes:
         """The routes asked for by ``args`` (``saved``: the previous ingest settings)."""
         from ..timeout import check_timeout
+        from ..validation import check_number
 
         previous = saved.get("images") if isinstance(saved.get("images"), dict) else {}
         routes = cls(out=args.out, rebuild=bool(args.rebuild), previous=dict(previous),
                      timeout=check_timeout(args.describe_timeout, "--describe-timeout"),
+                     workers=check_number(args.describe_workers, "--describe-workers",
+                                          low=1, integer=True),
                      max_pixels=_check_pixels(args.max_image_pixels))
         if args.describer:
             from ..images.describe import describer_name
@@ -229,6 +235,7 @@ class ImageRoutes:
             report = describe_images_report(
                 [paths[rel] for rel in names], self.describer, metadatas=metadatas,
                 cache=self.cache, timeout=self.timeout, describer_name=self.describer_name,
+                max_workers=self.workers,
                 show_progress=len(names) > 1 and sys.stderr.isatty(),
                 max_pixels=self.max_pixels)
         for item in report.skipped:

@@ -150,6 +150,33 @@ def test_a_failing_or_hanging_describer_skips_that_image_and_keeps_the_rest(
     assert "slow.png" in {d.metadata["file"] for d in _index_docs(idx)}
 
 
+def test_describe_workers_overlap_the_calls_and_index_the_same(tmp_path, capsys) -> None:
+    from hybrid_retrievers.images import DescriptionCache
+
+    src = _folder(tmp_path)
+    _square(src / "slow.png", BLUE, size=(40, 40))
+    for i in range(4):
+        _square(src / "more" / f"square{i}.png", RED, size=(20 + i, 20))
+    built = []
+    for workers in ("1", "3"):
+        idx = tmp_path / f"idx-{workers}"
+        assert main(["index", str(src), "--out", str(idx), "--bm25-only", "--describe-timeout",
+                     "0.5", "--describer", "image_describers:hanging",
+                     "--describe-workers", workers]) == 0
+        err = capsys.readouterr().err
+        docs = [(d.id, d.text, dict(d.metadata)) for d in _index_docs(idx)]
+        cache = DescriptionCache(idx / "images" / "descriptions")
+        built.append((docs, [line for line in err.splitlines() if "skipped" in line],
+                      len(cache)))
+    assert built[0] == built[1]
+    docs, skipped, cached = built[0]
+    assert len(docs) == 2 + 7 and cached == 7  # notes; images but slow.png
+    assert len(skipped) == 1 and "skipped slow.png: hanging gave no description" in skipped[0]
+    assert main(["index", str(src), "--out", str(tmp_path / "x"), "--bm25-only",
+                 "--describer", "image_describers:counting", "--describe-workers", "0"]) == 1
+    assert "--describe-workers must be >= 1, got 0" in capsys.readouterr().err
+
+
 def test_bad_image_files_are_skipped_and_named(tmp_path, capsys) -> None:
     src = _folder(tmp_path)
     data = (src / "pics" / "red.png").read_bytes()

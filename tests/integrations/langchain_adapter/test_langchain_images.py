@@ -135,6 +135,36 @@ def test_a_failing_or_hung_chat_model_skips_the_image(images) -> None:
     assert [d.metadata["image"] for d in docs] == [str(images[0])]
 
 
+def test_concurrent_descriptions_are_child_runs_of_the_callers_run(images) -> None:
+    """With ``max_workers``, each chat-model call runs in a pool thread, in a copy of the
+    caller's context: LangChain still sees it as a child of the caller's run."""
+
+    class Runs(BaseCallbackHandler):
+        def __init__(self) -> None:
+            self.chains: list[Any] = []
+            self.chat_parents: list[Any] = []
+            self.threads: set[str] = set()
+
+        def on_chain_start(self, serialized: Any, inputs: Any, *, run_id: Any,
+                           parent_run_id: Any = None, **kwargs: Any) -> None:
+            self.chains.append(run_id)
+
+        def on_chat_model_start(self, serialized: Any, messages: Any, *, run_id: Any,
+                                parent_run_id: Any = None, **kwargs: Any) -> None:
+            self.chat_parents.append(parent_run_id)
+            self.threads.add(threading.current_thread().name)
+
+    handler = Runs()
+    describer = ChatModelDescriber(SeeingChatModel(seen=[]))
+    build = RunnableLambda(lambda paths: describe_images(paths, describer, max_workers=2))
+    docs = build.invoke(images, config={"callbacks": [handler]})
+    assert [d.text for d in docs] == ["A red png chart, 40 by 30 pixels.",
+                                      "A blue jpeg chart, 24 by 16 pixels."]
+    (outer,) = handler.chains
+    assert handler.chat_parents == [outer, outer]
+    assert threading.current_thread().name not in handler.threads
+
+
 def test_described_images_are_retrieved_next_to_text(images) -> None:
     docs = describe_images(images, ChatModelDescriber(SeeingChatModel(seen=[])))
     texts = ["Our revenue grew in the north.", "The team met on Tuesday."]
