@@ -39,8 +39,9 @@ def bar_chart(values: Sequence[float] = (3, 7, 5, 9, 2), *, size: tuple[int, int
     return image
 
 
-def flow_diagram(steps: int = 3, *, size: tuple[int, int] = (200, 80)) -> Any:
-    """``steps`` outlined boxes joined left to right by arrows, on white."""
+def flow_diagram(steps: int = 3, *, size: tuple[int, int] = (200, 80),
+                 fill: tuple[int, int, int] = (255, 240, 200)) -> Any:
+    """``steps`` outlined boxes (filled with ``fill``) joined left to right by arrows, on white."""
     from PIL import Image, ImageDraw
 
     width, height = size
@@ -52,7 +53,7 @@ def flow_diagram(steps: int = 3, *, size: tuple[int, int] = (200, 80)) -> Any:
     for i in range(steps):
         x0 = gap + i * (box_w + gap)
         draw.rectangle([x0, y0, x0 + box_w, y1], outline=(20, 20, 20), width=2,
-                       fill=(255, 240, 200))
+                       fill=fill)
         if i + 1 < steps:
             ax0, ax1, ym = x0 + box_w + 2, x0 + box_w + gap - 2, (y0 + y1) // 2
             draw.line([(ax0, ym), (ax1, ym)], fill=(20, 20, 20), width=2)
@@ -81,5 +82,5 @@ def varied_image(i: int, *, size: tuple[int, int] = (512, 384)) -> Any:
         values = [(i * 7 + j * 13) % 10 + 1 for j in range(3 + i % 5)]
         return bar_chart(values, size=size, colour=((i * 37) % 256, 90, (i * 11) % 256))
     if kind == 1:
-        return flow_diagram(2 + i % 4, size=size)
+        return flow_diagram(2 + i % 4, size=size, fill=(255, (i * 7) % 256, (i * 13) % 256))
     return gradient(((i * 29) % 256, (i * 53) % 256, 0), (0, (i * 17) % 256, 255), size=size)

@@ -40,10 +40,10 @@ _EXAMPLES = {
 --min is a CI gate: one PASS/FAIL line per bound; exit status 1 when any fails.""",
     "tune": """examples:
   hybrid-retrievers tune cranfield --space k1=0.6,0.9,1.2,1.5 --space b=0.3,0.5,0.75
-  hybrid-retrievers tune cisi --space method=lucene,robertson --space stopwords=default,none \
+  hybrid-retrievers tune cisi --space method=lucene,robertson --space stopwords=default,none \\
       --folds 5 --seed 0 --save cisi-tuned.json
   hybrid-retrievers tune cranfield --space 'field_weights={"title":1},{"title":2},{"title":4}'
-  hybrid-retrievers tune cranfield --space mode=rrf,relative_score --space k_rrf=20,60 \
+  hybrid-retrievers tune cranfield --space mode=rrf,relative_score --space k_rrf=20,60 \\
       --space k1=0.9,1.2 --model MODEL       # fusion keys fuse BM25 with a dense index
 
 A value is parsed as JSON when it can be (0.9, null, [1,2]) and kept as text otherwise;
@@ -55,7 +55,7 @@ metric (settings chosen on the other folds: the number to believe).""",
   hybrid-retrievers index notes/ --out notes-index --no-sparse  # BM25 + dense only
   hybrid-retrievers index notes/ --out notes-index --bm25-only --chunk-size 300
   hybrid-retrievers index corpus.jsonl --out corpus-index --whole-files
-  hybrid-retrievers index notes/ --out notes-index --clip-model clip-ViT-B-32 \
+  hybrid-retrievers index notes/ --out notes-index --clip-model clip-ViT-B-32 \\
       --describer my_describers:vision_model   # images: CLIP vectors and descriptions
 
 A folder is read recursively: .txt .md .markdown .rst .html .htm .pdf .docx (PDF and
@@ -95,7 +95,7 @@ the same time (a model behind an API); the descriptions are the same.""",
   hybrid-retrievers search notes-index "proxy" --filter file=README.md --json | head -1
   hybrid-retrievers search notes-index "architecture diagram"   # an index with images
   hybrid-retrievers search notes-index --image sketch.png          # CLIP image->image
-  hybrid-retrievers search notes-index "like this" --image sketch.png \
+  hybrid-retrievers search notes-index "like this" --image sketch.png \\
       --describer my_describers:vision_model                      # + its description
 
 On an index with images each result says whether it is an image ([image] and its
