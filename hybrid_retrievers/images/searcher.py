@@ -40,7 +40,7 @@ from ..filters import check_filter
 from ..fusion import DEFAULT_K_RRF, CallRunner, FilteredSource, FusionMode, default_fetch_k, fuse
 from ..timeout import DEFAULT_LLM_TIMEOUT
 from ..types import Doc, Hit, MetadataFilter
-from ..validation import check_k, check_query, check_weights
+from ..validation import check_k, check_k_rrf, check_query, check_weights, parse_enum
 from .intent import VisualIntentRule, visual_intent_rule
 from .loading import ImageError, ImageInput, LoadedImage, load_image
 
@@ -154,8 +154,8 @@ class MultimodalSearcher:
         self.text, self.images, self.descriptions = text, images, descriptions
         self.describer = describer
         self.weights = default_multimodal_rule() if weights is None else _check_route_weights(weights)
-        self.mode = FusionMode(mode) if isinstance(mode, str) else mode
-        self.k_rrf = k_rrf
+        self.mode = parse_enum(FusionMode, mode, "mode")
+        self.k_rrf = check_k_rrf(k_rrf, "k_rrf")
         self.fetch_k = None if fetch_k is None else check_k(fetch_k, "fetch_k")
         self.prompt, self.timeout, self.cache = prompt, timeout, cache
         self._runner = CallRunner(None if max_workers is None else check_k(max_workers, "max_workers"),
