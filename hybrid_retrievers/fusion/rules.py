@@ -19,7 +19,7 @@ from typing import Any
 
 from ..validation import check_weights
 
-__all__ = ["LexicalBoostRule", "lexical_boost_rule", "EXACT_MATCH_PATTERN"]
+__all__ = ["LexicalBoostRule", "lexical_boost_rule", "EXACT_MATCH_PATTERN", "check_boost"]
 
 EXACT_MATCH_PATTERN = re.compile(
     r"""
@@ -65,12 +65,7 @@ class LexicalBoostRule:
             raise ValueError(
                 f"lexical_index must point into base_weights (0..{len(base) - 1}), got {index}"
             )
-        boost = self.boost
-        if isinstance(boost, bool) or not isinstance(boost, Real):
-            raise TypeError(f"boost must be a number, got {type(boost).__name__}: {boost!r}")
-        if not math.isfinite(boost) or boost < 0:
-            raise ValueError(f"boost must be a finite number >= 0, got {boost!r}")
-        object.__setattr__(self, "boost", float(boost))
+        object.__setattr__(self, "boost", check_boost(self.boost))
         if isinstance(self.pattern, str):
             object.__setattr__(self, "pattern", re.compile(self.pattern))
         elif not isinstance(self.pattern, re.Pattern):
@@ -110,6 +105,16 @@ def lexical_boost_rule(
     return LexicalBoostRule(
         lexical_index=lexical_index, boost=boost, base_weights=base, pattern=chosen
     )
+
+
+def check_boost(boost: Any) -> float:
+    """A query rule's ``boost`` as a float: a finite number >= 0 (shared by
+    `LexicalBoostRule` and `hybrid_retrievers.images.VisualIntentRule`)."""
+    if isinstance(boost, bool) or not isinstance(boost, Real):
+        raise TypeError(f"boost must be a number, got {type(boost).__name__}: {boost!r}")
+    if not math.isfinite(boost) or boost < 0:
+        raise ValueError(f"boost must be a finite number >= 0, got {boost!r}")
+    return float(boost)
 
 
 def _is_seq(value: Any) -> bool:

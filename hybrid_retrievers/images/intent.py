@@ -25,14 +25,13 @@ else in running text are left out: English "figure" ("figure out") and "figures"
 
 from __future__ import annotations
 
-import math
 import re
 import unicodedata
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from numbers import Real
 from typing import Any
 
+from ..fusion.rules import check_boost
 from ..validation import check_weights
 
 __all__ = ["VISUAL_WORDS", "VisualIntentRule", "visual_intent_rule"]
@@ -124,12 +123,7 @@ class VisualIntentRule:
         else:
             _check_sources(self.image_sources, None)
         object.__setattr__(self, "image_sources", tuple(self.image_sources))
-        boost = self.boost
-        if isinstance(boost, bool) or not isinstance(boost, Real):
-            raise TypeError(f"boost must be a number, got {type(boost).__name__}: {boost!r}")
-        if not math.isfinite(boost) or boost < 0:
-            raise ValueError(f"boost must be a finite number >= 0, got {boost!r}")
-        object.__setattr__(self, "boost", float(boost))
+        object.__setattr__(self, "boost", check_boost(self.boost))
         object.__setattr__(self, "words", _folded_words(self.words))
         object.__setattr__(self, "_folded", {_fold(w) for w in self.words})
 
