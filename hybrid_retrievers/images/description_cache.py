@@ -73,9 +73,7 @@ class DescriptionCache(AtomicSave):
         """Lookups the cache could not answer (by `get` with ``count=True``)."""
         self._path = None if path is None else check_path(path)
         if self._path is not None and _holds_a_save(self._path):
-            self._entries = read_index(self._path, kind=_KIND,
-                                       max_version=DESCRIPTION_CACHE_FORMAT_VERSION,
-                                       read=_read_entries)
+            self._entries = _read_saved(self._path)
 
     @property
     def path(self) -> Path | None:
@@ -142,9 +140,7 @@ class DescriptionCache(AtomicSave):
         """
         cache = cls()
         cache._path = check_path(path)
-        cache._entries = read_index(cache._path, kind=_KIND,
-                                    max_version=DESCRIPTION_CACHE_FORMAT_VERSION,
-                                    read=_read_entries)
+        cache._entries = _read_saved(cache._path)
         return cache
 
     def _save_into(self, directory: Path) -> None:
@@ -178,6 +174,12 @@ def _holds_a_save(path: Path) -> bool:
     if not os.path.lexists(path):
         return False
     return not (path.is_dir() and not path.is_symlink() and not any(path.iterdir()))
+
+
+def _read_saved(path: Path) -> dict[Key, str]:
+    """The entries of the cache saved in ``path``, every file checked first."""
+    return read_index(path, kind=_KIND, max_version=DESCRIPTION_CACHE_FORMAT_VERSION,
+                      read=_read_entries)
 
 
 def _read_entries(r: IndexReader) -> dict[Key, str]:
