@@ -40,7 +40,6 @@ from .searcher import (
     default_multimodal_rule,
 )
 from .describe import (
-    CAPTION_KEYS,
     DEFAULT_DESCRIPTION_PROMPT,
     DescriptionError,
     DescriptionReport,
@@ -53,6 +52,7 @@ from .describe import (
 )
 from .description_cache import DescriptionCache
 from .loading import (
+    CAPTION_KEYS,
     DEFAULT_MAX_PIXELS,
     IMAGE_SUFFIXES,
     SUPPORTED_FORMATS,

@@ -57,11 +57,13 @@ from ..types import Doc
 from ..validation import check_number
 from .description_cache import DescriptionCache
 from .loading import (
+    CAPTION_KEYS,
     DEFAULT_MAX_PIXELS,
     ImageError,
     ImageInput,
     LoadedImage,
     check_image_list,
+    image_caption,
     image_id,
     image_metadata,
     load_image,
@@ -69,7 +71,6 @@ from .loading import (
 )
 
 __all__ = [
-    "CAPTION_KEYS",
     "DEFAULT_DESCRIPTION_PROMPT",
     "DescriptionError",
     "DescriptionReport",
@@ -88,9 +89,6 @@ DEFAULT_DESCRIPTION_PROMPT = (
 )
 """The prompt a describer gets by default: short, factual, and naming the kind of image,
 so that a query's visual words ("diagram", "chart", "photo") match the description."""
-
-CAPTION_KEYS = ("caption", "alt", "alt_text", "title")
-"""Metadata keys ``on_error="caption"`` takes a fallback description from, in this order."""
 
 _ON_ERROR = ("skip", "caption", "raise")
 
@@ -479,7 +477,7 @@ class _Report:
             reason = f"{self.name} gave no description ({_reason(error)})"
             if self.on_error == "raise":
                 raise DescriptionError(f"{where}: {reason}") from error
-            text = _caption(metadata) if self.on_error == "caption" else None
+            text = image_caption(metadata) if self.on_error == "caption" else None
             if text is None:
                 return self._skip(image, reason + (
                     "; no caption in its metadata" if self.on_error == "caption" else ""))
@@ -503,14 +501,6 @@ def _reason(exc: BaseException) -> str:
 
 def _where(source: str) -> str:
     return source if source.startswith("<") else repr(source)
-
-
-def _caption(metadata: Mapping[str, Any]) -> str | None:
-    for key in CAPTION_KEYS:
-        value = metadata.get(key)
-        if isinstance(value, str) and value.strip():
-            return value.strip()
-    return None
 
 
 # ---------------------------------------------------------------------- arguments

@@ -48,6 +48,7 @@ if TYPE_CHECKING:
     from PIL.Image import Image as PILImage
 
 __all__ = [
+    "CAPTION_KEYS",
     "DEFAULT_MAX_PIXELS",
     "IMAGE_SUFFIXES",
     "SUPPORTED_FORMATS",
@@ -56,6 +57,7 @@ __all__ = [
     "LoadedImage",
     "check_image_list",
     "find_image_files",
+    "image_caption",
     "image_id",
     "image_metadata",
     "load_image",
@@ -68,6 +70,10 @@ SUPPORTED_FORMATS = ("PNG", "JPEG", "GIF", "WEBP")
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".gif", ".webp")
 """File suffixes `find_image_files` picks up (case-insensitive)."""
+
+CAPTION_KEYS = ("caption", "alt", "alt_text", "title")
+"""Metadata keys an image's caption is read from, in this order (`image_caption`): the
+CLIP route's document text and the description route's ``on_error="caption"`` fallback."""
 
 DEFAULT_MAX_PIXELS = 50_000_000
 """Pixels decoded at most per image (50 megapixels, ~150 MB as RGB); see the module doc."""
@@ -233,6 +239,15 @@ def image_metadata(
     out["type"] = "image"
     out["image_sha256"] = image.sha256
     return out
+
+
+def image_caption(metadata: Mapping[str, Any]) -> str | None:
+    """The first non-blank str among ``metadata``'s `CAPTION_KEYS`, stripped, or ``None``."""
+    for key in CAPTION_KEYS:
+        value = metadata.get(key)
+        if isinstance(value, str) and value.strip():
+            return value.strip()
+    return None
 
 
 def find_image_files(folder: str | os.PathLike[str]) -> list[Path]:

@@ -40,15 +40,11 @@ if TYPE_CHECKING:
 # `hybrid_retrievers.images` is imported inside the functions: its face imports the
 # multimodal searcher, which imports fusion, which imports this package (VectorIndex).
 
-__all__ = ["IMAGE_BATCH", "CAPTION_KEYS", "embed_query_image",
+__all__ = ["IMAGE_BATCH", "embed_query_image",
            "image_embedder", "image_documents"]
 
 IMAGE_BATCH = 64
 """Images loaded and embedded per ``embed_images`` call (bounds decoded images in memory)."""
-
-CAPTION_KEYS = ("caption", "alt", "alt_text", "title")
-"""Metadata keys whose (non-blank str) value becomes an image document's text, in order
-(the keys the description route falls back to as well)."""
 
 
 def image_embedder(embedder: Any, caller: str) -> Any:
@@ -193,8 +189,6 @@ def _document_text(image: LoadedImage, metadata: Mapping[str, Any], text: Any, i
         if not isinstance(text, str):
             raise TypeError(f"texts[{i}] must be a str or None, got {type(text).__name__}")
         return text
-    for key in CAPTION_KEYS:
-        value = metadata.get(key)
-        if isinstance(value, str) and value.strip():
-            return value.strip()
-    return image.name
+    from ..images.loading import image_caption
+
+    return image_caption(metadata) or image.name
