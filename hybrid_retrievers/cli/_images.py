@@ -402,11 +402,11 @@ def _clip_doc(doc: Doc, rel: str, path: Path) -> Doc:
 
 
 def _check_pixels(value: Any) -> int:
+    from ..validation import check_number
+
     if value is None:
         return DEFAULT_MAX_PIXELS
-    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-        raise ValueError(f"--max-image-pixels must be a positive integer, got {value!r}")
-    return value
+    return int(check_number(value, "--max-image-pixels", low=1, integer=True))
 
 
 # ---------------------------------------------------------------------- search
