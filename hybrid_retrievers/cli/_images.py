@@ -54,7 +54,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..images.loading import DEFAULT_MAX_PIXELS, IMAGE_SUFFIXES, ImageError, load_image
+from ..images.loading import (
+    DEFAULT_MAX_PIXELS,
+    IMAGE_SUFFIXES,
+    ImageError,
+    image_id_of_hash,
+    load_image,
+)
 from ..ingest import FILE_HASH_KEY, FILE_KEY
 from ..text.splitting import CHILD_INDEX_KEY, PARENT_ID_KEY
 from ..types import Doc
@@ -272,7 +278,7 @@ class ImageRoutes:
         import numpy as np
 
         index = self._previous_clip_index()
-        wanted = {_image_id(sha): rel for rel, sha in images.items()}
+        wanted = {image_id_of_hash(sha): rel for rel, sha in images.items()}
         held = {d.id: d for d in index.docs}
         stale = [i for i in held if i not in wanted or held[i].metadata.get(FILE_KEY) != wanted[i]]
         moved = [(i, index.get_vector(i)) for i in stale if i in wanted]
@@ -389,11 +395,6 @@ def unindexed_images(images: dict[str, str], routes: ImageRoutes, in_text: dict[
             skipped.append((rel, "an image, not indexed: " + (
                 "its description is not indexed and no --describer was given"
                 if routes.previous.get("describer") else _FLAGS_HINT)))
-
-
-def _image_id(sha256: str) -> str:
-    """`image_id` of a file whose content hash is known, without decoding it."""
-    return "image-" + sha256[:16]
 
 
 def _clip_doc(doc: Doc, rel: str, path: Path) -> Doc:

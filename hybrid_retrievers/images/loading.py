@@ -59,6 +59,7 @@ __all__ = [
     "find_image_files",
     "image_caption",
     "image_id",
+    "image_id_of_hash",
     "image_metadata",
     "load_image",
     "load_images",
@@ -219,7 +220,12 @@ def image_id(image: LoadedImage) -> str:
         >>> image_id(load_image(Image.new("RGB", (2, 2)))).startswith("image-")
         True
     """
-    return "image-" + image.sha256[:16]
+    return image_id_of_hash(image.sha256)
+
+
+def image_id_of_hash(sha256: str) -> str:
+    """`image_id` of an image whose content hash is known (a file hashed, not decoded)."""
+    return "image-" + sha256[:16]
 
 
 def image_metadata(
