@@ -36,7 +36,6 @@ from hybrid_retrievers.images import (
     ImageError,
     ImageInput,
     ImageQuery,
-    LoadedImage,
     MultimodalSearcher,
     load_image,
 )
@@ -156,12 +155,6 @@ class _MultimodalBase(CoreRetriever):
             return await self._asearch(query, k, filter)  # type: ignore[arg-type]
 
 
-def _query_image(image: ImageInput) -> LoadedImage:
-    """The query image, loaded here so that an error names the file (not "the query
-    image"); the core takes the `LoadedImage` as it is."""
-    return load_image(image)
-
-
 class MultimodalRetriever(_MultimodalBase):
     """Text chunks, image descriptions and CLIP image vectors, searched with text and
     (optionally) an image, fused by visual intent.
@@ -209,7 +202,7 @@ class MultimodalRetriever(_MultimodalBase):
 
 def _text_query(query: str, image: ImageInput | None) -> ImageQuery:
     text = query if query.strip() else None
-    return ImageQuery(text=text, image=None if image is None else _query_image(image))
+    return ImageQuery(text=text, image=image)
 
 
 class ImageRetriever(_MultimodalBase):
@@ -261,7 +254,7 @@ def _image_query(image: str, text: str | None) -> ImageQuery:
         raise TypeError(f"ImageRetriever's input must be a str (an image file path or a data "
                         f"URI), got {type(image).__name__}")
     try:
-        loaded = _query_image(image)
+        loaded = load_image(image)
     except ImageError as exc:
         if image.startswith("data:") or "image file not found" not in str(exc):
             raise

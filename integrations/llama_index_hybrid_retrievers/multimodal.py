@@ -33,9 +33,7 @@ from llama_index.core.schema import BaseNode, ImageNode, NodeWithScore, QueryBun
 from hybrid_retrievers.images import (
     ROUTES,
     ImageQuery,
-    LoadedImage,
     MultimodalSearcher,
-    load_image,
 )
 from hybrid_retrievers.types import Doc, Hit
 
@@ -287,16 +285,13 @@ def _text_bundle(query: QueryType) -> QueryBundle:
 
 
 def _image_query(query_bundle: QueryBundle) -> ImageQuery:
-    """The core query of a bundle: its text, and its ``image_path`` loaded here so that
-    an error names the file."""
+    """The core query of a bundle: its text and its ``image_path`` (loaded by the core,
+    whose errors name the file)."""
     text = query_bundle.query_str if query_bundle.query_str.strip() else None
-    path = query_bundle.image_path
-    image: LoadedImage | None = None
-    if path is not None:
-        if not isinstance(path, str):
-            raise TypeError(f"QueryBundle.image_path must be a str (a file path or a data "
-                            f"URI), got {type(path).__name__}")
-        image = load_image(path)
+    image = query_bundle.image_path
+    if image is not None and not isinstance(image, str):
+        raise TypeError(f"QueryBundle.image_path must be a str (a file path or a data "
+                        f"URI), got {type(image).__name__}")
     if text is None and image is None:
         raise ValueError("the query needs text (query_str) or an image (QueryBundle."
                          "image_path), got neither")
