@@ -90,6 +90,7 @@ FACES = {
         "FineTuneResult",
         "HashingEmbedder",
         "HashingSparseEmbedder",
+        "ModelUnavailableError",
         "SentenceTransformerEmbedder",
         "SpladeEncoder",
         "TrainingPair",

@@ -14,6 +14,7 @@ from .adapter import EmbedderAdapter, adapt_embedder
 from .clip import ClipEmbedder
 from .cross_encoder import CrossEncoderScorer
 from .fake import HashingEmbedder, HashingSparseEmbedder
+from .hub import ModelUnavailableError
 from .finetune import FineTuneResult, fine_tune_embedder
 from .local import local_minilm_path, local_splade_path
 from .names import (
@@ -38,6 +39,7 @@ __all__ = [
     "FineTuneResult",
     "HashingEmbedder",
     "HashingSparseEmbedder",
+    "ModelUnavailableError",
     "SentenceTransformerEmbedder",
     "SpladeEncoder",
     "TrainingPair",

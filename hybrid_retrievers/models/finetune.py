@@ -36,6 +36,7 @@ from ..types import Doc
 from ..validation import check_k, check_number
 from .card import CARD_FILE
 from .evaluate_tuned import EVAL_METRICS, evaluate_before_after
+from .hub import prepare_hub_load
 from .negatives import add_hard_negatives
 from .pairs import (MINING_METHODS, TrainingPair, mine_pairs, normalize_text, pairs_from_qrels,
                     pairs_from_user)
@@ -174,7 +175,9 @@ def fine_tune_embedder(
     from transformers import set_seed
 
     set_seed(seed)
-    model = st.SentenceTransformer(base)
+    load_options: dict[str, Any] = {}
+    prepare_hub_load(base, load_options, what="fine_tune_embedder")
+    model = st.SentenceTransformer(base, **load_options)
     model.max_seq_length = min(max_seq_length, model.max_seq_length or max_seq_length)
     steps = max_steps or math.ceil(epochs * math.ceil(len(training) / batch_size))
     say(f"Estimated training time: {_estimate_seconds(model, training, batch_size, steps):.0f} s "

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from .backends import CPU_BACKENDS, check_backend, install_backend
+from .hub import prepare_hub_load
 
 __all__ = ["LazyModel", "check_loading_options", "instance_name"]
 
@@ -55,6 +56,7 @@ class LazyModel:
 
     _name: str | None
     _model: Any
+    _model_kwargs: dict[str, Any]
     backend: str
     _onnx_cache_dir: str | os.PathLike[str] | None
 
@@ -82,6 +84,9 @@ class LazyModel:
         if model is None:
             with self._lock:
                 if self._model is None:
+                    # Offline, a hub name fails here at once instead of after a minute of
+                    # huggingface_hub retries (a cached copy loads without calling out).
+                    prepare_hub_load(self._name, self._model_kwargs, what=type(self).__name__)
                     loaded = self._build()
                     install_backend(loaded, self.backend, self._onnx_cache_dir)
                     self._model = loaded
