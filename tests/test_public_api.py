@@ -49,6 +49,7 @@ FACES = {
     ],
     # Ingestion for the index command: files -> structure -> chunks -> incremental plan.
     "hybrid_retrievers.ingest": [
+        "COMPRESSED_SUFFIXES",
         "Chunk",
         "DEFAULT_CHUNK_OVERLAP",
         "DEFAULT_CHUNK_SIZE",
@@ -56,6 +57,7 @@ FACES = {
         "END_INDEX_KEY",
         "FILE_HASH_KEY",
         "FILE_KEY",
+        "MAX_DECOMPRESSED_BYTES",
         "ParsedDocument",
         "SECTION_KEY",
         "Section",
@@ -64,6 +66,7 @@ FACES = {
         "SyncPlan",
         "TokenCounter",
         "approximate_tokens",
+        "decode_html",
         "decode_text",
         "document_chunks",
         "html_structure",

@@ -42,7 +42,15 @@ from .chunks import (
     document_chunks,
     parents_from_chunks,
 )
-from .formats import DOCUMENT_SUFFIXES, SourceError, decode_text, read_document
+from .formats import (
+    COMPRESSED_SUFFIXES,
+    DOCUMENT_SUFFIXES,
+    MAX_DECOMPRESSED_BYTES,
+    SourceError,
+    decode_html,
+    decode_text,
+    read_document,
+)
 from .incremental import SyncPlan, indexed_files, plan_sync, renamed_id
 from .structure import (
     ParsedDocument,
@@ -55,12 +63,14 @@ from .structure import (
 )
 
 __all__ = [
+    "COMPRESSED_SUFFIXES",
     "DEFAULT_CHUNK_OVERLAP",
     "DEFAULT_CHUNK_SIZE",
     "DOCUMENT_SUFFIXES",
     "END_INDEX_KEY",
     "FILE_HASH_KEY",
     "FILE_KEY",
+    "MAX_DECOMPRESSED_BYTES",
     "SECTION_KEY",
     "Chunk",
     "ParsedDocument",
@@ -70,6 +80,7 @@ __all__ = [
     "SyncPlan",
     "TokenCounter",
     "approximate_tokens",
+    "decode_html",
     "decode_text",
     "document_chunks",
     "html_structure",

@@ -19,7 +19,14 @@ implementations (those would add a dependency and still not report character spa
   ``code-block`` and ``sourcecode`` directives) up to the first line indented less;
   grid tables (``+---+``) and simple tables (``===  ===`` borders).
 * HTML: ``<h1>``...``<h6>`` open sections; ``<pre>`` and ``<table>`` are atomic; scripts,
-  styles and ``<head>`` are dropped; the ``<title>`` is kept as the title.
+  styles and ``<head>`` are dropped; the ``<title>`` is kept as the title. Navigation is
+  not content: ``<nav>``, ``role="navigation"`` / ``"search"``, breadcrumb landmarks and
+  the navigation panels documentation generators write (texinfo's ``header`` /
+  ``nav-panel``, DocBook's ``navheader`` / ``navfooter``, Sphinx's ``related`` and
+  ``sphinxsidebar``) are dropped, so "Next: ..., Previous: ..., Up: ..." never ranks as a
+  passage. A page that would be left with no text that way keeps them.
+* Markdown HTML comments (``<!-- ... -->``, outside code) are blanked: not indexed, not
+  shown, and every offset still points at the same character of the file.
 """
 
 from __future__ import annotations
@@ -29,9 +36,8 @@ from dataclasses import dataclass, field
 from html.parser import HTMLParser
 from typing import Any
 
-__all__ = ["ParsedDocument", "Section", "html_structure", "markdown_structure",
-           "sections_from_headings",
-           "plain_structure", "rst_structure"]
+__all__ = ["ParsedDocument", "Section", "html_structure", "is_navigation",
+           "markdown_structure", "plain_structure", "rst_structure", "sections_from_headings"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,8 +119,35 @@ def _lines(text: str) -> list[tuple[int, str]]:
     return out
 
 
+_HTML_COMMENT = re.compile(r"<!--.*?(?:-->|\Z)", re.S)
+
+
 def markdown_structure(text: str, title: str | None = None) -> ParsedDocument:
-    """Sections, code fences and pipe tables of a Markdown text."""
+    """Sections, code fences and pipe tables of a Markdown text; HTML comments outside
+    code are blanked (same length, newlines kept, so offsets stay the file's)."""
+    if "<!--" in text:
+        code = _markdown_scan(text)[1]
+        text = _blank_comments(text, code)
+    headings, blocks = _markdown_scan(text)
+    title = title or next((t for _, level, t in headings if level == 1 and t), None)
+    return ParsedDocument(text, sections_from_headings(text, headings), tuple(blocks), title=title)
+
+
+def _blank_comments(text: str, code: list[tuple[int, int]]) -> str:
+    """``text`` with every ``<!-- ... -->`` that starts outside ``code`` spans replaced by
+    spaces (its newlines kept)."""
+    pieces, last = [], 0
+    for match in _HTML_COMMENT.finditer(text):
+        start, end = match.span()
+        if any(a <= start < b for a, b in code):
+            continue
+        pieces += [text[last:start], re.sub(r"[^\n]", " ", match.group())]
+        last = end
+    return "".join(pieces) + text[last:] if pieces else text
+
+
+def _markdown_scan(text: str) -> tuple[list[tuple[int, int, str]], list[tuple[int, int]]]:
+    """``(headings, atomic blocks)`` of a Markdown text, by the line scanner."""
     lines = _lines(text)
     headings: list[tuple[int, int, str]] = []
     blocks: list[tuple[int, int]] = []
@@ -150,8 +183,7 @@ def markdown_structure(text: str, title: str | None = None) -> ParsedDocument:
             i += 2
             continue
         i += 1
-    title = title or next((t for _, level, t in headings if level == 1 and t), None)
-    return ParsedDocument(text, sections_from_headings(text, headings), tuple(blocks), title=title)
+    return headings, blocks
 
 
 # ------------------------------------------------------------------------ reStructuredText
@@ -244,11 +276,19 @@ class _StructureParser(HTMLParser):
                          "ul", "ol", "dd", "dt", "header", "footer", "main", "nav", "hr"})
     _HIDDEN = frozenset({"script", "style", "noscript", "template", "head", "svg"})
     _ATOMIC = frozenset({"pre", "table"})
+    _VOID = frozenset({"area", "base", "br", "col", "embed", "hr", "img", "input", "link",
+                       "meta", "source", "track", "wbr"})
 
-    def __init__(self) -> None:
+    def __init__(self, *, drop_navigation: bool = True) -> None:
         super().__init__(convert_charrefs=True)
         self.state = _HTMLState()
         self.title: list[str] = []
+        self.dropped_navigation = False
+        self._drop_navigation = drop_navigation
+        self._skip: list[Any] = []  # [tag, depth] of the navigation element being skipped
+        # Elements that are navigation if they turn out to link next/previous/up:
+        # [tag, depth, parts, size, headings, blocks, saw a navigation link].
+        self._maybe: list[list[Any]] = []
         self._hidden = 0
         self._in_title = False
         self._pre = 0
@@ -266,6 +306,26 @@ class _StructureParser(HTMLParser):
             self._emit("\n")
 
     def handle_starttag(self, tag: str, attrs: Any) -> None:
+        if self._skip:
+            self._skip[1] += tag == self._skip[0]
+            return
+        if self._drop_navigation and tag not in self._VOID:
+            if is_navigation(tag, attrs):
+                self._skip = [tag, 1]
+                self.dropped_navigation = True
+                self._newline()
+                return
+            for mark in self._maybe:
+                mark[1] += tag == mark[0]
+            if tag == "a" and self._maybe and \
+                    _NAVIGATION_RELS & set(dict(attrs).get("rel", "") .lower().split()):
+                self._maybe[-1][6] = True
+            classes = (dict(attrs).get("class") or "").lower().split()
+            if any(c in _MAYBE_NAVIGATION_CLASSES for c in classes):
+                self._newline()
+                state = self.state
+                self._maybe.append([tag, 1, len(state.parts), state.size, len(state.headings),
+                                    len(state.blocks), False])
         if tag == "title":
             self._in_title = True
         elif tag in self._HIDDEN:
@@ -288,6 +348,13 @@ class _StructureParser(HTMLParser):
             self._newline()
 
     def handle_endtag(self, tag: str) -> None:
+        if self._skip:
+            if tag == self._skip[0]:
+                self._skip[1] -= 1
+                if not self._skip[1]:
+                    self._skip = []
+            return
+        self._close_maybe(tag)
         if tag == "title":
             self._in_title = False
         elif tag in self._HIDDEN:
@@ -308,7 +375,24 @@ class _StructureParser(HTMLParser):
         elif tag in self._BLOCKS:
             self._newline()
 
+    def _close_maybe(self, tag: str) -> None:
+        """Close a possible navigation element; drop what it emitted when it linked to
+        the next/previous/parent page and opened no heading."""
+        for mark in self._maybe:
+            mark[1] -= tag == mark[0]
+        while self._maybe and self._maybe[-1][1] <= 0:
+            _, _, parts, size, headings, blocks, linked = self._maybe.pop()
+            state = self.state
+            if linked and len(state.headings) == headings and self._heading is None:
+                del state.parts[parts:], state.blocks[blocks:]
+                state.size = size
+                self.dropped_navigation = True
+            elif linked and self._maybe:
+                self._maybe[-1][6] = True
+
     def handle_data(self, data: str) -> None:
+        if self._skip:
+            return
         if self._in_title:
             self.title.append(data)
             return
@@ -330,6 +414,45 @@ class _StructureParser(HTMLParser):
         self._emit(words)
 
 
+_NAVIGATION_CLASSES = frozenset({
+    "nav", "navbar", "navigation", "nav-panel", "navheader", "navfooter", "breadcrumb",
+    "breadcrumbs", "related", "sphinxsidebar", "skip-link"})
+"""``class`` tokens that mark navigation: generic names, texinfo's ``nav-panel``, DocBook's
+``navheader`` / ``navfooter``, Sphinx's ``related`` and ``sphinxsidebar``."""
+_NAVIGATION_ROLES = frozenset({"navigation", "search"})
+_MAYBE_NAVIGATION_CLASSES = frozenset({"header", "footer"})
+"""``class`` tokens that are navigation only when the element links to the next, previous
+or parent page and holds no heading (texinfo's older ``<div class="header">``), since many
+pages also put their title in a ``header``."""
+_NAVIGATION_RELS = frozenset({"next", "prev", "previous", "up"})
+
+
+def is_navigation(tag: str, attrs: Any) -> bool:
+    """Whether an HTML element is navigation rather than content: ``<nav>``, an ARIA
+    ``navigation`` / ``search`` role, a breadcrumb label or a navigation class (above).
+
+    Example:
+        >>> is_navigation("div", [("class", "nav-panel")]), is_navigation("p", [])
+        (True, False)
+    """
+    if tag == "nav":
+        return True
+    values = {name: (value or "") for name, value in attrs}
+    if values.get("role", "").strip().lower() in _NAVIGATION_ROLES:
+        return True
+    if "breadcrumb" in values.get("aria-label", "").lower():
+        return True
+    classes = values.get("class", "").lower().split()
+    return any(c in _NAVIGATION_CLASSES for c in classes)
+
+
+def _parse_html(markup: str, *, drop_navigation: bool) -> _StructureParser:
+    parser = _StructureParser(drop_navigation=drop_navigation)
+    parser.feed(markup)
+    parser.close()
+    return parser
+
+
 def html_structure(markup: str) -> ParsedDocument:
     """Visible text, heading sections and ``pre``/``table`` blocks of an HTML page.
 
@@ -341,9 +464,11 @@ def html_structure(markup: str) -> ParsedDocument:
         >>> doc.text[slice(*doc.blocks[0])]
         'x = 1\\ny = 2'
     """
-    parser = _StructureParser()
-    parser.feed(markup)
-    parser.close()
+    parser = _parse_html(markup, drop_navigation=True)
+    if parser.dropped_navigation and not "".join(parser.state.parts).strip():
+        # Everything was inside "navigation" (an unclosed nav element, or a page that is
+        # only a menu): keep it rather than lose the page.
+        parser = _parse_html(markup, drop_navigation=False)
     text = "".join(parser.state.parts)
     # Trim outer whitespace while keeping every offset valid: only the end may move.
     text = text.rstrip()
