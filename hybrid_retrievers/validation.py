@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import difflib
+import functools
+import inspect
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from enum import Enum
 from numbers import Real
 from typing import Any, TypeVar
@@ -11,9 +14,9 @@ from typing import Any, TypeVar
 import numpy as np
 
 __all__ = ["check_count", "check_filter_values", "check_id_list", "check_k", "check_k_rrf",
-           "check_merge_threshold", "check_names", "check_number", "check_queries",
-           "check_query", "check_scores",
-           "check_str_items", "check_threshold", "check_weights", "parse_enum"]
+           "check_keywords", "check_merge_threshold", "check_names", "check_number",
+           "check_queries", "check_query", "check_scores", "check_str_items", "check_threshold",
+           "check_weights", "field_names", "keyword_checked", "keyword_names", "parse_enum"]
 
 E = TypeVar("E", bound=Enum)
 
@@ -26,6 +29,92 @@ def check_k(k: Any, name: str = "k") -> int:
     if k < 1:
         raise ValueError(f"{name} must be >= 1, got {k}; ask for at least one result")
     return k
+
+
+def check_keywords(where: str, given: Iterable[str], accepted: Iterable[str],
+                   hints: Mapping[str, str] | None = None) -> None:
+    """Refuse the keywords of ``given`` that ``where`` does not take, all in one `TypeError`.
+
+    Each is named with what to pass instead: its entry in ``hints`` (another library's
+    spelling and ours), else the nearest accepted name (`difflib.get_close_matches`);
+    the accepted names follow (those starting with ``_`` are accepted but not listed).
+    A misspelt keyword is never ignored, so a setting never silently keeps its default.
+
+    Example:
+        >>> check_keywords("DenseRetriever", ["similarty_top_k"],
+        ...                ["similarity_top_k", "filters"])
+        Traceback (most recent call last):
+        TypeError: DenseRetriever got unexpected argument(s) 'similarty_top_k' (did you mean \
+similarity_top_k=?); accepted: filters, similarity_top_k
+    """
+    known = set(accepted)
+    unknown = [key for key in given if key not in known]
+    if not unknown:
+        return
+    hints = hints or {}
+    listed = sorted(name for name in known if not name.startswith("_"))
+    parts = []
+    for key in unknown:
+        nearest = difflib.get_close_matches(str(key), listed, n=1)
+        hint = hints.get(key) or (f"did you mean {nearest[0]}=?" if nearest else None)
+        parts.append(f"{key!r} ({hint})" if hint else repr(key))
+    accepted_part = f"; accepted: {', '.join(listed)}" if listed else ""
+    raise TypeError(f"{where} got unexpected argument(s) {', '.join(parts)}{accepted_part}")
+
+
+def keyword_names(*functions: Callable[..., Any]) -> set[str]:
+    """The names the ``functions`` take by keyword (besides ``self`` / ``cls``), the
+    ``accepted`` of `check_keywords` for callables that forward their keywords."""
+    names = set()
+    for function in functions:
+        for parameter in inspect.signature(function).parameters.values():
+            if parameter.kind in (parameter.POSITIONAL_OR_KEYWORD, parameter.KEYWORD_ONLY):
+                names.add(parameter.name)
+    return names - {"self", "cls"}
+
+
+def field_names(cls: type) -> set[str]:
+    """The keywords of a pydantic model class: its field names and their aliases (the
+    ``accepted`` of `check_keywords` for it; none for another class)."""
+    fields = getattr(cls, "model_fields", {})
+    return set(fields) | {f.alias for f in fields.values() if f.alias}
+
+
+def keyword_checked(accepted_of: Callable[[type], Iterable[str]] | None = None,
+                    hints: Mapping[str, str] | None = None
+                    ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """A decorator for a method (``__init__``, or a factory under ``classmethod``) that
+    refuses keywords that are neither its own parameters nor, when it hands its
+    ``**kwargs`` on, ``accepted_of(cls)``: `check_keywords` runs before any work (an
+    index is built) and names the method, with its own parameters among the suggestions
+    (which whatever it hands the keywords to could not offer) and Python's own
+    "unexpected keyword argument" given the nearest name.
+
+    Example:
+        >>> class Store:
+        ...     def __init__(self, texts, *, k=4): self.texts, self.k = texts, k
+        ...     @classmethod
+        ...     @keyword_checked(lambda cls: keyword_names(cls.__init__))
+        ...     def from_texts(cls, texts, *, lowercase=True, **kwargs):
+        ...         return cls([t.lower() if lowercase else t for t in texts], **kwargs)
+        >>> Store.from_texts(["A"], lowercas=False)
+        Traceback (most recent call last):
+        TypeError: Store.from_texts got unexpected argument(s) 'lowercas' (did you mean \
+lowercase=?); accepted: k, lowercase, texts
+    """
+    def decorate(method: Callable[..., Any]) -> Callable[..., Any]:
+        own = keyword_names(method)
+
+        @functools.wraps(method)
+        def checked(first: Any, *args: Any, **kwargs: Any) -> Any:
+            owner = first if isinstance(first, type) else type(first)
+            where = owner.__name__ if method.__name__ == "__init__" else \
+                f"{owner.__name__}.{method.__name__}"
+            extra = set(accepted_of(owner)) if accepted_of is not None else set()
+            check_keywords(where, kwargs, own | extra, hints)
+            return method(first, *args, **kwargs)
+        return checked
+    return decorate
 
 
 def check_number(value: Any, name: str, *, low: float | None = None,

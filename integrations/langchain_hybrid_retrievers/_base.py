@@ -13,7 +13,7 @@ import asyncio
 import contextlib
 import inspect
 import os
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from contextvars import ContextVar
 from typing import Any, ClassVar, TypeVar
@@ -28,7 +28,13 @@ from langchain_core.runnables import RunnableConfig
 from langchain_core.runnables.config import ensure_config, patch_config
 from pydantic import ConfigDict, ValidationInfo, field_validator, model_validator
 
-from hybrid_retrievers.integration import check_k
+from hybrid_retrievers.integration import (
+    check_k,
+    check_keywords,
+    field_names,
+    keyword_checked,
+    keyword_names,
+)
 from hybrid_retrievers.types import Hit, MetadataFilter
 
 from ._convert import (
@@ -40,9 +46,10 @@ from ._convert import (
     hit_to_document,
 )
 
-__all__ = ["accepts_k", "ARGUMENT_HINTS", "check_arguments", "child_config", "core_call_config",
-           "core_calls_as_children", "CoreRetriever", "count_validator", "current_config",
-           "Filter", "IndexRetriever", "pop_options", "refuse_unknown", "StrictRetriever"]
+__all__ = ["accepts_k", "ARGUMENT_HINTS", "check_arguments", "check_call_options",
+           "checks_keywords", "child_config", "core_call_config", "core_calls_as_children",
+           "CoreRetriever", "count_validator", "current_config", "fields_factory", "Filter",
+           "IndexRetriever", "pop_options", "refuse_unknown", "StrictRetriever"]
 
 # ------------------------------------------------------------ argument checks
 
@@ -85,22 +92,26 @@ ARGUMENT_HINTS: Mapping[str, str] = {
 
 def check_arguments(cls: type, values: Any, hints: Mapping[str, str] = ARGUMENT_HINTS) -> Any:
     """Refuse constructor keywords that are not fields of ``cls``: `TypeError` naming each
-    one (with its community equivalent from ``hints``) and the accepted names."""
+    one with its community equivalent from ``hints``, else the nearest field name, and the
+    accepted names (`check_keywords`, the one rule of every class here)."""
     if not isinstance(values, Mapping):
         return values
-    fields = getattr(cls, "model_fields", {})
-    known = set(fields) | {f.alias for f in fields.values() if f.alias}
-    unknown = [key for key in values if key not in known]
-    if not unknown:
-        return values
-    parts = []
-    for key in unknown:
-        hint = hints.get(key)
-        parts.append(f"{key!r} ({hint})" if hint else repr(key))
-    raise TypeError(
-        f"{cls.__name__} got unexpected argument(s) {', '.join(parts)}; accepted: "
-        f"{', '.join(sorted(k for k in fields if not k.startswith('_')))}"
-    )
+    check_keywords(cls.__name__, values, field_names(cls), hints)
+    return values
+
+
+def checks_keywords(also: Callable[[type], Iterable[str]] | None = None) -> Any:
+    """Decorator of a method (``__init__``, or a factory under ``@classmethod``) of a
+    class that is no pydantic model (or a factory of one): unknown keywords are refused
+    before any work by `check_arguments`' rule (`keyword_checked`); ``also(cls)`` names
+    what the method's ``**kwargs`` are handed to."""
+    return keyword_checked(also, ARGUMENT_HINTS)
+
+
+fields_factory = checks_keywords(field_names)
+"""Decorator of a factory whose ``**kwargs`` are the class's fields (under
+``@classmethod``): unknown keywords are refused before the index is built, with the
+factory's own parameters among the suggestions."""
 
 
 def refuse_unknown() -> Any:
@@ -163,8 +174,21 @@ def core_call_config() -> RunnableConfig | None:
     return _CHILD.get()
 
 
+def check_call_options(retriever: BaseRetriever, options: Mapping[str, Any]) -> None:
+    """Refuse ``invoke(query, **options)`` keywords that the retriever's
+    ``_get_relevant_documents`` does not declare (`BaseRetriever.invoke` would drop them
+    silently when it declares none, or fail with no hint), unless it takes ``**kwargs``."""
+    search = type(retriever)._get_relevant_documents
+    if not options or any(p.kind is inspect.Parameter.VAR_KEYWORD
+                          for p in inspect.signature(search).parameters.values()):
+        return
+    check_keywords(f"{type(retriever).__name__}.invoke", options,
+                   keyword_names(search) - {"query", "run_manager"}, ARGUMENT_HINTS)
+
+
 class StrictRetriever(BaseRetriever):
-    """`BaseRetriever` that refuses unknown arguments and remembers its run config."""
+    """`BaseRetriever` that refuses unknown arguments (to the constructor, and to
+    ``invoke`` / ``ainvoke``) and remembers its run config."""
 
     model_config = ConfigDict(arbitrary_types_allowed=True, use_attribute_docstrings=True,
                               extra="forbid")
@@ -175,6 +199,7 @@ class StrictRetriever(BaseRetriever):
         self, input: str, config: RunnableConfig | None = None, **kwargs: Any
     ) -> list[Document]:
         """`BaseRetriever.invoke`, remembering ``config`` for the child calls."""
+        check_call_options(self, kwargs)
         with _set(_CONFIG, ensure_config(config)):
             return super().invoke(input, config, **kwargs)
 
@@ -182,6 +207,7 @@ class StrictRetriever(BaseRetriever):
         self, input: str, config: RunnableConfig | None = None, **kwargs: Any
     ) -> list[Document]:
         """`BaseRetriever.ainvoke`, remembering ``config`` for the child calls."""
+        check_call_options(self, kwargs)
         with _set(_CONFIG, ensure_config(config)):
             return await super().ainvoke(input, config, **kwargs)
 

@@ -31,7 +31,10 @@ from langchain_core.embeddings import Embeddings
 from langchain_core.runnables.config import run_in_executor
 
 from hybrid_retrievers.images import ImageInput
+from hybrid_retrievers.integration import keyword_names
 from hybrid_retrievers.models import DEFAULT_CLIP_MODEL, ClipEmbedder
+
+from ._base import checks_keywords
 
 __all__ = ["ClipEmbeddings"]
 
@@ -69,6 +72,7 @@ class ClipEmbeddings(Embeddings):
         >>> store.similarity_search_by_image("other_cat.jpg", k=1)  # doctest: +SKIP
     """
 
+    @checks_keywords(lambda cls: keyword_names(ClipEmbedder.__init__))
     def __init__(self, model: ClipEmbedder | str | os.PathLike[str] = DEFAULT_CLIP_MODEL,
                  **options: Any) -> None:
         if isinstance(model, ClipEmbedder):

@@ -14,7 +14,7 @@ from pydantic import field_validator
 
 from hybrid_retrievers.vector import DEFAULT_BATCH_SIZE, EmbeddingCache, VectorIndex
 
-from ._base import IndexRetriever
+from ._base import IndexRetriever, fields_factory
 from ._convert import Ids, Metadatas, copy_metadatas
 from .embeddings import as_embedder
 
@@ -56,6 +56,7 @@ class DenseRetriever(IndexRetriever):
         return value
 
     @classmethod
+    @fields_factory
     def from_texts(
         cls, texts: Iterable[str], embedding: Embeddings | Any, metadatas: Metadatas = None,
         ids: Ids = None, *, metric: str = "cosine", cache: EmbeddingCache | None = None,
@@ -70,6 +71,7 @@ class DenseRetriever(IndexRetriever):
         return cls(index=index, **kwargs)
 
     @classmethod
+    @fields_factory
     def load_local(
         cls,
         folder_path: str | os.PathLike[str],

@@ -16,6 +16,7 @@ from langchain_core.embeddings import Embeddings
 
 from hybrid_retrievers.integration import EmbedderAdapter, adapt_embedder
 
+from ._base import checks_keywords
 from .clip import ClipEmbeddings
 
 __all__ = ["LangChainEmbedder", "as_embedder"]
@@ -44,6 +45,7 @@ class LangChainEmbedder(EmbedderAdapter):
     query_method = "embed_query"
     async_query_method = "aembed_query"
 
+    @checks_keywords()
     def __init__(self, embeddings: Embeddings, *, model_id: str | None = None,
                  dimension: int | None = None) -> None:
         super().__init__(embeddings, model_id=model_id, dimension=dimension)

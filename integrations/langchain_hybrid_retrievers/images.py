@@ -24,7 +24,7 @@ from langchain_core.runnables import Runnable, RunnableConfig
 
 from hybrid_retrievers.images import DEFAULT_DESCRIPTION_PROMPT, ImageInput, load_image
 
-from ._base import core_call_config
+from ._base import checks_keywords, core_call_config
 from ._llm import llm_name, message_text
 
 __all__ = ["ChatModelDescriber"]
@@ -55,6 +55,7 @@ class ChatModelDescriber:
         ['A bar chart.']
     """
 
+    @checks_keywords()
     def __init__(
         self, chat_model: Runnable, *, name: str | None = None, callbacks: Callbacks = None
     ) -> None:

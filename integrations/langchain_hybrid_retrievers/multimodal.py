@@ -39,9 +39,10 @@ from hybrid_retrievers.images import (
     MultimodalSearcher,
     load_image,
 )
+from hybrid_retrievers.integration import keyword_names
 from hybrid_retrievers.types import Hit
 
-from ._base import CoreRetriever, Filter
+from ._base import CoreRetriever, Filter, checks_keywords
 from ._convert import FUSION_KEY, check_score_key
 from .images import ChatModelDescriber
 
@@ -51,6 +52,11 @@ __all__ = ["MULTIMODAL_KEY", "ImageRetriever", "MultimodalRetriever", "as_descri
 MULTIMODAL_KEY = "multimodal"
 """Metadata key of a returned document: the routes asked, their weights, the query's
 visual words and the query image's name and description (see `MultimodalSearcher`)."""
+
+
+# The factories hand their other keywords to the core searcher.
+searcher_factory = checks_keywords(
+    lambda cls: keyword_names(MultimodalSearcher.__init__, MultimodalSearcher.from_index))
 
 
 def as_describer(describer: Any) -> Any:
@@ -99,6 +105,7 @@ class _MultimodalBase(CoreRetriever):
         return value
 
     @classmethod
+    @searcher_factory
     def from_components(
         cls, text: Any = None, *, images: Any = None, descriptions: Any = None,
         describer: Any = None, k: int = 4, filter: Filter | None = None,
@@ -126,6 +133,7 @@ class _MultimodalBase(CoreRetriever):
         return cls(searcher=searcher, k=k, filter=filter, score_key=score_key)
 
     @classmethod
+    @searcher_factory
     def from_index(
         cls, index: Any, *, images: Any = None, describer: Any = None, k: int = 4,
         filter: Filter | None = None, score_key: str = "score", **searcher_kwargs: Any,

@@ -15,7 +15,7 @@ from pydantic import field_validator
 from hybrid_retrievers import SparseIndex
 from hybrid_retrievers.types import SparseEmbedder
 
-from ._base import IndexRetriever
+from ._base import IndexRetriever, fields_factory
 from ._convert import Ids, Metadatas, copy_metadatas
 
 __all__ = ["SparseRetriever"]
@@ -63,6 +63,7 @@ class SparseRetriever(IndexRetriever):
         return value
 
     @classmethod
+    @fields_factory
     def from_texts(
         cls, texts: Iterable[str], sparse_embedding: SparseEmbedder,
         metadatas: Metadatas = None, ids: Ids = None, *, batch_size: int = 32,
@@ -77,6 +78,7 @@ class SparseRetriever(IndexRetriever):
         return cls(index=index, **kwargs)
 
     @classmethod
+    @fields_factory
     def load_local(
         cls, folder_path: str | os.PathLike[str], sparse_embedding: SparseEmbedder, *,
         mmap: bool = False, **kwargs: Any,

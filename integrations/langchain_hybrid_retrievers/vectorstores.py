@@ -22,7 +22,7 @@ from pydantic import Field
 
 from hybrid_retrievers.integration import check_k
 
-from ._base import StrictRetriever, count_validator
+from ._base import StrictRetriever, checks_keywords, count_validator
 from ._convert import with_metadata
 
 __all__ = ["SCORED_SEARCH_TYPES", "ScoredVectorStoreRetriever", "with_store_scores"]
@@ -71,6 +71,7 @@ class ScoredVectorStoreRetriever(StrictRetriever):
     function (``InMemoryVectorStore``: a cosine), only when higher means more relevant."""
 
     @classmethod
+    @checks_keywords()
     def from_retriever(cls, retriever: VectorStoreRetriever) -> ScoredVectorStoreRetriever:
         """The same store, search arguments, tags, metadata and run name, with scores.
 

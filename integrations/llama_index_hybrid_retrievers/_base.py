@@ -11,16 +11,24 @@ and the index retrievers' constructor and ``persist`` (`CoreIndexRetriever`).
 from __future__ import annotations
 
 import asyncio
+import inspect
 import os
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypedDict, TypeVar
 
 from llama_index.core.base.base_retriever import BaseRetriever
+from llama_index.core.bridge.pydantic import model_validator
 from llama_index.core.callbacks import CallbackManager
 from llama_index.core.schema import BaseNode, IndexNode, MetadataMode, NodeWithScore, QueryBundle
 from llama_index.core.vector_stores.types import MetadataFilters
 
-from hybrid_retrievers.integration import check_k
+from hybrid_retrievers.integration import (
+    check_k,
+    check_keywords,
+    field_names,
+    keyword_checked,
+    keyword_names,
+)
 from hybrid_retrievers.persistence import IndexFormatError
 from hybrid_retrievers.types import Doc, Hit, MetadataFilter
 
@@ -32,8 +40,10 @@ from ._persist import filter_from_json, filter_to_json, read_retriever, write_re
 if TYPE_CHECKING:  # typing.Unpack is Python 3.11+
     from typing_extensions import Unpack
 
-__all__ = ["BuildOptions", "CoreIndexRetriever", "CoreSearcherRetriever", "LoadOptions",
-           "SearcherOptions", "SearcherState", "SimilarityTopK", "refuse_arguments"]
+__all__ = ["ARGUMENT_HINTS", "BuildOptions", "CoreIndexRetriever", "CoreSearcherRetriever",
+           "LoadOptions", "SearcherOptions", "SearcherState", "SimilarityTopK", "checks_keywords",
+           "constructor_factory", "constructor_keywords", "refuse_arguments",
+           "refuse_unknown_fields"]
 
 Filter = MetadataFilter | MetadataFilters | None
 S = TypeVar("S")  # the type of the core searcher
@@ -63,12 +73,63 @@ class LoadOptions(_Options, total=False):
     similarity_top_k: int | None
 
 
-def refuse_arguments(where: str, unexpected: Mapping[str, Any], hints: Mapping[str, str]) -> None:
+ARGUMENT_HINTS: Mapping[str, str] = {
+    "filter": "LlamaIndex spells it filters=, as VectorIndexRetriever does",
+    "index": "LlamaIndex's index= is a VectorStoreIndex; a core index is the constructor's "
+             "first argument",
+}
+"""Keywords of LlamaIndex's (or LangChain's) classes with another spelling here, and the hint."""
+
+
+def refuse_arguments(where: str, unexpected: Mapping[str, Any], hints: Mapping[str, str],
+                     accepted: Iterable[str] = ()) -> None:
     """`TypeError` naming each of ``unexpected``'s keywords (with its hint: what to pass
-    instead) unless there are none; ``where`` names the callable refusing them."""
-    if unexpected:
-        parts = [f"{key!r} ({hints[key]})" if key in hints else repr(key) for key in unexpected]
-        raise TypeError(f"{where} got unexpected argument(s) {', '.join(parts)}")
+    instead, else the nearest of ``accepted``) unless there are none; ``where`` names the
+    callable refusing them (`check_keywords`, the one rule of every class here)."""
+    check_keywords(where, unexpected, set(accepted) - set(unexpected), hints)
+
+
+def constructor_keywords(cls: type) -> set[str]:
+    """The keywords ``cls(...)`` takes: those of every ``__init__`` from ``cls`` down to
+    `SearcherState` (each hands its ``**options`` to the next) and pydantic fields."""
+    names = field_names(cls)
+    for klass in cls.__mro__:
+        if "__init__" in vars(klass):
+            names |= keyword_names(vars(klass)["__init__"])
+            if klass is SearcherState or not _forwards_keywords(vars(klass)["__init__"]):
+                break
+    if getattr(cls, "searcher_argument", "searcher") != "searcher":
+        names.discard("searcher")  # SearcherState's, passed on positionally
+    return names
+
+
+def _forwards_keywords(function: Callable[..., Any]) -> bool:
+    return any(p.kind is inspect.Parameter.VAR_KEYWORD
+               for p in inspect.signature(function).parameters.values())
+
+
+def checks_keywords(also: Callable[[type], Iterable[str]] | None = None) -> Any:
+    """Decorator of a method (``__init__``, or a factory under ``@classmethod``): unknown
+    keywords are refused before any work by `refuse_arguments`' rule (`keyword_checked`);
+    ``also(cls)`` names what the method's ``**kwargs`` are handed to."""
+    return keyword_checked(also, ARGUMENT_HINTS)
+
+
+constructor_factory = checks_keywords(constructor_keywords)
+"""Decorator of a factory (``from_defaults``, ``from_persist_dir``; under
+``@classmethod``) whose ``**options`` go to the constructor: unknown keywords are
+refused before the index is built, with the factory's own parameters among the
+suggestions."""
+
+
+def refuse_unknown_fields() -> Any:
+    """A pydantic "before" model validator refusing keywords that are not fields of its
+    class (LlamaIndex's components ignore them), by `refuse_arguments`' rule."""
+    def check(cls: type, values: Any) -> Any:
+        if isinstance(values, Mapping):
+            check_keywords(cls.__name__, values, field_names(cls), ARGUMENT_HINTS)
+        return values
+    return model_validator(mode="before")(classmethod(check))  # type: ignore[arg-type]
 
 
 class SimilarityTopK:
@@ -118,10 +179,10 @@ class SearcherState(SimilarityTopK, Generic[S]):
         **unexpected: Any,
     ) -> None:
         refuse_arguments(type(self).__name__, unexpected, {
-            "filter": "LlamaIndex spells it filters=, as VectorIndexRetriever does",
+            **ARGUMENT_HINTS,
             "index": f"pass the core index as {self.searcher_argument}= (in LlamaIndex, "
                      "index= is a VectorStoreIndex)",
-        })
+        }, constructor_keywords(type(self)))
         self._check_searcher(searcher)
         self._searcher = searcher
         self._filter = filters

@@ -34,6 +34,8 @@ from llama_index.core.schema import ImageType
 
 from hybrid_retrievers.models import DEFAULT_CLIP_MODEL, ClipEmbedder
 
+from ._base import checks_keywords, constructor_keywords
+
 __all__ = ["ClipEmbedding"]
 
 Embedding = list[float]
@@ -74,6 +76,7 @@ class ClipEmbedding(MultiModalEmbedding):
 
     _clip: ClipEmbedder = PrivateAttr()
 
+    @checks_keywords(constructor_keywords)  # **kwargs: the BaseEmbedding fields
     def __init__(
         self,
         model: ClipEmbedder | str | os.PathLike[str] = DEFAULT_CLIP_MODEL,

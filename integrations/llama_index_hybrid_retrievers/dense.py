@@ -26,7 +26,13 @@ from hybrid_retrievers.integration import (
 )
 from hybrid_retrievers.vector import DEFAULT_BATCH_SIZE, EmbeddingCache, VectorIndex
 
-from ._base import BuildOptions, CoreIndexRetriever, LoadOptions, SearcherOptions
+from ._base import (
+    BuildOptions,
+    CoreIndexRetriever,
+    LoadOptions,
+    SearcherOptions,
+    constructor_factory,
+)
 from ._convert import nodes_to_docs, one_source, source_nodes
 from .embeddings import as_embedder
 
@@ -78,6 +84,7 @@ class DenseRetriever(CoreIndexRetriever[VectorIndex]):
         return self._searcher
 
     @classmethod
+    @constructor_factory
     def from_defaults(
         cls,
         nodes: Iterable[BaseNode] | None = None,
@@ -103,6 +110,7 @@ class DenseRetriever(CoreIndexRetriever[VectorIndex]):
         return cls(index, nodes=node_list, **options)
 
     @classmethod
+    @constructor_factory
     def from_persist_dir(
         cls, persist_dir: str | os.PathLike[str], *, embed_model: BaseEmbedding | Any,
         mmap: bool = False, cache: EmbeddingCache | None = None, **options: Unpack[LoadOptions],

@@ -25,6 +25,7 @@ from llama_index.core.schema import MetadataMode, NodeWithScore
 from hybrid_retrievers import Doc, Hit
 from hybrid_retrievers.rerank import MMRReranker, SourceCap
 
+from ._base import refuse_unknown_fields
 from .embeddings import as_embedder
 from .postprocessors import RerankPostprocessor
 
@@ -32,7 +33,10 @@ __all__ = ["MMRPostprocessor", "SourceCapPostprocessor"]
 
 
 class DiversityPostprocessor(RerankPostprocessor):
-    """Shared: the nodes go to the core as hits, so their scores are the relevance."""
+    """Shared: the nodes go to the core as hits, so their scores are the relevance;
+    unknown keywords are refused (LlamaIndex's components would ignore them)."""
+
+    _refuse_unknown = refuse_unknown_fields()
 
     def _to_core(self, nodes: list[NodeWithScore]) -> list[Doc] | list[Hit]:
         docs = super()._to_core(nodes)

@@ -13,6 +13,7 @@ from llama_index.core.base.embeddings.base import BaseEmbedding
 
 from hybrid_retrievers.integration import EmbedderAdapter, adapt_embedder
 
+from ._base import checks_keywords
 from .clip import ClipEmbedding
 
 __all__ = ["LlamaIndexEmbedder", "as_embedder"]
@@ -44,6 +45,7 @@ class LlamaIndexEmbedder(EmbedderAdapter):
     async_query_method = "aget_query_embedding"
     dimension_attribute = "embed_dim"
 
+    @checks_keywords()
     def __init__(self, embed_model: BaseEmbedding, *, model_id: str | None = None,
                  dimension: int | None = None) -> None:
         super().__init__(embed_model, model_id=model_id, dimension=dimension)

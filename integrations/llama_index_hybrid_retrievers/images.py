@@ -21,6 +21,7 @@ from llama_index.core.base.llms.types import ChatMessage, ImageBlock, MessageRol
 
 from hybrid_retrievers.images import DEFAULT_DESCRIPTION_PROMPT, ImageInput, load_image
 
+from ._base import checks_keywords
 from ._convert import type_error
 from ._llm import llm_name
 
@@ -49,6 +50,7 @@ class MultiModalLLMDescriber:
         ('user: Describe it.\\nassistant:', 'mock')
     """
 
+    @checks_keywords()
     def __init__(self, llm: Any, *, name: str | None = None) -> None:
         if not callable(getattr(llm, "chat", None)):
             raise type_error("llm must be a llama_index LLM that takes image blocks (with "

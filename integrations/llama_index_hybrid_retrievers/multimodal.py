@@ -35,9 +35,10 @@ from hybrid_retrievers.images import (
     ImageQuery,
     MultimodalSearcher,
 )
+from hybrid_retrievers.integration import keyword_names
 from hybrid_retrievers.types import Doc, Hit
 
-from ._base import Filter, SearcherState
+from ._base import Filter, SearcherState, checks_keywords
 from ._convert import FUSION_KEY, QueryChecked, check_query_type, node_with_added_metadata
 from .images import MultiModalLLMDescriber
 
@@ -54,6 +55,11 @@ TEXT_TO_IMAGE_ROUTES = ("descriptions", "images")
 """The routes of ``text_to_image_retrieve``: image descriptions and CLIP text→image."""
 IMAGE_TO_IMAGE_ROUTES = ("image",)
 """The route of ``image_to_image_retrieve``: CLIP image→image."""
+
+
+# The factories hand their other keywords to the core searcher.
+searcher_factory = checks_keywords(
+    lambda cls: keyword_names(MultimodalSearcher.__init__, MultimodalSearcher.from_index))
 
 
 def as_describer(describer: Any) -> Any:
@@ -124,6 +130,7 @@ class MultimodalRetriever(SearcherState[MultimodalSearcher], QueryChecked, Multi
     build_hint = "MultimodalRetriever.from_index(index, ...) or .from_components(...)"
 
     @classmethod
+    @searcher_factory
     def from_components(
         cls, text: Any = None, *, images: Any = None, descriptions: Any = None,
         describer: Any = None, similarity_top_k: int = 4, filters: Filter = None,
@@ -154,6 +161,7 @@ class MultimodalRetriever(SearcherState[MultimodalSearcher], QueryChecked, Multi
                    callback_manager=callback_manager, verbose=verbose)
 
     @classmethod
+    @searcher_factory
     def from_index(
         cls, index: Any, *, images: Any = None, describer: Any = None,
         similarity_top_k: int = 4, filters: Filter = None,

@@ -19,7 +19,13 @@ from llama_index.core.schema import BaseNode
 from hybrid_retrievers.integration import check_k, check_merge_threshold
 from hybrid_retrievers.parent import ParentChildSearcher, ParentStore, ParentStoreLike
 
-from ._base import BuildOptions, LoadOptions, SearcherOptions, SearcherState
+from ._base import (
+    BuildOptions,
+    LoadOptions,
+    SearcherOptions,
+    SearcherState,
+    constructor_factory,
+)
 from ._convert import QueryChecked, as_node_list, nodes_to_docs
 from ._editing import id_list
 from .embeddings import as_embedder
@@ -61,6 +67,7 @@ class ParentDocumentRetriever(SearcherState[ParentChildSearcher], QueryChecked, 
         super().__init__(searcher, **options)
 
     @classmethod
+    @constructor_factory
     def from_defaults(
         cls,
         nodes: Iterable[BaseNode],
@@ -130,6 +137,7 @@ class ParentDocumentRetriever(SearcherState[ParentChildSearcher], QueryChecked, 
                 "merge_threshold": settings.get("merge_threshold")}
 
     @classmethod
+    @constructor_factory
     def from_persist_dir(
         cls, persist_dir: str | os.PathLike[str], *, embed_model: Any = None,
         splitter: Any = None, **options: Unpack[LoadOptions],

@@ -16,7 +16,13 @@ from llama_index.core.storage.docstore.types import BaseDocumentStore
 from hybrid_retrievers import SparseIndex
 from hybrid_retrievers.types import SparseEmbedder
 
-from ._base import BuildOptions, CoreIndexRetriever, LoadOptions, SearcherOptions
+from ._base import (
+    BuildOptions,
+    CoreIndexRetriever,
+    LoadOptions,
+    SearcherOptions,
+    constructor_factory,
+)
 from ._convert import nodes_to_docs, one_source, source_nodes
 
 if TYPE_CHECKING:  # typing.Unpack is Python 3.11+
@@ -69,6 +75,7 @@ class SparseRetriever(CoreIndexRetriever[SparseIndex]):
         return self._searcher
 
     @classmethod
+    @constructor_factory
     def from_defaults(
         cls,
         nodes: Iterable[BaseNode] | None = None,
@@ -92,6 +99,7 @@ class SparseRetriever(CoreIndexRetriever[SparseIndex]):
         return cls(index, nodes=node_list, **options)
 
     @classmethod
+    @constructor_factory
     def from_persist_dir(
         cls, persist_dir: str | os.PathLike[str], *, sparse_embed_model: SparseEmbedder,
         mmap: bool = False, **options: Unpack[LoadOptions],
