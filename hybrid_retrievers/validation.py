@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from enum import Enum
@@ -11,9 +12,9 @@ from typing import Any, TypeVar
 import numpy as np
 
 __all__ = ["check_count", "check_filter_values", "check_id_list", "check_k", "check_k_rrf",
-           "check_merge_threshold", "check_names", "check_number", "check_queries",
-           "check_query", "check_scores",
-           "check_str_items", "check_threshold", "check_weights", "parse_enum"]
+           "check_keywords", "check_merge_threshold", "check_names", "check_number",
+           "check_queries", "check_query", "check_scores", "check_str_items", "check_threshold",
+           "check_weights", "parse_enum"]
 
 E = TypeVar("E", bound=Enum)
 
@@ -26,6 +27,37 @@ def check_k(k: Any, name: str = "k") -> int:
     if k < 1:
         raise ValueError(f"{name} must be >= 1, got {k}; ask for at least one result")
     return k
+
+
+def check_keywords(where: str, given: Iterable[str], accepted: Iterable[str],
+                   hints: Mapping[str, str] | None = None) -> None:
+    """Refuse the keywords of ``given`` that ``where`` does not take, all in one `TypeError`.
+
+    Each is named with what to pass instead: its entry in ``hints`` (another library's
+    spelling and ours), else the nearest accepted name (`difflib.get_close_matches`);
+    the accepted names follow (those starting with ``_`` are accepted but not listed).
+    A misspelt keyword is never ignored, so a setting never silently keeps its default.
+
+    Example:
+        >>> check_keywords("DenseRetriever", ["similarty_top_k"],
+        ...                ["similarity_top_k", "filters"])
+        Traceback (most recent call last):
+        TypeError: DenseRetriever got unexpected argument(s) 'similarty_top_k' (did you mean \
+similarity_top_k=?); accepted: filters, similarity_top_k
+    """
+    known = set(accepted)
+    unknown = [key for key in given if key not in known]
+    if not unknown:
+        return
+    hints = hints or {}
+    listed = sorted(name for name in known if not name.startswith("_"))
+    parts = []
+    for key in unknown:
+        nearest = difflib.get_close_matches(str(key), listed, n=1)
+        hint = hints.get(key) or (f"did you mean {nearest[0]}=?" if nearest else None)
+        parts.append(f"{key!r} ({hint})" if hint else repr(key))
+    raise TypeError(f"{where} got unexpected argument(s) {', '.join(parts)}; accepted: "
+                    f"{', '.join(listed)}")
 
 
 def check_number(value: Any, name: str, *, low: float | None = None,
