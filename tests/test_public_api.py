@@ -186,6 +186,7 @@ FACES = {
         "FusionRetriever",
         "HyDERetriever",
         "HybridRetriever",
+        "HypotheticalDocumentEmbedder",
         "ImageRetriever",
         "LLMRerankCompressor",
         "LangChainEmbedder",
