@@ -208,6 +208,7 @@ FACES = {
         "CrossEncoderRerank",
         "DenseRetriever",
         "FusionRetriever",
+        "HyDEQueryTransform",
         "HyDERetriever",
         "HybridRetriever",
         "LLMRerank",
