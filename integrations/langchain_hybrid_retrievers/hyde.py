@@ -150,8 +150,9 @@ class HypotheticalDocumentEmbedder(BaseModel, Embeddings):
     mean with the query's own vector), a ``timeout`` on the LLM (default 30 s) with the
     raw query's embedding as the fallback when every generation fails (a warning is
     logged on ``hybrid_retrievers.hyde``; `embed_query_with_result` says so), and async
-    `aembed_query`. The LLM call is a child run of the caller's run (of our retrievers',
-    and of any runnable that calls `embed_query`).
+    `aembed_query`. The LLM call is a child run of our retrievers' runs and of a runnable
+    that calls `embed_query` (LangChain's own retrievers do not hand their run on to an
+    embedding: there it is a run of its own, as with the original).
 
     Example:
         >>> from langchain_core.embeddings import DeterministicFakeEmbedding

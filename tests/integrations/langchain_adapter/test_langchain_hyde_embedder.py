@@ -248,6 +248,8 @@ def test_bad_arguments_name_the_fix() -> None:
         HypotheticalDocumentEmbedder.from_llm(llm, Hashing(), custom_prompt="Answer {q}")
     with pytest.raises(TypeError, match="llm must be a LangChain LLM"):
         HypotheticalDocumentEmbedder.from_llm("gpt", Hashing(), "fiqa")
+    with pytest.raises(ValueError, match="empty or blank"):
+        HypotheticalDocumentEmbedder.from_llm(llm, Hashing(), "fiqa").embed_query(" ")
     two = PromptTemplate.from_template("{question} in {language}")
     with pytest.raises(ValueError, match="exactly one input variable"):
         HypotheticalDocumentEmbedder.from_llm(llm, Hashing(), custom_prompt=two)

@@ -223,6 +223,10 @@ def test_bad_arguments_name_the_fix() -> None:
         HyDEQueryTransform(FixedLLM(), timeout=0)
     with pytest.raises(ValueError, match="n must be between 1 and 8"):
         HyDEQueryTransform(FixedLLM(), n=9)
+    with pytest.raises(ValueError, match="empty or blank"):
+        HyDEQueryTransform(FixedLLM()).run(" ")
+    with pytest.raises(TypeError, match="a str or a QueryBundle"):
+        HyDEQueryTransform(FixedLLM()).run_with_result(3)
     assert HyDEQueryTransform(FixedLLM()).hyde.timeout == 30.0
 
 
