@@ -144,10 +144,13 @@ class HyDE:
         generate: the LLM: a callable ``prompt -> str`` (the `TextGenerator`
             protocol). An ``async def`` callable, or an object with an async
             ``agenerate(prompt)`` method, is awaited on the async path.
-        embedder: an `Embedder` (``embed_documents`` / ``embed_query``).
+        embedder: an `Embedder` (``embed_documents`` / ``embed_query``), or ``None`` for
+            generation only (`generate`; a query transform that leaves the embedding to
+            the retriever, as LlamaIndex's ``HyDEQueryTransform`` does).
         n: generations per query, 1..8 (the paper uses 8).
         include_query: also average in the query's own embedding (the reference method).
-        prompt: a name from `HYDE_PROMPTS`, a template with ``{query}``, or a callable.
+        prompt: a name from `HYDE_PROMPTS`, a template with ``{query}``, a callable, or
+            ``None`` (the generator receives the query and formats its own prompt).
         timeout: seconds to wait for the generations (all of them together; default
             30); on timeout the ones not finished count as failed, and with none left
             the raw query is used. Generations run in daemon threads, so a hung LLM
@@ -180,11 +183,11 @@ class HyDE:
                 "generate must be a callable prompt -> str (an LLM wrapper or a function), "
                 f"got {type(generate).__name__}"
             )
-        if not (callable(getattr(embedder, "embed_documents", None))
-                and callable(getattr(embedder, "embed_query", None))):
+        if embedder is not None and not (callable(getattr(embedder, "embed_documents", None))
+                                         and callable(getattr(embedder, "embed_query", None))):
             raise TypeError(
                 "embedder must have embed_documents(texts) and embed_query(text) (the "
-                f"Embedder protocol), got {type(embedder).__name__}"
+                f"Embedder protocol) or be None (generation only), got {type(embedder).__name__}"
             )
         n = check_k(n, "n")
         if n > 8:
@@ -205,7 +208,7 @@ class HyDE:
 
     @property
     def embedder(self) -> Any:
-        """The embedder of queries and passages."""
+        """The embedder of queries and passages (``None``: generation only)."""
         return self._embedder
 
     @property
@@ -235,7 +238,8 @@ class HyDE:
 
     def _cache_key(self, query: str) -> tuple[str, str]:
         p = self._prompt
-        return (p if isinstance(p, str) else f"callable:{id(p)}", query)
+        label = p if isinstance(p, str) else "generator" if p is None else f"callable:{id(p)}"
+        return (label, query)
 
     def _plan(self, query: str) -> Generator[str, list[Any], HyDEResult]:
         """Yield the prompt once, receive the ``n`` outcomes, return the result.
@@ -369,7 +373,14 @@ class HyDE:
     # -------------------------------------------------------------- embedding
 
     def vector(self, query: str, result: HyDEResult) -> NDArray[np.float32]:
-        """The HyDE vector for ``query`` from already generated passages (see module doc)."""
+        """The HyDE vector for ``query`` from already generated passages (see module doc).
+
+        Raises:
+            ValueError: when this HyDE was made without an embedder (generation only).
+        """
+        if self._embedder is None:
+            raise ValueError("this HyDE has no embedder (it was made for generation only); "
+                             "pass embedder= to embed queries")
         rows: list[NDArray[np.float32]] = []
         if result.passages:
             docs = np.asarray(self._embedder.embed_documents(list(result.passages)), dtype=np.float32)

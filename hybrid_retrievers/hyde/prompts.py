@@ -1,8 +1,10 @@
 """HyDE prompt templates, and how a prompt is rendered for one query.
 
-A prompt is a name from `HYDE_PROMPTS`, a template with a ``{query}`` placeholder, or
-a callable ``query -> str``. Only ``{query}`` is substituted, so other braces in a
-template stay as written.
+A prompt is a name from `HYDE_PROMPTS`, a template with a ``{query}`` placeholder, a
+callable ``query -> str``, or ``None``: the generator receives the query itself and
+formats its own prompt (a framework chain that carries its template, as LangChain's
+`HypotheticalDocumentEmbedder` and LlamaIndex's `HyDEQueryTransform` do). Only
+``{query}`` is substituted, so other braces in a template stay as written.
 """
 
 from __future__ import annotations
@@ -12,11 +14,13 @@ from typing import Any
 
 __all__ = ["HYDE_PROMPTS", "Prompt", "check_prompt", "prompt_label", "render_prompt"]
 
-Prompt = str | Callable[[str], str]
-"""A template name, a template with ``{query}``, or a callable ``query -> str``."""
+Prompt = str | Callable[[str], str] | None
+"""A template name, a template with ``{query}``, a callable ``query -> str``, or ``None``
+(the generator gets the query as it is)."""
 
 HYDE_PROMPTS: Mapping[str, str] = {
-    # The first five follow the instructions of Gao et al. 2022 (their Table 6 prompts).
+    # The first seven follow the instructions of Gao et al. 2022 (their Table 6 prompts;
+    # "multilingual" is their Mr.TyDi prompt, which names the language of each run).
     "web": "Please write a passage to answer the question.\nQuestion: {query}\nPassage:",
     "scientific": (
         "Please write a scientific paper passage to answer the question.\n"
@@ -34,6 +38,10 @@ HYDE_PROMPTS: Mapping[str, str] = {
     "argument": (
         "Please write a counter argument for the passage.\nPassage: {query}\n"
         "Counter Argument:"
+    ),
+    "multilingual": (
+        "Please write a passage in the language of the question to answer the question "
+        "in detail.\nQuestion: {query}\nPassage:"
     ),
     "legal": (
         "Please write a passage from a statute, regulation or court decision that answers "
@@ -53,7 +61,8 @@ HYDE_PROMPTS: Mapping[str, str] = {
 
 
 def render_prompt(prompt: Prompt, query: str) -> str:
-    """The prompt text for ``query``: a template name, a template with ``{query}``, or a callable.
+    """The prompt text for ``query``: a template name, a template with ``{query}``, a
+    callable, or ``None`` (the query itself: the generator formats its own prompt).
 
     Only the ``{query}`` placeholder is substituted (other braces stay as written).
 
@@ -61,6 +70,8 @@ def render_prompt(prompt: Prompt, query: str) -> str:
         >>> render_prompt("Answer: {query}", "what is lift?")
         'Answer: what is lift?'
     """
+    if prompt is None:
+        return query
     if callable(prompt):
         text = prompt(query)
         if not isinstance(text, str):
@@ -71,18 +82,18 @@ def render_prompt(prompt: Prompt, query: str) -> str:
 
 
 def check_prompt(prompt: Any) -> Prompt:
-    """``prompt`` if it is a built-in name, a template with ``{query}`` or a callable.
+    """``prompt`` if it is a built-in name, a template with ``{query}``, a callable or ``None``.
 
     Raises:
         TypeError: for anything else than a str or a callable.
         ValueError: for a str that is neither a built-in name nor contains ``{query}``.
     """
-    if callable(prompt):
+    if prompt is None or callable(prompt):
         return prompt  # type: ignore[no-any-return]
     if not isinstance(prompt, str):
         raise TypeError(
             f"prompt must be a template name {sorted(HYDE_PROMPTS)}, a template str with "
-            f"'{{query}}' or a callable(query) -> str, got {type(prompt).__name__}"
+            f"'{{query}}', a callable(query) -> str or None, got {type(prompt).__name__}"
         )
     if prompt not in HYDE_PROMPTS and "{query}" not in prompt:
         raise ValueError(
@@ -93,5 +104,8 @@ def check_prompt(prompt: Any) -> Prompt:
 
 
 def prompt_label(prompt: Prompt) -> str:
-    """A short name for ``prompt`` in reprs: the built-in name, else ``"custom"``."""
+    """A short name for ``prompt`` in reprs: the built-in name, ``"the generator's"`` for
+    ``None``, else ``"custom"``."""
+    if prompt is None:
+        return "the generator's"
     return prompt if isinstance(prompt, str) and prompt in HYDE_PROMPTS else "custom"

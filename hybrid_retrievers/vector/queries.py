@@ -29,14 +29,21 @@ def coroutine_method(obj: Any, name: str) -> Callable[..., Any] | None:
     return method if method is not None and inspect.iscoroutinefunction(method) else None
 
 
-def mean_vector(vectors: Any) -> NDArray[np.float32]:
-    """The plain mean of ``(n, dimension)`` query vectors (LlamaIndex's ``mean_agg``).
+def mean_vector(vectors: Any, dtype: Any = np.float32) -> NDArray[Any]:
+    """The plain mean of ``(n, dimension)`` query vectors (LlamaIndex's ``mean_agg``),
+    computed in ``dtype`` (``np.float64`` keeps a framework's float lists exact).
 
     Raises:
-        ValueError: for anything but a 2-d array of vectors.
+        ValueError: for anything but a non-empty 2-d array of vectors (vectors of
+            different lengths included).
     """
-    matrix = np.asarray(vectors, dtype=np.float32)
-    if matrix.ndim != 2:
+    try:
+        matrix = np.asarray(vectors, dtype=dtype)
+    except ValueError:  # ragged rows: say so rather than numpy's "inhomogeneous shape"
+        lengths = sorted({int(np.size(v)) for v in vectors})
+        raise ValueError(
+            f"query vectors must all have one dimension, got lengths {lengths}") from None
+    if matrix.ndim != 2 or not matrix.size:
         raise ValueError(f"query vectors must have shape (n, dimension), got {matrix.shape}")
     return matrix.mean(axis=0)
 

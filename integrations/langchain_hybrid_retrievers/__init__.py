@@ -24,7 +24,7 @@ from .embeddings import LangChainEmbedder
 from .evaluation import as_eval_callable
 from .fusion import FusionRetriever
 from .hybrid import HybridRetriever
-from .hyde import HyDERetriever
+from .hyde import HyDERetriever, HypotheticalDocumentEmbedder
 from .images import ChatModelDescriber
 from .multimodal import ImageRetriever, MultimodalRetriever
 from .parent import LangChainParentStore, ParentDocumentRetriever
@@ -41,6 +41,7 @@ __all__ = [
     "FusionRetriever",
     "HyDERetriever",
     "HybridRetriever",
+    "HypotheticalDocumentEmbedder",
     "ImageRetriever",
     "LLMRerankCompressor",
     "LangChainEmbedder",

@@ -50,7 +50,8 @@ def llm_name(llm: Any) -> str:
 class LangChainGenerator:
     """A LangChain LLM, chat model or `Runnable` as the core's text generator:
     ``__call__`` runs ``invoke(prompt)``, ``agenerate`` awaits ``ainvoke(prompt)``, and a
-    message becomes its text.
+    message becomes its text. With ``input_key`` the runnable is a chain that formats its
+    own prompt: it receives ``{input_key: text}``.
 
     Example:
         >>> from langchain_core.language_models import FakeListLLM
@@ -58,11 +59,13 @@ class LangChainGenerator:
         'Wings make lift.'
     """
 
-    def __init__(self, runnable: Runnable, *, callbacks: Callbacks = None) -> None:
+    def __init__(self, runnable: Runnable, *, callbacks: Callbacks = None,
+                 input_key: str | None = None) -> None:
         if not isinstance(runnable, Runnable):
             raise _not_an_llm(runnable)
         self.runnable = runnable
         self.callbacks = callbacks
+        self.input_key = input_key
 
     @property
     def name(self) -> str:
@@ -71,18 +74,21 @@ class LangChainGenerator:
 
     def with_callbacks(self, callbacks: Callbacks) -> LangChainGenerator:
         """The same model, its calls reported to ``callbacks`` (``None``: as the context)."""
-        return LangChainGenerator(self.runnable, callbacks=callbacks)
+        return LangChainGenerator(self.runnable, callbacks=callbacks, input_key=self.input_key)
 
     def _config(self) -> RunnableConfig | None:
         if self.callbacks is not None:
             return {"callbacks": self.callbacks}
         return core_call_config()
 
+    def _input(self, prompt: str) -> Any:
+        return prompt if self.input_key is None else {self.input_key: prompt}
+
     def __call__(self, prompt: str) -> str:
-        return message_text(self.runnable.invoke(prompt, self._config()))
+        return message_text(self.runnable.invoke(self._input(prompt), self._config()))
 
     async def agenerate(self, prompt: str) -> str:
-        return message_text(await self.runnable.ainvoke(prompt, self._config()))
+        return message_text(await self.runnable.ainvoke(self._input(prompt), self._config()))
 
     def __repr__(self) -> str:
         return f"LangChainGenerator({type(self.runnable).__name__})"

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, ClassVar
 
 from langchain_core.embeddings import Embeddings
 from pydantic import field_validator
@@ -43,6 +43,8 @@ class DenseRetriever(IndexRetriever):
     index: VectorIndex
     """The core vector index that does all scoring; shared, not copied. It must have
     an embedder (text queries are embedded by it)."""
+
+    child_runs: ClassVar[bool] = True  # an embedding's LLM call (HyDE) is a child run
 
     @field_validator("index")
     @classmethod

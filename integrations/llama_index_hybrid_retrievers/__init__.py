@@ -29,7 +29,7 @@ from .embeddings import LlamaIndexEmbedder
 from .evaluation import as_eval_callable
 from .fusion import FusionRetriever
 from .hybrid import HybridRetriever
-from .hyde import HyDERetriever
+from .hyde import HyDEQueryTransform, HyDERetriever
 from .images import MultiModalLLMDescriber
 from .multimodal import MultimodalRetriever
 from .parent import ParentDocumentRetriever
@@ -43,6 +43,7 @@ __all__ = [
     "CrossEncoderRerank",
     "DenseRetriever",
     "FusionRetriever",
+    "HyDEQueryTransform",
     "HyDERetriever",
     "HybridRetriever",
     "LLMRerank",

@@ -79,6 +79,19 @@ def test_prompt_templates_and_custom_prompts(emb: HashingEmbedder) -> None:
         HyDE(gen, emb, prompt=3)  # type: ignore[arg-type]
 
 
+def test_generation_only_with_the_generators_own_prompt() -> None:
+    # What the framework-shaped transforms use: the chain formats its prompt, the
+    # embedding is left to someone else.
+    gen = Cycle("wings make lift")
+    hyde = HyDE(gen, None, prompt=None)
+    result = hyde.generate("what is lift?")
+    assert gen.prompts == ["what is lift?"] and result.passages == ("wings make lift",)
+    assert hyde.embedder is None and "the generator's" in repr(hyde)
+    with pytest.raises(ValueError, match="no embedder"):
+        hyde.vector("what is lift?", result)
+    assert "the language of the question" in render_prompt("multilingual", "q")
+
+
 def test_generation_failure_falls_back_to_raw_query(emb: HashingEmbedder, caplog) -> None:
     hyde = HyDE(boom, emb, n=2)
     with caplog.at_level(logging.WARNING, logger="hybrid_retrievers.hyde"):

@@ -130,3 +130,26 @@ def test_ragged_vectors_are_our_clear_error(vectors: list) -> None:
 def test_from_vectors_refuses_dict_texts() -> None:
     with pytest.raises(TypeError, match="got a dict"):
         VectorIndex.from_vectors([[1.0, 0.0], [0.0, 1.0]], texts={"a": "x", "b": "y"})
+
+
+def test_mean_vector_names_bad_vectors_and_keeps_float64_when_asked() -> None:
+    from hybrid_retrievers.integration import mean_vector
+
+    exact = mean_vector([[0.1, 0.2], [0.3, 0.4]], dtype=np.float64)
+    assert exact.dtype == np.float64 and exact.tolist() == [(0.1 + 0.3) / 2, (0.2 + 0.4) / 2]
+    assert mean_vector([[1.0, 2.0]]).dtype == np.float32
+    with pytest.raises(ValueError, match=r"shape \(n, dimension\), got \(0,\)"):
+        mean_vector([])
+    with pytest.raises(ValueError, match=r"one dimension, got lengths \[1, 2\]"):
+        mean_vector([[1.0, 2.0], [3.0]])
+
+
+def test_check_keywords_names_the_nearest_accepted_name() -> None:
+    from hybrid_retrievers.integration import check_keywords
+
+    check_keywords("f", ["timeout"], ["timeout", "n"])
+    with pytest.raises(TypeError,
+                       match=r"'timout' \(did you mean timeout=\?\); accepted: n, timeout"):
+        check_keywords("f", ["timout"], ["timeout", "n"])
+    with pytest.raises(TypeError, match=r"'llm_predictor' \(use llm=\)"):
+        check_keywords("f", ["llm_predictor"], ["llm"], {"llm_predictor": "use llm="})
