@@ -26,6 +26,7 @@ import pytest
 from langchain_core.documents import Document
 from langchain_core.embeddings import DeterministicFakeEmbedding
 from langchain_core.language_models import FakeListChatModel
+from langchain_core.prompts import PromptTemplate
 from langchain_core.retrievers import BaseRetriever as LangChainRetriever
 from langchain_core.stores import InMemoryStore
 from langchain_core.vectorstores import InMemoryVectorStore
@@ -164,6 +165,14 @@ ROUTES: dict[tuple[Any, str], Route] = {
         documents(), embedding=EMBED, llm=hyde_llm, **kw), "score_key"),
     (lc, "HyDERetriever.from_retriever"): Route(lambda t, **kw: lc.HyDERetriever.from_retriever(
         lc_dense(), llm=hyde_llm, **kw), "score_key"),
+    (lc, "HypotheticalDocumentEmbedder"): Route(lambda t, **kw: lc.HypotheticalDocumentEmbedder(
+        base_embeddings=DeterministicFakeEmbedding(size=8),
+        llm_chain=PromptTemplate.from_template("Answer: {question}")
+        | FakeListChatModel(responses=["wing lift"]), **kw), "include_query"),
+    (lc, "HypotheticalDocumentEmbedder.from_llm"): Route(
+        lambda t, **kw: lc.HypotheticalDocumentEmbedder.from_llm(
+            FakeListChatModel(responses=["wing lift"]), DeterministicFakeEmbedding(size=8),
+            prompt_key="web_search", **kw), "include_query"),
     (lc, "HybridRetriever"): Route(lambda t, **kw: lc.HybridRetriever(
         searcher=FusionSearcher.hybrid(TEXTS, EMBED), **kw), "score_key"),
     (lc, "HybridRetriever.from_texts"): Route(
@@ -251,6 +260,8 @@ ROUTES: dict[tuple[Any, str], Route] = {
         "similarity_top_k", owner="fusion"),
     (li, "HyDERetriever"): Route(lambda t, **kw: li.HyDERetriever(li.HyDERetriever.from_defaults(
         nodes(), embed_model=EMBED, llm=hyde_llm).searcher, **kw), "similarity_top_k"),
+    (li, "HyDEQueryTransform"): Route(lambda t, **kw: li.HyDEQueryTransform(
+        llm=MockLLM(), **kw), "include_original"),
     (li, "HyDERetriever.from_defaults"): Route(lambda t, **kw: li.HyDERetriever.from_defaults(
         nodes(), embed_model=EMBED, llm=hyde_llm, **kw), "similarity_top_k", owner="hyde"),
     (li, "HybridRetriever"): Route(lambda t, **kw: li.HybridRetriever(
