@@ -189,6 +189,7 @@ FACES = {
         "LangChainEmbedder",
         "LangChainParentStore",
         "MMRCompressor",
+        "MultiVectorRetriever",
         "MultimodalRetriever",
         "ParentDocumentRetriever",
         "RerankingRetriever",
