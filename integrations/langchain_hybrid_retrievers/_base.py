@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import difflib
 import inspect
 import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -59,9 +60,9 @@ ARGUMENT_HINTS: Mapping[str, str] = {
     "c": "EnsembleRetriever's RRF constant c is called k_rrf here (default 60)",
     "id_key": (
         "id_key is not needed here: documents are identified by Document.id (set it on "
-        "your documents; dedup='content' also merges equal texts under different ids), "
-        "and ParentDocumentRetriever links each child to its parent under the metadata "
-        "key 'parent_id' itself"
+        "your documents; dedup='content' also merges equal texts under different ids); "
+        "it is the parent-id metadata key of ParentDocumentRetriever and "
+        "MultiVectorRetriever built over a LangChain vector store"
     ),
     "top_k": "the number of documents to return is k (top_n on rerankers)",
     "top_n": (
@@ -85,7 +86,8 @@ ARGUMENT_HINTS: Mapping[str, str] = {
 
 def check_arguments(cls: type, values: Any, hints: Mapping[str, str] = ARGUMENT_HINTS) -> Any:
     """Refuse constructor keywords that are not fields of ``cls``: `TypeError` naming each
-    one (with its community equivalent from ``hints``) and the accepted names."""
+    one (with its community equivalent from ``hints``, else the nearest accepted name when
+    one is close) and the accepted names."""
     if not isinstance(values, Mapping):
         return values
     fields = getattr(cls, "model_fields", {})
@@ -96,6 +98,9 @@ def check_arguments(cls: type, values: Any, hints: Mapping[str, str] = ARGUMENT_
     parts = []
     for key in unknown:
         hint = hints.get(key)
+        if hint is None:
+            near = difflib.get_close_matches(key, sorted(known), n=1)
+            hint = f"did you mean {near[0]!r}?" if near else None
         parts.append(f"{key!r} ({hint})" if hint else repr(key))
     raise TypeError(
         f"{cls.__name__} got unexpected argument(s) {', '.join(parts)}; accepted: "
