@@ -344,6 +344,16 @@ def test_k_asks_for_exactly_k_parents() -> None:
     assert len(retriever.model_copy(update={"k": 4}).invoke("wing")) == 4
 
 
+def test_parent_ids_are_document_ids_when_set_else_uuids() -> None:
+    retriever = ParentDocumentRetriever(vectorstore=InMemoryVectorStore(WordEmbeddings()),
+                                        docstore=InMemoryStore(), child_splitter=SPLITTER)
+    named, unnamed = retriever.add_documents(
+        [Document(id="mine", page_content="Wing ribs."), Document(page_content="Bread.")])
+    assert named == "mine" and len(unnamed) == 36  # a UUID
+    assert sorted(retriever.docstore.yield_keys()) == sorted([named, unnamed])
+    assert retriever.docstore.mget([unnamed])[0].page_content == "Bread."
+
+
 async def test_add_to_docstore_false_aadd_and_delete() -> None:
     store = InMemoryVectorStore(WordEmbeddings())
     docstore = InMemoryStore()
