@@ -12,6 +12,7 @@ their best child, each with its score and matched children. `ParentDocumentRetri
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
@@ -225,19 +226,32 @@ class MultiVectorRetriever(CoreRetriever):
         return {MATCHED_CHILDREN_KEY: [{"id": c["id"], "rank": c["rank"], "score": c["score"]}
                                        for c in info["children"]]}
 
+    def _fields_in_force(self) -> contextlib.AbstractContextManager[Any]:
+        """The search settings and ``id_key`` as they are now, for the child index's calls
+        in this block: LangChain reads its fields at each call (``retriever.search_type =
+        SearchType.mmr`` is a documented pattern), and copies share one child index."""
+        child = self.searcher.child_searcher if self.searcher is not None else None
+        if self.vectorstore is None or not isinstance(child, LangChainChildIndex):
+            return contextlib.nullcontext()
+        return child.using(search_type=self.search_type, search_kwargs=self.search_kwargs,
+                           id_key=self.id_key)
+
     def _search(self, query: str, k: int | None, filter: Filter | None) -> list[Document]:
         where = self.filter if filter is None else filter
         top = self.k if k is None else check_k(k, name="k")
         child_k = self.search_kwargs.get("k")
+        if child_k is not None:
+            check_k(child_k, name="search_kwargs['k']")
         assert self.searcher is not None  # built by _build_searcher
-        if top is None:  # LangChain's rule: the parents of the top child_k children
-            n = child_k or DEFAULT_CHILD_K
-            hits = self.searcher.search(query, k=n, filter=where, fetch_k=n, refetch=False,
-                                        merge_threshold=self.merge_threshold)
-        else:
-            fetch_k = self.fetch_k if self.fetch_k is not None else child_k
-            hits = self.searcher.search(query, k=top, filter=where, fetch_k=fetch_k,
-                                        merge_threshold=self.merge_threshold)
+        with self._fields_in_force():
+            if top is None:  # LangChain's rule: the parents of the top child_k children
+                n = child_k or DEFAULT_CHILD_K
+                hits = self.searcher.search(query, k=n, filter=where, fetch_k=n,
+                                            refetch=False, merge_threshold=self.merge_threshold)
+            else:
+                fetch_k = self.fetch_k if self.fetch_k is not None else child_k
+                hits = self.searcher.search(query, k=top, filter=where, fetch_k=fetch_k,
+                                            merge_threshold=self.merge_threshold)
         if self.score_threshold is not None:
             hits = [h for h in hits if h.score >= self.score_threshold]
         return self._documents(hits)

@@ -194,8 +194,9 @@ class ParentDocumentRetriever(MultiVectorRetriever):
                 parents = [Doc(i, p.text, p.metadata) for i, p in zip(ids, parents)]
             return self.searcher.add(parents, store_parents=add_to_docstore)  # type: ignore[union-attr]
         parents, children = self._split_for_adding(list(documents), ids, add_to_docstore)
-        return self.searcher.add(  # type: ignore[union-attr]
-            parents, children=children, store_parents=add_to_docstore)
+        with self._fields_in_force():
+            return self.searcher.add(  # type: ignore[union-attr]
+                parents, children=children, store_parents=add_to_docstore)
 
     async def aadd_documents(
         self,

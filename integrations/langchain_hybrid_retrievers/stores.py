@@ -10,7 +10,9 @@ retrievers over them are in `.multi_vector` and `.parent`.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from enum import Enum
 from typing import Any
 
@@ -151,6 +153,13 @@ def search_vector_store(store: VectorStore, query: str, k: int, search_type: str
     return [(d, None) for d in store.similarity_search(query, k=k, **kwargs)]
 
 
+_Settings = tuple[str, dict[str, Any], str | None]  # search_type, search kwargs, id_key
+
+# The settings of the retriever calling a child index, for that index only (see `using`).
+_CALLER: ContextVar[tuple[Any, _Settings] | None] = ContextVar(
+    "langchain_child_index_settings", default=None)
+
+
 class LangChainChildIndex:
     """A LangChain vector store (or an editable retriever) as the core's child index.
 
@@ -180,19 +189,35 @@ class LangChainChildIndex:
             )
         self._store = target if isinstance(target, VectorStore) else None
         self._target = target
-        self._kwargs = {k: v for k, v in (search_kwargs or {}).items() if k != "k"}
-        self._search_type = check_search_type(search_type)
-        self._id_key = id_key
+        self._settings: _Settings = _settings(search_type, search_kwargs, id_key)
         self._store_ids: dict[str, str] = {}  # our child id -> the id the store gave it
+
+    @contextmanager
+    def using(self, *, search_type: Any, search_kwargs: Mapping[str, Any] | None,
+              id_key: str | None) -> Iterator[None]:
+        """Search and store with these settings instead of the constructor's, for calls
+        in this block (thread and task local): a retriever passes its fields as they are
+        at each call, as LangChain reads them (``retriever.search_type = "mmr"`` works),
+        even when copies of it share this index."""
+        token = _CALLER.set((self, _settings(search_type, search_kwargs, id_key)))
+        try:
+            yield
+        finally:
+            _CALLER.reset(token)
+
+    def _current(self) -> _Settings:
+        caller = _CALLER.get()
+        return caller[1] if caller is not None and caller[0] is self else self._settings
 
     def search(self, query: str, k: int, *, filter: Any = None) -> list[Hit]:
         """The top ``k`` children for ``query`` (see the class docstring)."""
-        kwargs = dict(self._kwargs)
+        search_type, kwargs, id_key = self._current()
+        kwargs = dict(kwargs)
         predicate = filter if callable(filter) and not isinstance(filter, Mapping) else None
         if isinstance(filter, Mapping):
             kwargs["filter"] = dict(filter)
         if self._store is not None:
-            pairs = search_vector_store(self._store, query, k, self._search_type, kwargs)
+            pairs = search_vector_store(self._store, query, k, search_type, kwargs)
         else:
             config = core_call_config()
             if accepts_k(self._target, asynchronous=False):
@@ -201,44 +226,18 @@ class LangChainChildIndex:
             pairs = [(d, document_score(d.metadata, SCORE_KEYS)) for d in docs]
         hits: list[Hit] = []
         for document, score in pairs:
-            doc = self._child(document)
+            doc = _child(document, id_key)
             if doc is None or (predicate is not None and not predicate(doc)):
                 continue
             rank = len(hits) + 1
             hits.append(Hit(doc, 1.0 / rank if score is None else float(score), rank))
         return hits[:k]
 
-    def _child(self, document: Document) -> Doc | None:
-        """A stored child as a core child (``parent_id`` set), ``None`` for no parent."""
-        doc_id = str(document.id) if document.id is not None \
-            else content_id(document.page_content)
-        if self._id_key is None:
-            return Doc(doc_id, document.page_content, document.metadata)
-        parent = document.metadata.get(self._id_key)
-        if parent is None:
-            return None
-        if not isinstance(parent, str):
-            raise ValueError(
-                f"child {doc_id!r} names its parent under {self._id_key!r} as a "
-                f"{type(parent).__name__} ({parent!r}); parent ids must be str"
-            )
-        metadata = copy_metadata(document.metadata)
-        metadata[PARENT_ID_KEY] = parent
-        return Doc(doc_id, document.page_content, metadata)
-
-    def _document(self, doc: Doc) -> Document:
-        """A core child as the `Document` stored for it (see the layouts above)."""
-        if self._id_key is None:
-            return doc_to_document(doc)
-        metadata = copy_metadata(doc.metadata)
-        parent = metadata.pop(PARENT_ID_KEY)
-        metadata[self._id_key] = parent
-        return Document(id=doc.id, page_content=doc.text, metadata=metadata)
-
     def add_docs(self, docs: Sequence[Doc]) -> list[str]:
         """Add children with ``add_documents`` (our ids passed); returns our ids."""
+        id_key = self._current()[2]
         ids = [d.id for d in docs]
-        given = self._target.add_documents([self._document(d) for d in docs], ids=ids)
+        given = self._target.add_documents([_document(d, id_key) for d in docs], ids=ids)
         if not (isinstance(given, list) and len(given) == len(ids)):
             given = ids
         self._store_ids.update(zip(ids, map(str, given)))
@@ -254,6 +253,39 @@ class LangChainChildIndex:
     def __contains__(self, doc_id: object) -> bool:
         # Children added through this object; the store's own content is not listed.
         return doc_id in self._store_ids
+
+
+def _settings(search_type: Any, search_kwargs: Mapping[str, Any] | None,
+              id_key: str | None) -> _Settings:
+    kwargs = {k: v for k, v in (search_kwargs or {}).items() if k != "k"}
+    return check_search_type(search_type), kwargs, id_key
+
+
+def _child(document: Document, id_key: str | None) -> Doc | None:
+    """A stored child as a core child (``parent_id`` set), ``None`` for no parent."""
+    doc_id = str(document.id) if document.id is not None else content_id(document.page_content)
+    if id_key is None:
+        return Doc(doc_id, document.page_content, document.metadata)
+    parent = document.metadata.get(id_key)
+    if parent is None:
+        return None
+    if not isinstance(parent, str):
+        raise ValueError(
+            f"child {doc_id!r} names its parent under {id_key!r} as a "
+            f"{type(parent).__name__} ({parent!r}); parent ids must be str"
+        )
+    metadata = copy_metadata(document.metadata)
+    metadata[PARENT_ID_KEY] = parent
+    return Doc(doc_id, document.page_content, metadata)
+
+
+def _document(doc: Doc, id_key: str | None) -> Document:
+    """A core child as the `Document` stored for it (see `LangChainChildIndex`'s layouts)."""
+    if id_key is None:
+        return doc_to_document(doc)
+    metadata = copy_metadata(doc.metadata)
+    metadata[id_key] = metadata.pop(PARENT_ID_KEY)
+    return Document(id=doc.id, page_content=doc.text, metadata=metadata)
 
 
 def as_child_searcher(child: Any) -> Any:

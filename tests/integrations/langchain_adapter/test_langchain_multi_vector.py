@@ -257,6 +257,19 @@ def test_mmr_diversifies_the_children() -> None:
                                    search_kwargs={"k": 2})
     assert [d.id for d in similar.invoke("wing lift")] == ["a"]
     assert [d.id for d in retriever.invoke("wing lift")] == ["a", "b"]
+    # LangChain reads its fields at each call: its docs set `retriever.search_type = mmr`.
+    similar.search_type = SearchType.mmr
+    similar.search_kwargs["lambda_mult"] = 0.0
+    assert [d.id for d in similar.invoke("wing lift")] == ["a", "b"]
+    similar.search_kwargs["k"] = 1
+    assert [d.id for d in similar.invoke("wing lift")] == ["a"]
+    # A copy shares the child index but searches with its own fields.
+    copy = retriever.model_copy(update={"search_type": "similarity"})
+    assert [d.id for d in copy.invoke("wing lift")] == ["a"]
+    assert [d.id for d in retriever.invoke("wing lift")] == ["a", "b"]
+    similar.search_type = "knn"
+    with pytest.raises(ValueError, match="search_type must be one of"):
+        similar.invoke("wing lift")
 
 
 def test_similarity_score_threshold_with_a_real_store() -> None:
@@ -424,6 +437,11 @@ def test_add_documents_refusals() -> None:
     with pytest.raises(ValueError, match="'parent_id'='elsewhere'"):
         keyed.add_documents([clash], ids=["p"])
     assert keyed.docstore.mget(["aero", "p"]) == [None, None]  # nothing was added
+    # The children are stored under the id_key in force when they are added.
+    keyed.id_key = "source_doc"
+    keyed.add_documents(_sections()[:1], ids=["aero"])
+    assert {v["metadata"]["source_doc"] for v in keyed.vectorstore.store.values()} == {"aero"}
+    assert keyed.invoke("wing lift")[0].id == "aero"
 
 
 def test_a_child_with_a_non_str_parent_id_is_named() -> None:
