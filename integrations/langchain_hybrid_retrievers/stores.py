@@ -31,7 +31,7 @@ from ._base import accepts_k, core_call_config
 from ._convert import SCORE_KEYS, copy_metadata, doc_to_document, document_score
 
 __all__ = ["SEARCH_TYPES", "LangChainChildIndex", "LangChainParentStore", "as_child_searcher",
-           "as_parent_store", "check_search_type", "kv_docstore"]
+           "as_parent_store", "check_search_type", "kv_docstore", "search_vector_store"]
 
 SEARCH_TYPES = ("similarity", "similarity_score_threshold", "mmr")
 """LangChain's ``MultiVectorRetriever.search_type`` values (its ``SearchType`` enum)."""
