@@ -199,6 +199,7 @@ FACES = {
         "LangChainEmbedder",
         "LangChainParentStore",
         "MMRCompressor",
+        "MultiVectorRetriever",
         "MultimodalRetriever",
         "ParentDocumentRetriever",
         "RerankingRetriever",

@@ -83,6 +83,18 @@ def split_into_parents(docs: Iterable[Doc], parent_splitter: Any) -> list[Doc]:
     return out
 
 
+def _check_children(children: list[Doc], parent_ids: set[str]) -> list[Doc]:
+    """``children`` when each names one of ``parent_ids`` under ``parent_id``; else ValueError."""
+    for child in children:
+        pid = child.metadata.get(PARENT_ID_KEY)
+        if pid not in parent_ids:
+            raise ValueError(
+                f"child {child.id!r} names parent {pid!r} under {PARENT_ID_KEY!r}; each "
+                "child passed to add() must name one of the parents added with it"
+            )
+    return children
+
+
 class ParentChildSearcher:
     """Search children, return distinct parents ranked by their best child.
 
@@ -259,16 +271,39 @@ class ParentChildSearcher:
 
     # ------------------------------------------------------------------- editing
 
-    def add(self, parents: Iterable[Doc], *, splitter: Any = None) -> list[str]:
+    def add(
+        self,
+        parents: Iterable[Doc],
+        *,
+        splitter: Any = None,
+        children: Iterable[Doc] | None = None,
+        store_parents: bool = True,
+    ) -> list[str]:
         """Store parents, split them and index their children; returns the parent ids.
 
+        Args:
+            parents: the parents (ids kept).
+            splitter: cuts them instead of the constructor's splitter (this call only).
+            children: the parents' children already cut (each naming its parent under
+                ``parent_id`` metadata), indexed as given instead of splitting: a
+                framework that cuts children its own way (LangChain's
+                ``child_splitter.split_documents``) keeps its layout.
+            store_parents: ``False`` when the parents are already in the parent store
+                (LangChain's ``add_to_docstore=False``): only their children are indexed.
+
         Raises:
-            ValueError: a parent id already present (nothing is added then).
+            ValueError: a parent id already present (in the parent store, unless
+                ``store_parents`` is ``False``, or with indexed children), or a child
+                naming no parent of this call (nothing is added then).
         """
         parents = check_docs(parents)
-        children = split_parents(parents, self._splitter if splitter is None else splitter)
+        if children is None:
+            children = split_parents(parents, self._splitter if splitter is None else splitter)
+        else:
+            children = _check_children(check_docs(children), {p.id for p in parents})
         with self._lock:
-            clash = [p.id for p in parents if p.id in self._children or p.id in self._store]
+            clash = [p.id for p in parents if p.id in self._children
+                     or (store_parents and p.id in self._store)]
             if clash:
                 raise ValueError(
                     f"{len(clash)} parent id(s) already present: {clash[:5]}; "
@@ -288,7 +323,8 @@ class ParentChildSearcher:
                 pid = c.metadata[PARENT_ID_KEY]
                 updated[pid] = (*updated.get(pid, ()), c.id)
             # Parents first: a search that finds a new child always finds its parent.
-            self._store.put_many(parents)
+            if store_parents:
+                self._store.put_many(parents)
             self._children = updated
             done: list[Any] = []
             try:
@@ -300,7 +336,8 @@ class ParentChildSearcher:
                 for leaf in done:  # keep the leaves consistent with each other
                     leaf.delete([c.id for c in children])
                 self._children = before
-                self._store.delete([p.id for p in parents])
+                if store_parents:
+                    self._store.delete([p.id for p in parents])
                 raise
         return [p.id for p in parents]
 
@@ -345,6 +382,7 @@ class ParentChildSearcher:
         filter: MetadataFilter | None = None,
         fetch_k: int | None = None,
         merge_threshold: float | None = None,
+        refetch: bool = True,
     ) -> list[Hit]:
         """The top ``k`` parents for ``query`` (provenance: see `hybrid_retrievers.parent`).
 
@@ -357,6 +395,10 @@ class ParentChildSearcher:
             fetch_k: children asked for in the first round (this call only).
             merge_threshold: overrides the constructor's auto-merge rule (this call
                 only); ``None`` keeps the constructor's.
+            refetch: ``True`` asks for more children until ``k`` parents are found;
+                ``False`` makes one round of ``fetch_k`` children and returns the
+                parents they name (at most ``k``): LangChain's ``MultiVectorRetriever``
+                semantics, where ``search_kwargs["k"]`` counts children.
         """
         check_query(query)
         top = self._k if k is None else check_k(k, "k")
@@ -369,7 +411,7 @@ class ParentChildSearcher:
         for _ in range(_MAX_DOUBLINGS):
             hits = self._child_searcher.search(query, n, filter=filter)
             items = group_hits(hits, threshold, children_of)
-            if len(items) >= top or len(hits) < n:
+            if not refetch or len(items) >= top or len(hits) < n:
                 break
             n *= 2
         return resolve_items(items, top, self._store, before)

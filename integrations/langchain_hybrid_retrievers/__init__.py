@@ -27,6 +27,7 @@ from .hybrid import HybridRetriever
 from .hyde import HyDERetriever, HypotheticalDocumentEmbedder
 from .images import ChatModelDescriber
 from .multimodal import ImageRetriever, MultimodalRetriever
+from .multi_vector import MultiVectorRetriever
 from .parent import LangChainParentStore, ParentDocumentRetriever
 from .searcher import SearcherRetriever
 from .sparse import SparseRetriever
@@ -47,6 +48,7 @@ __all__ = [
     "LangChainEmbedder",
     "LangChainParentStore",
     "MMRCompressor",
+    "MultiVectorRetriever",
     "MultimodalRetriever",
     "ParentDocumentRetriever",
     "RerankingRetriever",

@@ -66,9 +66,9 @@ ARGUMENT_HINTS: Mapping[str, str] = {
     "c": "EnsembleRetriever's RRF constant c is called k_rrf here (default 60)",
     "id_key": (
         "id_key is not needed here: documents are identified by Document.id (set it on "
-        "your documents; dedup='content' also merges equal texts under different ids), "
-        "and ParentDocumentRetriever links each child to its parent under the metadata "
-        "key 'parent_id' itself"
+        "your documents; dedup='content' also merges equal texts under different ids); "
+        "it is the parent-id metadata key of ParentDocumentRetriever and "
+        "MultiVectorRetriever built over a LangChain vector store"
     ),
     "top_k": "the number of documents to return is k (top_n on rerankers)",
     "top_n": (

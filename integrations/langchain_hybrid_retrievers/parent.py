@@ -1,241 +1,129 @@
-"""LangChain parent-document retriever over the core `ParentChildSearcher`.
+"""LangChain ``ParentDocumentRetriever`` over the core `ParentChildSearcher`.
 
-Splitting, grouping, auto-merge and the recipe (`ParentChildSearcher.from_docs`) are the
-core's; this module converts documents and maps LangChain's names: a LangChain docstore
-becomes a core parent store (`LangChainParentStore`), a vector store or retriever a child
-index (`LangChainChildIndex`), each in its own section below.
+Two ways to build one. LangChain's (a drop-in for ``langchain_classic.retrievers.
+ParentDocumentRetriever``): ``ParentDocumentRetriever(vectorstore=..., docstore=...,
+child_splitter=...)``, filled with ``add_documents``; the children are cut with
+``child_splitter.split_documents`` and stored in LangChain's layout (their parent's id
+under ``id_key``). This package's: ``from_documents`` (splitting, auto-merge and the
+recipe are the core's, `ParentChildSearcher.from_docs`), over BM25, hybrid or any child
+store. Searching is `MultiVectorRetriever`'s; the stores' adapters are in `.stores`.
 """
 
 from __future__ import annotations
 
 import asyncio
+import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, ClassVar
 
 from langchain_core.documents import Document
-from langchain_core.retrievers import BaseRetriever
 from langchain_core.stores import BaseStore
-from langchain_core.vectorstores import VectorStore, VectorStoreRetriever
 from pydantic import field_validator
 
 from hybrid_retrievers import Doc
-from hybrid_retrievers.integration import check_threshold
 from hybrid_retrievers.parent import ParentChildSearcher, ParentStore
-from hybrid_retrievers.types import Hit
+from hybrid_retrievers.text import PARENT_ID_KEY, as_splitter, child_id
 
-from ._base import CoreRetriever, Filter, accepts_k, core_call_config, count_validator
-from ._convert import (
-    SCORE_KEYS,
-    copy_metadata,
-    doc_to_document,
-    document_score,
-    document_to_doc,
-    documents_to_docs,
-)
+from ._convert import copy_metadata, documents_to_docs
 from .embeddings import as_embedder
-from .vectorstores import SCORED_SEARCH_TYPES
+from .multi_vector import MATCHED_CHILDREN_KEY, MultiVectorRetriever
+from .stores import LangChainChildIndex, LangChainParentStore, as_child_searcher, as_parent_store
 
-__all__ = ["LangChainChildIndex", "LangChainParentStore", "ParentDocumentRetriever"]
-
-
-# --------------------------------------------- a LangChain docstore as parents
-
-class LangChainParentStore:
-    """A LangChain ``BaseStore[str, Document]`` (``InMemoryStore``, a Redis or SQL
-    store...) as the core's parent store; parents are stored as `Document`s, ``id`` set."""
-
-    def __init__(self, store: BaseStore[str, Document]) -> None:
-        if not isinstance(store, BaseStore):
-            raise _not_a_docstore(store)
-        self.store = store
-
-    def get_many(self, ids: Sequence[str]) -> list[Doc | None]:
-        """The parents for ``ids`` in order, ``None`` for ids the store lacks."""
-        out: list[Doc | None] = []
-        for i, value in zip(ids, self.store.mget(list(ids))):
-            if value is None:
-                out.append(None)
-            elif isinstance(value, Document):
-                out.append(Doc(i, value.page_content, copy_metadata(value.metadata)))
-            else:
-                raise TypeError(
-                    f"the docstore holds a {type(value).__name__} under {i!r}; a parent "
-                    "store must hold langchain Documents"
-                )
-        return out
-
-    def put_many(self, docs: Sequence[Doc]) -> None:
-        """Insert or replace parents (by id) as `Document` objects."""
-        self.store.mset([(d.id, doc_to_document(d)) for d in docs])
-
-    def delete(self, ids: Iterable[str]) -> None:
-        """Remove parents by id."""
-        self.store.mdelete(list(ids))
-
-    def __contains__(self, doc_id: object) -> bool:
-        return isinstance(doc_id, str) and self.store.mget([doc_id])[0] is not None
+__all__ = ["LangChainChildIndex", "LangChainParentStore", "MATCHED_CHILDREN_KEY",
+           "ParentDocumentRetriever"]
 
 
-def as_parent_store(docstore: Any) -> Any:
-    """The core parent store for ``docstore``: a new `ParentStore` for ``None``, a
-    `LangChainParentStore` for a LangChain ``BaseStore``, a core store as it is."""
-    if docstore is None:
-        return ParentStore()
-    if isinstance(docstore, BaseStore):
-        return LangChainParentStore(docstore)
-    if all(callable(getattr(docstore, m, None)) for m in ("get_many", "put_many", "delete")):
-        return docstore
-    raise _not_a_docstore(docstore)
+def split_documents(splitter: Any, documents: list[Document]) -> list[Document]:
+    """``splitter.split_documents(documents)`` for a LangChain text splitter; for another
+    splitter the core accepts (a callable or ``split_text``), its chunks of each document
+    with a copy of that document's metadata."""
+    method = getattr(splitter, "split_documents", None)
+    if callable(method):
+        return list(method(documents))
+    split = as_splitter(splitter)
+    return [Document(page_content=chunk, metadata=copy_metadata(d.metadata))
+            for d in documents for chunk in split(d.page_content)]
 
 
-def _not_a_docstore(value: Any) -> TypeError:
-    return TypeError("docstore must be a langchain_core.stores.BaseStore[str, Document] (e.g. "
-                     f"InMemoryStore()) or a hybrid_retrievers ParentStore, got "
-                     f"{type(value).__name__}")
-
-
-# ------------------------------------- a vector store or retriever as children
-
-class LangChainChildIndex:
-    """A LangChain vector store (or an editable retriever) as the core's child index.
-
-    Search: a store's relevance-scored search (raw scores when it defines no relevance
-    function), or a retriever's ``invoke(query, k=...)`` as a child run (scores from the
-    metadata, else ``1 / rank``). A mapping filter goes to the store as ``filter=``, a
-    callable one is applied to the children returned. Edits: ``add_documents`` / ``delete``.
-    """
-
-    def __init__(self, target: Any, *, search_kwargs: Mapping[str, Any] | None = None) -> None:
-        if not (callable(getattr(target, "add_documents", None))
-                and callable(getattr(target, "delete", None))):
-            raise TypeError(
-                f"vectorstore {type(target).__name__} cannot index children: pass a "
-                "LangChain vector store (Chroma, PGVector, InMemoryVectorStore...), its "
-                "as_retriever(), a retriever with add_documents() and delete(), or one of "
-                "this package's retrievers"
-            )
-        self._store = target if isinstance(target, VectorStore) else None
-        self._target = target
-        self._kwargs = {k: v for k, v in (search_kwargs or {}).items() if k != "k"}
-        self._ids: set[str] = set()
-
-    def search(self, query: str, k: int, *, filter: Any = None) -> list[Hit]:
-        """The top ``k`` children for ``query`` (see the class docstring)."""
-        kwargs = dict(self._kwargs)
-        predicate = filter if callable(filter) and not isinstance(filter, Mapping) else None
-        if isinstance(filter, Mapping):
-            kwargs["filter"] = dict(filter)
-        if self._store is not None:
-            try:
-                pairs = self._store.similarity_search_with_relevance_scores(query, k=k, **kwargs)
-            except NotImplementedError:
-                pairs = self._store.similarity_search_with_score(query, k=k, **kwargs)
-        else:
-            config = core_call_config()
-            if accepts_k(self._target, asynchronous=False):
-                kwargs["k"] = k
-            docs = self._target.invoke(query, config, **kwargs)
-            pairs = [(d, document_score(d.metadata, SCORE_KEYS)) for d in docs]
-        hits: list[Hit] = []
-        for document, score in pairs:
-            doc = document_to_doc(document)
-            if predicate is not None and not predicate(doc):
-                continue
-            rank = len(hits) + 1
-            hits.append(Hit(doc, 1.0 / rank if score is None else float(score), rank))
-        return hits[:k]
-
-    def add_docs(self, docs: Sequence[Doc]) -> list[str]:
-        """Add children with ``add_documents`` (ids kept); returns their ids."""
-        ids = [d.id for d in docs]
-        self._target.add_documents([doc_to_document(d) for d in docs], ids=ids)
-        self._ids.update(ids)
-        return ids
-
-    def delete(self, ids: Iterable[str]) -> None:
-        """Remove children by id with the target's ``delete``."""
-        ids = list(ids)
-        self._target.delete(ids)
-        self._ids.difference_update(ids)
-
-    def __contains__(self, doc_id: object) -> bool:
-        # Children added through this object; the store's own content is not listed.
-        return doc_id in self._ids
-
-
-def as_child_searcher(child: Any) -> Any:
-    """A core child searcher for ``child``: a core index as it is, this package's retriever's
-    core searcher, or a `LangChainChildIndex` over a LangChain store or retriever."""
-    if isinstance(child, VectorStore):
-        return LangChainChildIndex(child)
-    if isinstance(child, VectorStoreRetriever):
-        if child.search_type not in SCORED_SEARCH_TYPES:
-            raise ValueError(
-                f"vectorstore has search_type={child.search_type!r}; parent/child search "
-                "needs ranked children: use 'similarity' (or pass the vector store itself)"
-            )
-        return LangChainChildIndex(child.vectorstore, search_kwargs=child.search_kwargs)
-    if isinstance(child, BaseRetriever):
-        for attr in ("searcher", "index"):
-            inner = getattr(child, attr, None)
-            if inner is not None and callable(getattr(inner, "search", None)):
-                return inner
-        return LangChainChildIndex(child)
-    return child
-
-
-MATCHED_CHILDREN_KEY = "matched_children"
-"""Metadata key of a returned parent: its matched children (``id``, ``rank``, ``score``)."""
-
-
-class ParentDocumentRetriever(CoreRetriever):
+class ParentDocumentRetriever(MultiVectorRetriever):
     """Match small chunks, return their parent documents (backed by `ParentChildSearcher`).
 
+    LangChain's way (a drop-in for ``langchain_classic.retrievers.ParentDocumentRetriever``):
+    build it empty over a vector store and a docstore (or ``byte_store``) with a
+    ``child_splitter`` (and optionally a ``parent_splitter``), then ``add_documents``.
+    Children carry their document's metadata (only ``child_metadata_fields`` when given)
+    and its id under ``id_key``; searching is `MultiVectorRetriever`'s (``search_kwargs["k"]``
+    counts children unless ``k=`` asks for exactly ``k`` parents). This package's way:
+    `from_documents` (BM25 or hybrid children by default; ``k`` counts parents).
+
     Each returned `Document` is a parent with its best child's score under ``score_key``,
-    the ``"rank"`` and ``"matched_children"``; ``k`` counts parents.
+    the ``"rank"`` and ``"matched_children"``.
 
     Example:
         >>> from langchain_core.documents import Document
+        >>> from langchain_core.embeddings import DeterministicFakeEmbedding
+        >>> from langchain_core.stores import InMemoryStore
+        >>> from langchain_core.vectorstores import InMemoryVectorStore
+        >>> from langchain_text_splitters import CharacterTextSplitter
         >>> from langchain_hybrid_retrievers import ParentDocumentRetriever
-        >>> retriever = ParentDocumentRetriever.from_documents(
+        >>> retriever = ParentDocumentRetriever(
+        ...     vectorstore=InMemoryVectorStore(DeterministicFakeEmbedding(size=16)),
+        ...     docstore=InMemoryStore(),
+        ...     child_splitter=CharacterTextSplitter(separator=". ", chunk_size=20,
+        ...                                          chunk_overlap=0))
+        >>> retriever.add_documents(
+        ...     [Document(page_content="Wings make lift. Flaps add lift.")], ids=["wings"])
+        ['wings']
+        >>> doc = retriever.invoke("Flaps add lift.")[0]
+        >>> doc.id, doc.metadata["matched_children"][0]["id"]
+        ('wings', 'wings:1')
+        >>> fast = ParentDocumentRetriever.from_documents(
         ...     [Document(id="wings", page_content="Wings make lift. Flaps add lift."),
         ...      Document(id="bread", page_content="Yeast makes bread rise.")],
         ...     k=1, chunk_size=20, chunk_overlap=0,
         ... )
-        >>> doc = retriever.invoke("flaps")[0]
-        >>> doc.id, doc.metadata["matched_children"][0]["id"]
-        ('wings', 'wings:1')
+        >>> fast.invoke("flaps")[0].id
+        'wings'
     """
 
-    searcher: ParentChildSearcher
-    """The core parent/child searcher that does all the work; shared, not copied."""
+    child_splitter: Any = None
+    """Cuts each parent into children: a LangChain ``TextSplitter`` (its
+    ``split_documents``), or any splitter the core accepts (a callable, ``split_text``)."""
 
-    child_runs: ClassVar[bool] = True  # a LangChain child index's calls are child runs
-    reserved_key: ClassVar[str | None] = MATCHED_CHILDREN_KEY
+    parent_splitter: Any = None
+    """Cuts each added document into parents first; ``None`` keeps documents whole."""
 
-    k: int = 4
-    """Default number of parents to return (>= 1); override per call with ``k=``."""
+    child_metadata_fields: Sequence[str] | None = None
+    """Metadata keys copied from a parent to its children; ``None`` copies all."""
 
-    fetch_k: int | None = None
-    """Children asked for in the first round (default ``max(4k, 20)``; doubled as needed)."""
+    langchain_arguments: ClassVar[tuple[str, ...]] = (
+        *MultiVectorRetriever.langchain_arguments,
+        "child_splitter", "parent_splitter", "child_metadata_fields")
 
-    filter: Filter | None = None
-    """Default filter on the children (which carry their parent's metadata)."""
-
-    merge_threshold: float | None = None
-    """Auto-merge: ``None`` always returns parents; a fraction in (0, 1] returns a
-    parent only when at least that fraction of its children matched."""
-
-    score_threshold: float | None = None
-    """Drop parents whose score (their best child's, in the child index's units) is below
-    this; ``None`` keeps all."""
-
-    @field_validator("score_threshold", mode="before")
+    @field_validator("child_splitter", "parent_splitter")
     @classmethod
-    def _check_threshold(cls, value: Any) -> float | None:
-        return check_threshold(value)
+    def _check_splitter(cls, value: Any) -> Any:
+        if value is not None and not callable(getattr(value, "split_documents", None)):
+            as_splitter(value)  # its TypeError names what a splitter must be
+        return value
 
-    _check_fetch_k = count_validator("fetch_k", optional=True)
+    @field_validator("child_metadata_fields", mode="before")
+    @classmethod
+    def _check_fields(cls, value: Any) -> Any:
+        if isinstance(value, str) or not (value is None or isinstance(value, Sequence)):
+            raise TypeError(f"child_metadata_fields must be a list of metadata keys, got "
+                            f"{value!r}; e.g. ['source']")
+        return value
+
+    @classmethod
+    def _langchain_form(cls, values: dict[str, Any]) -> dict[str, Any]:
+        values = super()._langchain_form(values)
+        if values.get("child_splitter") is None:
+            raise TypeError(
+                "ParentDocumentRetriever(vectorstore=...) needs child_splitter= (e.g. "
+                "RecursiveCharacterTextSplitter(chunk_size=400)); or build it with "
+                "ParentDocumentRetriever.from_documents(documents, ...)")
+        return values
 
     @classmethod
     def from_documents(
@@ -270,36 +158,115 @@ class ParentDocumentRetriever(CoreRetriever):
             parent_store=as_parent_store(docstore), k=k)
         return cls(searcher=searcher, k=k, **kwargs)
 
-    def _extra(self, hit: Hit) -> Mapping[str, Any] | None:
-        info = hit.explanation["parent"]
-        if not info["merged"]:
-            return None
-        return {MATCHED_CHILDREN_KEY: [{"id": c["id"], "rank": c["rank"], "score": c["score"]}
-                                       for c in info["children"]]}
-
-    def _search(self, query: str, k: int | None, filter: Filter | None) -> list[Document]:
-        top, where = self._resolve(k, filter)
-        hits = self.searcher.search(query, k=top, filter=where, fetch_k=self.fetch_k,
-                                    merge_threshold=self.merge_threshold)
-        if self.score_threshold is not None:
-            hits = [h for h in hits if h.score >= self.score_threshold]
-        return self._documents(hits)
-
-    async def _asearch(self, query: str, k: int | None, filter: Filter | None) -> list[Document]:
-        return await asyncio.to_thread(self._search, query, k, filter)
-
-    def add_documents(self, documents: Iterable[Document]) -> list[str]:
+    def add_documents(
+        self,
+        documents: Iterable[Document],
+        ids: Sequence[str] | None = None,
+        add_to_docstore: bool = True,  # noqa: FBT001,FBT002 (LangChain's signature)
+        **kwargs: Any,
+    ) -> list[str]:
         """Add parents (split, children indexed); returns the parent ids.
 
+        Args:
+            documents: the documents (cut by ``parent_splitter`` first when set).
+            ids: one id per parent (after ``parent_splitter``). Default: built LangChain's
+                way, ``Document.id`` or a random UUID; from `from_documents`,
+                ``Document.id`` or a content id.
+            add_to_docstore: ``False`` when the parents are already in the docstore (then
+                ``ids`` are needed, built LangChain's way): only children are indexed.
+
         Raises:
-            ValueError: a parent id already present (nothing is added then).
+            ValueError: a parent id already present, or ``ids`` of the wrong length
+                (nothing is added then).
+            TypeError: other keyword arguments (LangChain passes them to the vector
+                store's ``add_documents``; here the children are added with their ids).
         """
-        return self.searcher.add(documents_to_docs(documents))
+        if kwargs:
+            raise TypeError(
+                f"add_documents got unexpected argument(s) {', '.join(map(repr, kwargs))}: "
+                "vector-store options are not passed on; add children yourself with "
+                "vectorstore.add_documents(..., your options) naming their parent under "
+                f"metadata[{self.id_key!r}] (see MultiVectorRetriever)")
+        if self.vectorstore is None:
+            parents = documents_to_docs(documents)
+            if ids is not None:
+                _check_ids(ids, parents)
+                parents = [Doc(i, p.text, p.metadata) for i, p in zip(ids, parents)]
+            return self.searcher.add(parents, store_parents=add_to_docstore)  # type: ignore[union-attr]
+        parents, children = self._split_for_adding(list(documents), ids, add_to_docstore)
+        with self._fields_in_force():
+            return self.searcher.add(  # type: ignore[union-attr]
+                parents, children=children, store_parents=add_to_docstore)
+
+    async def aadd_documents(
+        self,
+        documents: Iterable[Document],
+        ids: Sequence[str] | None = None,
+        add_to_docstore: bool = True,  # noqa: FBT001,FBT002 (LangChain's signature)
+        **kwargs: Any,
+    ) -> list[str]:
+        """`add_documents` in a worker thread (the event loop never runs the edit)."""
+        return await asyncio.to_thread(self.add_documents, documents, ids, add_to_docstore,
+                                       **kwargs)
+
+    def _split_for_adding(self, documents: list[Document], ids: Sequence[str] | None,
+                          add_to_docstore: bool) -> tuple[list[Doc], list[Doc]]:
+        """LangChain's ``_split_docs_for_adding``: the parents and their children."""
+        for n, document in enumerate(documents):
+            if not isinstance(document, Document):
+                raise TypeError(f"documents[{n}] must be a langchain_core Document, got "
+                                f"{type(document).__name__}")
+        if self.parent_splitter is not None:
+            documents = split_documents(self.parent_splitter, documents)
+        if ids is None:
+            if not add_to_docstore:
+                raise ValueError("add_to_docstore=False needs ids= (the ids of the parents "
+                                 "already in the docstore)")
+            ids = [d.id if d.id is not None else str(uuid.uuid4()) for d in documents]
+        _check_ids(ids, documents)
+        parents: list[Doc] = []
+        children: list[Doc] = []
+        for pid, document in zip(ids, documents):
+            parents.append(Doc(pid, document.page_content, copy_metadata(document.metadata)))
+            for n, chunk in enumerate(split_documents(self.child_splitter, [document])):
+                children.append(Doc(child_id(pid, n), chunk.page_content,
+                                    self._child_metadata(chunk.metadata, pid)))
+        return parents, children
+
+    def _child_metadata(self, metadata: Mapping[str, Any], pid: str) -> dict[str, Any]:
+        """A child's metadata, LangChain's way: its own (``child_metadata_fields`` only,
+        when set), its parent's id under ``id_key``; plus the core's ``parent_id`` link,
+        which the child index does not store (see `LangChainChildIndex`)."""
+        if self.child_metadata_fields is not None:
+            missing = [key for key in self.child_metadata_fields if key not in metadata]
+            if missing:
+                raise KeyError(
+                    f"child_metadata_fields names {missing}, which document {pid!r} lacks "
+                    f"(its metadata keys: {sorted(metadata)})")
+            metadata = {key: metadata[key] for key in self.child_metadata_fields}
+        out = copy_metadata(metadata)
+        if self.id_key != PARENT_ID_KEY and out.get(PARENT_ID_KEY, pid) != pid:
+            raise ValueError(
+                f"document {pid!r} has metadata {PARENT_ID_KEY!r}="
+                f"{out[PARENT_ID_KEY]!r}, the key linking children to parents here; leave "
+                f"it out with child_metadata_fields=, or use id_key={PARENT_ID_KEY!r}")
+        out[self.id_key] = pid
+        out[PARENT_ID_KEY] = pid
+        return out
 
     def delete(self, ids: Sequence[str]) -> None:
-        """Remove parents and all their children by parent id.
+        """Remove parents and all their children by parent id (children added through
+        this retriever; others in the vector store stay, pointing at no parent).
 
         Raises:
             KeyError: naming unknown parent ids (nothing is deleted then).
         """
-        self.searcher.delete(ids)
+        self.searcher.delete(ids)  # type: ignore[union-attr]
+
+
+def _check_ids(ids: Sequence[str], documents: Sequence[Any]) -> None:
+    if isinstance(ids, str) or len(ids) != len(documents):
+        raise ValueError(
+            f"got {len(documents)} parent(s) and "
+            f"{'a str' if isinstance(ids, str) else len(ids)} for ids=; pass one id per "
+            "parent (after parent_splitter, if any)")

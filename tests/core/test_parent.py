@@ -226,3 +226,39 @@ def test_result_items_are_small_dataclasses() -> None:
     assert [i.best_rank for i in items] == sorted(i.best_rank for i in items)
     unmerged = group_hits(hits, 1.0, {"wings": ("a",) * 100})
     assert any(isinstance(i, UnmergedChild) and i.group.parent_id == "wings" for i in unmerged)
+
+
+def test_one_round_when_refetch_is_false() -> None:
+    # LangChain's rule: the parents of the top fetch_k children, however few they are.
+    s = _searcher()
+    first_round = s.child_searcher.search("lift", 3)
+    named = list(dict.fromkeys(h.doc.metadata["parent_id"] for h in first_round))
+    hits = s.search("lift", k=3, fetch_k=3, refetch=False)
+    assert [h.id for h in hits] == named and len(named) < 3
+    assert len(s.search("lift", k=3, fetch_k=3)) == 3  # refetching fills k
+
+
+def test_add_with_precut_children_and_without_storing_parents() -> None:
+    s = _searcher()
+    parent = Doc("ribs", "Ribs shape the wing. Spars carry the load.")
+    children = [Doc("ribs:a", "Ribs shape the wing.", {"parent_id": "ribs", "kind": "mine"}),
+                Doc("ribs:b", "Spars carry the load.", {"parent_id": "ribs"})]
+    with pytest.raises(ValueError, match="names parent 'other'"):
+        s.add([parent], children=[Doc("x", "spars", {"parent_id": "other"})])
+    assert "ribs" not in s.parent_store
+    s.add([parent], children=children)
+    assert s.children_of("ribs") == ["ribs:a", "ribs:b"]
+    hit = s.search("spars load", k=1)[0]
+    assert hit.id == "ribs" and hit.explanation["parent"]["children"][0]["id"] == "ribs:b"
+    assert s.child_searcher.search("ribs shape", 1)[0].doc.metadata["kind"] == "mine"
+    # Parents already stored (LangChain's add_to_docstore=False): only children indexed.
+    store = ParentStore([Doc("keel", "The keel keeps the boat upright.")])
+    t = ParentChildSearcher(BM25Index(), store, splitter=SPLIT)
+    with pytest.raises(ValueError, match="already present"):
+        t.add([Doc("keel", "The keel keeps the boat upright.")])
+    t.add([Doc("keel", "The keel keeps the boat upright.")], store_parents=False)
+    assert t.search("keel upright", k=1)[0].id == "keel" and len(store) == 1
+    # Its children are known now: a second add is refused, the stored parent kept.
+    with pytest.raises(ValueError, match="already present"):
+        t.add([Doc("keel", "again")], store_parents=False)
+    assert store.get("keel").text == "The keel keeps the boat upright."
