@@ -207,6 +207,8 @@ ROUTES: dict[tuple[Any, str], Route] = {
     (lc, "MultimodalRetriever.from_components"): Route(
         lambda t, **kw: lc.MultimodalRetriever.from_components(
             BM25Index.from_texts(TEXTS), **kw), "descriptions"),
+    (lc, "MultiVectorRetriever"): Route(lambda t, **kw: lc.MultiVectorRetriever(
+        vectorstore=vector_store(), docstore=InMemoryStore(), **kw), "search_kwargs"),
     (lc, "ParentDocumentRetriever"): Route(lambda t, **kw: lc.ParentDocumentRetriever(
         searcher=lc.ParentDocumentRetriever.from_documents(documents()).searcher, **kw),
         "score_key"),

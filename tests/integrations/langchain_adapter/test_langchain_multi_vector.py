@@ -401,7 +401,7 @@ def test_arguments_are_refused_with_what_to_pass() -> None:
     with pytest.raises(TypeError, match="pass its .vectorstore"):
         MultiVectorRetriever(vectorstore=store.as_retriever(), docstore=InMemoryStore())
     with pytest.raises(TypeError,
-                       match=r"'child_spliter' \(did you mean 'child_splitter'\?\).*accepted"):
+                       match=r"'child_spliter' \(did you mean child_splitter=\?\).*accepted"):
         ParentDocumentRetriever(vectorstore=store, docstore=InMemoryStore(),
                                 child_spliter=SPLITTER)
     with pytest.raises(ValueError, match="search_type must be one of"):
