@@ -387,7 +387,7 @@ def test_bad_arguments_are_clear_errors(hybrid: HybridRetriever) -> None:
     with pytest.raises(ValidationError, match="mode must be one of"):
         FusionRetriever(retrievers=children, mode="borda")
     with pytest.raises(ValidationError, match="k_rrf"):
-        FusionRetriever(retrievers=children, k_rrf=0)
+        FusionRetriever(retrievers=children, k_rrf=-1)
     with pytest.raises(ValidationError, match="fetch_k must be >= 1"):
         FusionRetriever(retrievers=children, fetch_k=0)
     with pytest.raises(ValidationError, match="names must be unique"):
