@@ -139,6 +139,7 @@ FACES = {
         "fusion_settings",
         "gather_calls",
         "input_position",
+        "is_content_id",
         "load_children",
         "make_docs",
         "mean_vector",
