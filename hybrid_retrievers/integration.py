@@ -31,7 +31,7 @@ from .parent.leaves import child_leaves
 from .persistence import IndexReader, IndexWriter, atomic_index_dir, current_files, read_index
 from .persistence.composite import check_weights_restorable, fusion_settings, load_children
 from .rerank.adapters import input_position, pair_reranker, positional_docs
-from .timeout import DEFAULT_LLM_TIMEOUT, call_with_timeout
+from .timeout import DEFAULT_LLM_TIMEOUT, call_with_timeout, check_timeout
 from .validation import (
     check_k,
     check_k_rrf,
@@ -67,6 +67,7 @@ __all__ = [
     "check_number",
     "check_query",
     "check_threshold",
+    "check_timeout",
     "check_weights_restorable",
     "child_kind",
     "child_leaves",

@@ -125,6 +125,7 @@ FACES = {
         "check_number",
         "check_query",
         "check_threshold",
+        "check_timeout",
         "check_weights_restorable",
         "child_kind",
         "child_leaves",
