@@ -368,6 +368,8 @@ class ChildSearcher:
         if isinstance(docs, (str, bytes, Mapping)) or not isinstance(docs, Sequence):
             raise TypeError(f"child {self.label} must return a list of Document, got "
                             f"{type(docs).__name__}")
+        # A child that returns strings: each is a Document, as EnsembleRetriever reads it.
+        docs = [Document(page_content=d) if isinstance(d, str) else d for d in docs]
         hits = [document_to_hit(d, pos, self.keys) for pos, d in enumerate(docs, 1)]
         if self.id_key is None:
             return hits

@@ -17,6 +17,7 @@ from langchain_classic.retrievers import EnsembleRetriever
 from langchain_core.callbacks import CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
+from langchain_core.runnables import RunnableLambda
 
 from hybrid_retrievers.models import HashingEmbedder
 from langchain_hybrid_retrievers import BM25Retriever, DenseRetriever, FusionRetriever
@@ -176,3 +177,9 @@ def test_fusion_still_merges_id_less_documents_across_children() -> None:
     assert all(d.id == dense.index.ids[TEXTS.index(d.page_content)] for d in fused)
     # Two BM25 children over id-less documents merge too.
     assert len(FusionRetriever(retrievers=[bm25, bm25], k=10).invoke("apples")) == 2
+
+
+def test_a_child_returning_strings_is_read_as_documents() -> None:
+    words = RunnableLambda(lambda query: ["wing lift", "bread"])
+    docs = FusionRetriever(retrievers=[words, KRetriever(docs=_docs("bread"))]).invoke("q")
+    assert [d.page_content for d in docs] == ["bread", "wing lift"]
