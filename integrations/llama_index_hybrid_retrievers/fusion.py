@@ -227,7 +227,9 @@ class FusionRetriever(SimilarityTopK, QueryChecked, FusionEditing, BaseRetriever
         """Save every child index and the fusion settings to one directory (no pickle).
 
         Children must be this package's BM25, dense, sparse, hybrid or fusion retrievers (else
-        `TypeError`); models and a callable ``weights`` rule are not saved.
+        `TypeError`); models, a callable ``weights`` rule and the query-variant settings
+        (``llm``, ``num_queries``, ``query_gen_prompt``, ``timeout``) are not saved:
+        pass them to `from_persist_dir`.
         """
         children = []
         for i, child in enumerate(self._retrievers):
