@@ -183,3 +183,14 @@ def test_a_child_returning_strings_is_read_as_documents() -> None:
     words = RunnableLambda(lambda query: ["wing lift", "bread"])
     docs = FusionRetriever(retrievers=[words, KRetriever(docs=_docs("bread"))]).invoke("q")
     assert [d.page_content for d in docs] == ["bread", "wing lift"]
+
+
+async def test_fusion_merges_id_less_documents_in_ainvoke_too() -> None:
+    docs = [Document(page_content=t, metadata={"source": f"s{i}"}) for i, t in enumerate(TEXTS)]
+    bm25 = BM25Retriever.from_documents(docs)
+    dense = DenseRetriever.from_documents(docs, HashingEmbedder(dimension=64))
+    fusion = FusionRetriever(retrievers=[bm25, dense], k=10)
+    fused = await fusion.ainvoke("apples")
+    assert sorted(d.page_content for d in fused) == sorted(TEXTS)
+    assert [d.id for d in fused] == [d.id for d in fusion.invoke("apples")]
+    assert [d.id for d in await bm25.ainvoke("apples")] == [None, None]  # outside: no id
