@@ -426,7 +426,7 @@ def test_child_errors_name_the_child() -> None:
     with pytest.raises(RuntimeError, match="index offline") as info:
         fusion.invoke("q")
     assert any("retriever_2 ('es')" in note for note in info.value.__notes__)
-    bad = FusionRetriever(retrievers=[RunnableLambda(lambda q: ["just a string"])])
+    bad = FusionRetriever(retrievers=[RunnableLambda(lambda q: [3])])  # strings are read
     with pytest.raises(TypeError, match="Document"):
         bad.invoke("q")
 
