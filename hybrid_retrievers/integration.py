@@ -22,7 +22,7 @@ from .documents import make_docs
 from .fusion.concurrency import CallRunner, gather_calls
 from .fusion.plan import FusionCall, FusionPlan, Weights
 from .fusion.saved import child_kind, core_index_dir, read_fusion, save_fusion
-from .ids import content_id
+from .ids import content_id, is_content_id
 from .metadata import copy_metadata, copy_metadatas
 from .models.adapter import EmbedderAdapter, adapt_embedder
 from .multi_index import add_to_all, apply_to_all, check_known_ids, delete_from_all
@@ -88,6 +88,7 @@ __all__ = [
     "fusion_settings",
     "gather_calls",
     "input_position",
+    "is_content_id",
     "keyword_checked",
     "keyword_names",
     "load_children",

@@ -344,14 +344,15 @@ def check_names(names: Any, n: int) -> tuple[Any, ...]:
 
 
 def check_k_rrf(k: Any, name: str = "k") -> float:
-    """The RRF constant: a finite number > 0."""
+    """The RRF constant: a finite number >= 0 (0 is ``w / rank``, LangChain's ``c=0``;
+    ranks are 1-based, so no term divides by zero)."""
     if isinstance(k, bool) or not isinstance(k, Real):
-        raise TypeError(f"{name} (the RRF constant) must be a number > 0, got "
+        raise TypeError(f"{name} (the RRF constant) must be a number >= 0, got "
                         f"{type(k).__name__}: {k!r:.80}")
     value = float(k)
-    if not math.isfinite(value) or value <= 0:
+    if not math.isfinite(value) or value < 0:
         raise ValueError(
-            f"{name} (the RRF constant) must be a finite number > 0, got {k!r}; 60 is the "
+            f"{name} (the RRF constant) must be a finite number >= 0, got {k!r}; 60 is the "
             "value of Cormack et al. (2009)"
         )
     return value

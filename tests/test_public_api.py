@@ -146,6 +146,7 @@ FACES = {
         "fusion_settings",
         "gather_calls",
         "input_position",
+        "is_content_id",
         "keyword_checked",
         "keyword_names",
         "load_children",

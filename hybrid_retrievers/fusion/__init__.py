@@ -6,13 +6,15 @@ Pure functions over ranked lists of `Hit` (`reciprocal_rank_fusion`, `score_fusi
 `lexical_boost_rule` for query-dependent weights). `FusionPlan` (``plan.py``: per-call
 weights, fetch depth, active children, checks) and `CallRunner` / `gather_calls`
 (``concurrency.py``: children run at once, errors name the child) are the steps every
-fusion shares; `FusionSearcher` and the framework adapters' ``FusionRetriever`` use
-them, so fusion is planned in one place.
+fusion shares (``variants.py``: an LLM's query variants for multi-query fusion);
+`FusionSearcher` and the framework adapters' ``FusionRetriever`` use them, so fusion is
+planned in one place.
 
 Modules: ``candidates`` (identity, dedup, ties, provenance), ``rank`` (RRF), ``score``
 (normalisations, score fusion), ``modes`` (`FusionMode`, `fuse`), ``rules``
 (`lexical_boost_rule`), ``plan``, ``concurrency``, ``searcher`` (`FusionSearcher`, its
-hybrid recipe and save/load) and ``saved`` (the saved format).
+hybrid recipe and save/load), ``saved`` (the saved format) and ``variants`` (an LLM's
+query variants, `generate_query_variants`).
 
 Conventions, shared by every mode:
 
@@ -88,12 +90,21 @@ from .searcher import (
     combine_filters,
     default_fetch_k,
 )
+from .variants import (
+    DEFAULT_QUERY_GEN_PROMPT,
+    QueryVariants,
+    agenerate_query_variants,
+    check_query_prompt,
+    generate_query_variants,
+    parse_query_variants,
+)
 
 __all__ = [
     "CallRunner",
     "Combination",
     "DEFAULT_K_RRF",
     "DEFAULT_MIN_FETCH_K",
+    "DEFAULT_QUERY_GEN_PROMPT",
     "Dedup",
     "EXACT_MATCH_PATTERN",
     "FilteredSource",
@@ -104,17 +115,22 @@ __all__ = [
     "LEG_FAMILIES",
     "LexicalBoostRule",
     "Normalization",
+    "QueryVariants",
+    "agenerate_query_variants",
+    "check_query_prompt",
     "combine_filters",
     "default_fetch_k",
     "dist_based_normalize",
     "fuse",
     "gather_calls",
+    "generate_query_variants",
     "hybrid_mode",
     "hybrid_weights",
     "lexical_boost_rule",
     "min_max_normalize",
     "normalize_scores",
     "normalized_text_hash",
+    "parse_query_variants",
     "reciprocal_rank_fusion",
     "run_calls",
     "score_fusion",

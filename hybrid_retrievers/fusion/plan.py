@@ -172,6 +172,44 @@ class FusionPlan:
         return _fuse(rankings, call.mode, call.weights, self.k_rrf, self.names, self.dedup,
                      call.k)
 
+    def fuse_queries(self, call: FusionCall, results: Sequence[Sequence[Any]],
+                     queries: Sequence[str]) -> list[Hit]:
+        """Fuse the answers to several queries (multi-query fusion, RAG-Fusion):
+        ``results[j][a]`` is child ``call.active[a]``'s answer to ``queries[j]``.
+
+        Every (query, child) list is one more ranking, with that child's weight, as
+        LlamaIndex's ``QueryFusionRetriever`` fuses its generated queries (RRF sums over
+        all of them; the score modes normalise each list on its own). In the provenance
+        each source keeps its child's ``"source"`` and ``"index"`` and adds the
+        ``"query"`` it answered and that query's ``"query_index"`` (0: the original).
+
+        Example:
+            >>> from hybrid_retrievers.types import Doc, Hit
+            >>> plan = FusionPlan(1, names=["bm25"])
+            >>> call = plan.resolve("wing lift", k=2)
+            >>> a, b = Hit(Doc("a", ""), 2.0, 1), Hit(Doc("b", ""), 1.0, 1)
+            >>> hits = plan.fuse_queries(call, [[[a, b]], [[b]]], ["wing lift", "lift"])
+            >>> [(h.id, [s["query"] for s in h.explanation["fusion"]["sources"]]) for h in hits]
+            [('b', ['wing lift', 'lift']), ('a', ['wing lift'])]
+        """
+        if len(results) != len(queries):
+            raise ValueError(f"fuse_queries needs one answer set per query: {len(queries)} "
+                             f"queries, {len(results)} answer sets")
+        n = self.size
+        rankings: list[Sequence[Hit]] = []
+        for answers in results:
+            lists: list[Sequence[Hit]] = [[] for _ in range(n)]
+            for i, hits in zip(call.active, answers):
+                lists[i] = self.check_result(hits, i, call.mode)
+            rankings.extend(lists)
+        fused = _fuse(rankings, call.mode, call.weights * len(queries), self.k_rrf,
+                      range(len(rankings)), self.dedup, call.k)
+        for hit in fused:  # each source: back from its list to its child and query
+            for source in hit.explanation["fusion"]["sources"]:
+                j, i = divmod(source["index"], n)
+                source.update(source=self.names[i], index=i, query=queries[j], query_index=j)
+        return fused
+
     def check_result(self, hits: Any, i: int, mode: FusionMode | None = None) -> Sequence[Hit]:
         """Child ``i``'s answer as a list of `Hit` (scored when ``mode`` fuses scores)."""
         if isinstance(hits, (str, bytes, Mapping)) or not isinstance(hits, Sequence):

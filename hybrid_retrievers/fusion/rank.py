@@ -54,7 +54,8 @@ def reciprocal_rank_fusion(
 
     Args:
         rankings: one ranked list of `Hit` per source, best first.
-        k_rrf: the RRF constant (> 0); larger values flatten the difference between ranks.
+        k_rrf: the RRF constant (>= 0; 0 is ``w / rank``); larger values flatten the
+            difference between ranks.
         weights: one non-negative weight per list (default: all 1).
         names: one unique name per list, reported as ``"source"`` in the provenance
             (default: the list's index).

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
 from langchain_core.callbacks import (
@@ -20,20 +22,39 @@ from pydantic import model_validator
 
 from hybrid_retrievers import Analyzer, BM25Index
 from hybrid_retrievers.bm25 import BM25Params
-from hybrid_retrievers.integration import query_field_weights
+from hybrid_retrievers.integration import is_content_id, query_field_weights
+from hybrid_retrievers.types import Doc, Hit
 
 from ._base import Filter, IndexRetriever
-from ._convert import Ids, Metadatas, copy_metadatas, doc_to_document
+from ._convert import Ids, Metadatas, copy_metadata, copy_metadatas, hit_to_document
 
-__all__ = ["BM25Retriever"]
+__all__ = ["BM25Retriever", "index_ids"]
+
+_INDEX_IDS: ContextVar[bool] = ContextVar("langchain_hybrid_retrievers_bm25_index_ids",
+                                          default=False)
+
+
+@contextmanager
+def index_ids() -> Iterator[None]:
+    """Within: `BM25Retriever` returns every document under its index id (the content id
+    of one given without an id, instead of ``None``). `FusionRetriever` asks its
+    children inside it, so an id-less document from a BM25 child is the same document
+    as from a dense or sparse child of this package, which return the index id."""
+    token = _INDEX_IDS.set(True)
+    try:
+        yield
+    finally:
+        _INDEX_IDS.reset(token)
 
 
 class BM25Retriever(IndexRetriever):
     """BM25 keyword retriever backed by `hybrid_retrievers.BM25Index`.
 
     Returned documents are new objects: the indexed ``id``, the stored metadata plus the
-    BM25 score under ``score_key`` and the 1-based ``"rank"``. Only documents matching a
-    query term come back, so there may be fewer than ``k``. ``k`` and ``filter`` can be
+    BM25 score under ``score_key`` and the 1-based ``"rank"``. A document indexed
+    without an id comes back with ``Document.id = None``, as from langchain-community's
+    ``BM25Retriever`` (the index still keys it by its content id, `is_content_id`).
+    Only documents matching a query term come back, so there may be fewer than ``k``. ``k`` and ``filter`` can be
     overridden per call (``invoke(q, k=3, filter={"source": "wiki"})``, and ``ainvoke``).
 
     A drop-in for ``langchain_community.retrievers.BM25Retriever``'s ``from_texts`` /
@@ -86,9 +107,20 @@ class BM25Retriever(IndexRetriever):
     def docs(self) -> list[Document]:
         """The indexed documents in index order, as langchain-community's ``BM25Retriever.docs``
         holds them (a new list of new `Document`s: editing it changes nothing; use
-        `add_documents` / `delete`). Unlike there, a document given without an id has its
-        content id."""
-        return [doc_to_document(doc) for doc in self.index.docs]
+        `add_documents` / `delete`); a document given without an id has ``id=None``, as
+        there."""
+        return [Document(id=_given_id(doc), page_content=doc.text,
+                         metadata=copy_metadata(doc.metadata)) for doc in self.index.docs]
+
+    def _documents(self, hits: Iterable[Hit]) -> list[Document]:
+        if _INDEX_IDS.get():
+            return super()._documents(hits)
+        out = []
+        for hit in hits:
+            document = hit_to_document(hit, self.score_key)
+            document.id = _given_id(hit.doc)
+            out.append(document)
+        return out
 
     def _search(self, query: str, k: int | None, filter: Filter | None,
                 field_weights: Mapping[str, float] | None = None) -> list[Document]:
@@ -164,6 +196,11 @@ class BM25Retriever(IndexRetriever):
         """Load a retriever saved with `save_local` (or any saved `BM25Index`, see
         `BM25Index.load`); ``**kwargs`` are retriever fields (``k``, ``filter``...)."""
         return cls(index=BM25Index.load(folder_path, mmap=mmap), **kwargs)
+
+
+def _given_id(doc: Doc) -> str | None:
+    """The id the caller gave ``doc``: ``None`` when the index made its content id."""
+    return None if is_content_id(doc.id, doc.text, doc.metadata) else doc.id
 
 
 # LangChain's bm25_variant -> (our method, the bm25_params keys its rank_bm25 class takes).

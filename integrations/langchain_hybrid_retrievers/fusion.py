@@ -30,7 +30,7 @@ from langchain_core.runnables import RunnableConfig
 from langchain_core.runnables.config import patch_config
 from pydantic import ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
-from hybrid_retrievers.fusion import DEFAULT_K_RRF, Dedup, FusionMode
+from hybrid_retrievers.fusion import DEFAULT_K_RRF, Dedup, FusionMode, reciprocal_rank_fusion
 from hybrid_retrievers.integration import (
     CallRunner,
     FusionCall,
@@ -47,11 +47,11 @@ from hybrid_retrievers.integration import (
     read_fusion,
     save_fusion,
 )
-from hybrid_retrievers.types import Hit, SparseEmbedder
+from hybrid_retrievers.types import Doc, Hit, SparseEmbedder
 
 from ._base import StrictRetriever, accepts_k, count_validator, current_config
 from ._convert import FUSION_KEY, SCORE_KEYS, check_score_key, document_to_hit, hit_to_document
-from .bm25 import BM25Retriever
+from .bm25 import BM25Retriever, index_ids
 from .dense import DenseRetriever
 from .hybrid import HybridRetriever
 from .sparse import SparseRetriever
@@ -63,13 +63,19 @@ __all__ = ["FusionRetriever"]
 class FusionRetriever(StrictRetriever):
     """Fuse the rankings of several LangChain retrievers into one (RRF by default).
 
-    Each call asks every child whose weight is positive for ``fetch_k`` candidates, at the
-    same time (threads carrying the LangChain context, at most ``max_concurrency``; async:
+    Each call asks every child whose weight is positive for its candidates, at the same
+    time (threads carrying the LangChain context, at most ``max_concurrency``; async:
     ``asyncio.gather``), each as a child run tagged ``retriever_<n>`` as in
     ``EnsembleRetriever`` (see `ChildSearcher`), fuses the lists and returns the top
     ``k``: new documents (the best-ranked copy) with the fused score under ``score_key``,
     ``"rank"`` and the provenance under ``"fusion"`` (`hybrid_retrievers.fusion`).
     ``k``, ``weights``, ``mode`` and ``fetch_k`` can be overridden per call.
+
+    How many candidates a child returns is the child's own ``k``, as in
+    ``EnsembleRetriever`` (``bm25.k = 1`` means one document from it), unless you ask
+    for more: ``fetch_k=n`` (a field, or per call) is passed as ``k=n`` to each child that
+    takes ``k``. `weighted_reciprocal_rank` is ``EnsembleRetriever``'s method of that
+    name: RRF over lists you already have, identity by ``page_content`` (or ``id_key``).
 
     Example:
         >>> from langchain_core.documents import Document
@@ -100,7 +106,8 @@ class FusionRetriever(StrictRetriever):
     """The `hybrid_retrievers.FusionMode` (``"rrf"``, ``"relative_score"``, ...)."""
 
     k_rrf: float = Field(DEFAULT_K_RRF, alias="c")
-    """The RRF constant (> 0), used by ``mode="rrf"``; ``c=`` is EnsembleRetriever's name."""
+    """The RRF constant (>= 0; 0 scores ``w / rank``), used by ``mode="rrf"``; ``c=`` is
+    EnsembleRetriever's name."""
 
     id_key: str | None = None
     """EnsembleRetriever's ``id_key``: the metadata key whose value identifies a child's
@@ -108,10 +115,13 @@ class FusionRetriever(StrictRetriever):
     ``Document.id`` (the content id of its text when it has none)."""
 
     fetch_k: int | None = None
-    """Candidates asked of each child; ``None``: ``max(k, 20)`` (`default_fetch_k`)."""
+    """Candidates asked of each child (``k=fetch_k`` to those that take ``k``); ``None``:
+    each child returns its own ``k``, as in ``EnsembleRetriever``."""
 
     pass_fetch_k: bool | None = None
-    """Pass ``k=fetch_k`` to the children: ``None`` when they take it, else always/never."""
+    """Pass ``k=`` to the children: ``None``: ``fetch_k`` to those that take ``k``, when
+    ``fetch_k`` is set; ``True``: always (``fetch_k``, else ``max(k, 20)``, to every
+    child); ``False``: never."""
 
     names: list[str] | None = None
     """One unique name per child, the provenance's ``"source"`` (default: its index)."""
@@ -166,6 +176,36 @@ class FusionRetriever(StrictRetriever):
         """EnsembleRetriever's name of ``k_rrf``."""
         return self.k_rrf
 
+    def weighted_reciprocal_rank(self, doc_lists: list[list[Document]]) -> list[Document]:
+        """``EnsembleRetriever.weighted_reciprocal_rank``: fuse ranked lists you already
+        have, one per child, by weighted RRF (Cormack, Clarke & Büttcher 2009)::
+
+            score(d) = Σ_i weights[i] / (c + rank_i(d))      (rank 1-based)
+
+        computed by the core's `reciprocal_rank_fusion`. As there: a document is
+        identified by its ``page_content`` (or ``metadata[id_key]`` when ``id_key`` is
+        set), the first copy met (list 0 top to bottom, then list 1, ...) is returned,
+        the very object given (no score or provenance is added), every fused document
+        is returned, best first, and equal scores keep that first-appearance order
+        (documents found only by lists of weight 0 come last, with score 0 there).
+        Unlike there, a document repeated inside one list counts once, at its best
+        position (the lists are rankings; the original's docstring asks for unique items).
+
+        Example:
+            >>> from langchain_core.documents import Document
+            >>> from langchain_hybrid_retrievers import BM25Retriever, FusionRetriever
+            >>> bm25 = BM25Retriever.from_texts(["1", "2"])
+            >>> fusion = FusionRetriever(retrievers=[bm25, bm25], weights=[0.4, 0.5], c=0)
+            >>> one, two = Document(page_content="1"), Document(page_content="2")
+            >>> [d.page_content for d in fusion.weighted_reciprocal_rank([[one, two], [two, one]])]
+            ['2', '1']
+
+        Raises:
+            ValueError: not one list per child, or weights that are a rule of the query.
+            KeyError: a document without ``id_key`` in its metadata.
+        """
+        return weighted_reciprocal_rank(self, doc_lists)
+
     @model_validator(mode="after")
     def _check_plan(self) -> FusionRetriever:
         plan = self._plan()  # the core checks weights and names against the children
@@ -181,9 +221,11 @@ class FusionRetriever(StrictRetriever):
         """Invoke the children concurrently and return the fused top ``k``."""
         plan, call = self._resolve(query, k, weights, mode, fetch_k)
         config = current_config()
-        children = _children_for(self, call, run_manager, config, asynchronous=False)
-        calls = [lambda c=c: c.search(query, call.fetch_k) for c in children]
-        results = self._run(calls, call, config.get("max_concurrency"))
+        depth = self._depth(call, fetch_k)
+        children = _children_for(self, call, run_manager, config, depth, asynchronous=False)
+        calls = [lambda c=c: c.search(query, depth) for c in children]
+        with index_ids():  # id-less documents: one id from every child of this package
+            results = self._run(calls, call, config.get("max_concurrency"))
         return self._documents(plan.fuse(call, results))
 
     async def _aget_relevant_documents(
@@ -193,9 +235,12 @@ class FusionRetriever(StrictRetriever):
     ) -> list[Document]:
         """Async `_get_relevant_documents`: ``asyncio.gather`` of the children's ``ainvoke``."""
         plan, call = self._resolve(query, k, weights, mode, fetch_k)
-        children = _children_for(self, call, run_manager, current_config(), asynchronous=True)
-        results = await gather_calls([c.asearch(query, call.fetch_k) for c in children],
-                                     self._note(call))
+        depth = self._depth(call, fetch_k)
+        children = _children_for(self, call, run_manager, current_config(), depth,
+                                 asynchronous=True)
+        with index_ids():
+            results = await gather_calls([c.asearch(query, depth) for c in children],
+                                         self._note(call))
         return self._documents(plan.fuse(call, results))
 
     def save_local(self, folder_path: str | os.PathLike[str]) -> None:
@@ -261,6 +306,16 @@ class FusionRetriever(StrictRetriever):
         return plan, plan.resolve(query, self.k if k is None else k, weights=weights,
                                   fetch_k=fetch_k, mode=mode)
 
+    def _depth(self, call: FusionCall, fetch_k: int | None) -> int | None:
+        """The ``k=`` passed to the children this call: the asked ``fetch_k`` (per call,
+        else the field); ``pass_fetch_k=True`` without one: ``max(k, 20)``; else ``None``
+        (each child returns its own ``k``)."""
+        if self.pass_fetch_k is False:
+            return None
+        if fetch_k is not None or self.fetch_k is not None or self.pass_fetch_k:
+            return call.fetch_k
+        return None
+
     def _run(self, calls: list[Any], call: FusionCall, max_concurrency: int | None) -> list[Any]:
         runner = self._runner
         if runner is None or runner.max_workers != len(self.retrievers):
@@ -288,7 +343,8 @@ class ChildSearcher:
 
     The core plans and fuses; what is LangChain's is how a child is asked (``invoke`` /
     ``ainvoke`` with the caller's config, as a child run of the fusion tagged
-    ``retriever_<n>``, ``k=fetch_k`` when it takes it) and read back (`document_to_hit`:
+    ``retriever_<n>``, ``k=`` the asked depth when there is one and it takes ``k``)
+    and read back (`document_to_hit`:
     ``Document.id`` is the identity, the score the first number under the score keys).
     """
 
@@ -300,18 +356,20 @@ class ChildSearcher:
     label: str
     id_key: str | None = None  # the metadata key of the identity (None: Document.id)
 
-    def search(self, query: str, k: int) -> list[Hit]:
-        kwargs = {"k": k} if self.pass_k else {}
+    def search(self, query: str, k: int | None) -> list[Hit]:
+        kwargs = {"k": k} if self.pass_k and k is not None else {}
         return self._hits(self.child.invoke(query, self.config, **kwargs))
 
-    async def asearch(self, query: str, k: int) -> list[Hit]:
-        kwargs = {"k": k} if self.pass_k else {}
+    async def asearch(self, query: str, k: int | None) -> list[Hit]:
+        kwargs = {"k": k} if self.pass_k and k is not None else {}
         return self._hits(await self.child.ainvoke(query, self.config, **kwargs))
 
     def _hits(self, docs: Any) -> list[Hit]:
         if isinstance(docs, (str, bytes, Mapping)) or not isinstance(docs, Sequence):
             raise TypeError(f"child {self.label} must return a list of Document, got "
                             f"{type(docs).__name__}")
+        # A child that returns strings: each is a Document, as EnsembleRetriever reads it.
+        docs = [Document(page_content=d) if isinstance(d, str) else d for d in docs]
         hits = [document_to_hit(d, pos, self.keys) for pos, d in enumerate(docs, 1)]
         if self.id_key is None:
             return hits
@@ -331,13 +389,14 @@ def _child_label(fusion: Any, i: int) -> str:
     return f"retriever_{i + 1}{name}, {type(fusion.retrievers[i]).__name__}"
 
 
-def _children_for(fusion: Any, call: FusionCall, run_manager: Any, config: RunnableConfig, *,
-                 asynchronous: bool) -> list[ChildSearcher]:
+def _children_for(fusion: Any, call: FusionCall, run_manager: Any, config: RunnableConfig,
+                  depth: int | None, *, asynchronous: bool) -> list[ChildSearcher]:
     """The active children of one call of ``fusion`` (a `FusionRetriever`) as searchers.
 
     Child ``i`` runs as a child run tagged ``retriever_<i + 1>``, asked with
-    ``k=fetch_k`` as ``pass_fetch_k`` says (``None``: when `accepts_k`). For the score
-    modes, a plain ``as_retriever()`` child is searched as a `ScoredVectorStoreRetriever`.
+    ``k=depth`` (none when ``depth`` is ``None``) as ``pass_fetch_k`` says (``None``:
+    when `accepts_k`). For the score modes, a plain ``as_retriever()`` child is
+    searched as a `ScoredVectorStoreRetriever`.
     """
     keys = (fusion.score_key, *(key for key in SCORE_KEYS if key != fusion.score_key))
     out = []
@@ -345,13 +404,72 @@ def _children_for(fusion: Any, call: FusionCall, run_manager: Any, config: Runna
         child = fusion.retrievers[i]
         passes = fusion.pass_fetch_k
         if passes is None:
-            passes = _accepts_k(fusion._accepts, child, asynchronous)
+            passes = depth is not None and _accepts_k(fusion._accepts, child, asynchronous)
         if call.mode is not FusionMode.RRF:
             child = with_store_scores(child)
         child_run = patch_config(config, callbacks=run_manager.get_child(tag=f"retriever_{i + 1}"))
         out.append(ChildSearcher(child, child_run, pass_k=passes, keys=keys,
                                  label=_child_label(fusion, i), id_key=fusion.id_key))
     return out
+
+
+def weighted_reciprocal_rank(fusion: Any, doc_lists: Any) -> list[Document]:
+    """`FusionRetriever.weighted_reciprocal_rank` (see there): the lists as core rankings
+    under one internal id per identity, fused by the core, back to the first copies."""
+    if isinstance(doc_lists, (str, bytes, Mapping)) or not isinstance(doc_lists, Sequence):
+        raise TypeError(f"doc_lists must be a list of lists of Document, got "
+                        f"{type(doc_lists).__name__}")
+    n = len(fusion.retrievers)
+    if len(doc_lists) != n:
+        raise ValueError(f"doc_lists must hold one ranked list per retriever: expected {n}, "
+                         f"got {len(doc_lists)} (Number of rank lists must be equal to the "
+                         "number of weights)")
+    if callable(fusion.weights):
+        raise ValueError("weights is a rule of the query (a callable); "
+                         "weighted_reciprocal_rank has no query: set weights to a list")
+    ids: dict[Any, str] = {}  # identity -> internal id, in first-appearance order
+    first: list[Document] = []  # the first copy of each identity
+    rankings = []
+    for i, docs in enumerate(doc_lists):
+        if isinstance(docs, (str, bytes, Mapping)) or not isinstance(docs, Sequence):
+            raise TypeError(f"doc_lists[{i}] must be a list of Document, got "
+                            f"{type(docs).__name__}")
+        hits = []
+        for pos, document in enumerate(docs, 1):
+            key = _identity(document, fusion.id_key, f"doc_lists[{i}][{pos - 1}]")
+            if key not in ids:
+                ids[key] = str(len(ids))
+                first.append(document)
+            hits.append(Hit(Doc(ids[key], ""), None, pos))  # type: ignore[arg-type]
+        rankings.append(hits)
+    weights = None if fusion.weights is None else fusion._plan().weights
+    fused = reciprocal_rank_fusion(rankings, k_rrf=fusion.k_rrf, weights=weights)
+    # Equal scores: first appearance (the original's stable sort), not the core's best rank.
+    fused.sort(key=lambda hit: (-hit.score, int(hit.id)))
+    order = [int(hit.id) for hit in fused]
+    # Documents only in weight-0 lists score 0 there and come last, in first appearance.
+    seen = set(order)
+    order += [i for i in range(len(first)) if i not in seen]
+    return [first[i] for i in order]
+
+
+def _identity(document: Any, id_key: str | None, where: str) -> Any:
+    """EnsembleRetriever's identity of a document: ``page_content``, or the ``id_key``
+    metadata value."""
+    if not isinstance(document, Document):
+        raise TypeError(f"{where} must be a Document, got {type(document).__name__}: "
+                        f"{document!r:.80}")
+    if id_key is None:
+        return document.page_content
+    if id_key not in document.metadata:
+        raise KeyError(f"{where} has no id_key {id_key!r} in its metadata")
+    key = document.metadata[id_key]
+    try:
+        hash(key)
+    except TypeError:
+        raise TypeError(f"{where}: the id_key {id_key!r} value must be hashable, got "
+                        f"{type(key).__name__}") from None
+    return key
 
 
 def _accepts_k(cache: dict[Any, Any], child: Any, asynchronous: bool) -> bool:

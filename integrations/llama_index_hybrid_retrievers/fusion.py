@@ -4,10 +4,13 @@ Planning (per-call weights, which children to ask), running and fusing are the c
 (`hybrid_retrievers.fusion.FusionPlan`, `CallRunner`); this module wraps each child as a
 core searcher (`ChildSearcher`: its own `QueryBundle` copy, spans and callbacks nested),
 turns fused hits back into the children's nodes by id, and persists a fusion of this
-package's retrievers in the core's format (`hybrid_retrievers.fusion.saved`). Unlike
-LlamaIndex's ``QueryFusionRetriever``: no LLM is needed, weights count in RRF mode too,
-nodes are identified by ``node_id``, the caller's nodes and scores are never modified,
-and every result says where it came from. `HybridRetriever` (BM25 + dense over the same
+package's retrievers in the core's format (`hybrid_retrievers.fusion.saved`). With
+``num_queries > 1`` an LLM writes query variants (`hybrid_retrievers.fusion.variants`),
+each searched by every child, all lists fused (`FusionPlan.fuse_queries`), as LlamaIndex's
+``QueryFusionRetriever`` does. Unlike there: no LLM is needed for one query, nodes are
+identified by ``node_id``, the caller's nodes and scores are never modified, a hung LLM
+is cut off by ``timeout`` (the original query is then searched alone), and every result
+says where it came from. `HybridRetriever` (BM25 + dense over the same
 nodes, one core searcher) is in ``hybrid.py``.
 """
 
@@ -22,15 +25,28 @@ from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.callbacks.base import CallbackManager
 from llama_index.core.constants import DEFAULT_SIMILARITY_TOP_K
+from llama_index.core.prompts import PromptTemplate
 from llama_index.core.schema import NodeWithScore, QueryBundle
 
-from hybrid_retrievers.fusion import DEFAULT_K_RRF, Dedup, FusionMode
+from hybrid_retrievers.fusion import (
+    DEFAULT_K_RRF,
+    DEFAULT_QUERY_GEN_PROMPT,
+    Dedup,
+    FusionMode,
+    QueryVariants,
+    agenerate_query_variants,
+    check_query_prompt,
+    fuse,
+    generate_query_variants,
+)
 from hybrid_retrievers.integration import (
+    DEFAULT_LLM_TIMEOUT,
     CallRunner,
     FusionPlan,
     Weights,
     check_k,
     check_names,
+    check_timeout,
     check_weights_restorable,
     child_kind,
     fusion_settings,
@@ -50,6 +66,7 @@ from ._convert import (
     type_error,
 )
 from ._editing import FusionEditing
+from ._llm import as_text_generator
 from .bm25 import BM25Retriever
 from .dense import DenseRetriever
 from .hybrid import HybridRetriever
@@ -70,6 +87,16 @@ class FusionRetriever(SimilarityTopK, QueryChecked, FusionEditing, BaseRetriever
     its own ``similarity_top_k`` candidates (see `ChildSearcher`); the core fuses
     the lists and cuts them to ``similarity_top_k``.
 
+    Query variants (``num_queries > 1``, QueryFusionRetriever's core feature): the LLM
+    (``llm``, else ``Settings.llm``) is asked once per query, with ``query_gen_prompt``,
+    for ``num_queries - 1`` more queries (``complete`` in ``retrieve``, ``acomplete`` in
+    ``aretrieve``), waiting at most ``timeout`` seconds; every child then answers the
+    original and each generated query, and all those lists are fused (each with its
+    child's weight). If the LLM fails, hangs or writes nothing usable, the original
+    query is searched alone (a warning is logged). Either way each fused node's
+    provenance holds ``"queries"`` (``original``, ``generated``, ``fallback``,
+    ``error``) and each source its ``"query"``.
+
     Returned nodes: new `NodeWithScore` objects with the fused score and a **copy** of
     the best-ranked child node with the provenance (`hybrid_retrievers.fusion`) under
     ``metadata["fusion"]``, excluded from its LLM and embedding text.
@@ -82,15 +109,20 @@ class FusionRetriever(SimilarityTopK, QueryChecked, FusionEditing, BaseRetriever
             (a child whose weight is 0 for a query is not called).
         retriever_weights, num_queries, use_async, llm, query_gen_prompt:
             ``QueryFusionRetriever``'s. ``retriever_weights`` are ``weights`` normalised
-            to sum 1, as there; ``num_queries`` must be 1 (no generated queries: for
-            more, an LLM writes them: use `HyDERetriever` or fuse retrievers over your
-            own rewrites), so ``llm`` and ``query_gen_prompt`` go unused, as there;
-            ``use_async`` changes nothing (children always run at the same time).
-            Its ``mode`` names are taken too: ``"reciprocal_rerank"`` is RRF over its
-            0-based ranks, ``1 / (60 + r0)``, which is ``k_rrf=59`` here (unless
-            ``k_rrf`` is given), ignoring ``retriever_weights`` as there (``weights``
-            count); ``"relative_score"`` and ``"dist_based_score"`` are the
-            same formulas; ``"simple"`` (keep the highest score per text) is refused.
+            to sum 1, as there. ``num_queries``: the queries searched, the original
+            included (default: 4 when ``llm`` is given, as there, else 1: no LLM is
+            needed to fuse retrievers); ``query_gen_prompt``: a ``str.format``
+            template with ``{num_queries}`` (how many to write: ``num_queries - 1``)
+            and ``{query}`` (default: `DEFAULT_QUERY_GEN_PROMPT`, the original's
+            request in this package's words); ``use_async`` changes nothing (children
+            always run at the same time). Its ``mode`` names are taken too:
+            ``"reciprocal_rerank"`` is RRF over its 0-based ranks with each list
+            weighted by its retriever's normalised weight, ``w / (60 + r0)`` (default
+            ``w = 1 / len(retrievers)``), as llama-index-core's newest version: that is
+            ``k_rrf=59`` here (unless ``k_rrf`` is given); ``"relative_score"`` and
+            ``"dist_based_score"`` are the same formulas; ``"simple"`` (keep the
+            highest score per text) is refused.
+        timeout: Seconds to wait for the LLM's query variants (``None``: no limit).
         max_workers: Children run at the same time in ``retrieve``, at most (default:
             all; 1 runs them one after another in the calling thread).
         callback_manager, verbose: As for LlamaIndex's `BaseRetriever`.
@@ -127,13 +159,12 @@ class FusionRetriever(SimilarityTopK, QueryChecked, FusionEditing, BaseRetriever
         callback_manager: CallbackManager | None = None,
         verbose: bool = False,
         retriever_weights: Sequence[float] | None = None,
-        num_queries: int = 1,
+        num_queries: int | None = None,
         use_async: bool = True,
         llm: Any = None,
         query_gen_prompt: str | None = None,
+        timeout: float | None = DEFAULT_LLM_TIMEOUT,
     ) -> None:
-        mode, k_rrf, weights = _query_fusion_arguments(mode, k_rrf, weights,
-                                                        retriever_weights, num_queries)
         if isinstance(retrievers, (str, bytes, Mapping, BaseRetriever)) or not isinstance(
             retrievers, Sequence
         ):
@@ -148,6 +179,16 @@ class FusionRetriever(SimilarityTopK, QueryChecked, FusionEditing, BaseRetriever
             if not isinstance(child, BaseRetriever):
                 raise type_error(f"retrievers[{i}] must be a llama_index BaseRetriever", child)
         n = len(children)
+        mode, k_rrf, weights = _query_fusion_arguments(mode, k_rrf, weights,
+                                                        retriever_weights, n)
+        self._num_queries = (4 if llm is not None else 1) if num_queries is None \
+            else check_k(num_queries, "num_queries")
+        self.query_gen_prompt = check_query_prompt(
+            DEFAULT_QUERY_GEN_PROMPT if query_gen_prompt is None else query_gen_prompt)
+        self.use_async = use_async
+        self._timeout = check_timeout(timeout)
+        self._llm = _query_llm(llm, callback_manager) if self._num_queries > 1 else llm
+        self._generate = as_text_generator(self._llm) if self._num_queries > 1 else None
         self._retrievers = children
         self.similarity_top_k = similarity_top_k
         self._names = None if names is None else check_names(names, n)
@@ -170,6 +211,11 @@ class FusionRetriever(SimilarityTopK, QueryChecked, FusionEditing, BaseRetriever
         return self._names
 
     @property
+    def num_queries(self) -> int:
+        """The queries searched per call, the original included (1: no LLM is asked)."""
+        return self._num_queries
+
+    @property
     def plan(self) -> FusionPlan:
         """The fusion settings (``mode``, ``weights``, ``k_rrf``, ``dedup``), checked once
         at construction."""
@@ -181,7 +227,9 @@ class FusionRetriever(SimilarityTopK, QueryChecked, FusionEditing, BaseRetriever
         """Save every child index and the fusion settings to one directory (no pickle).
 
         Children must be this package's BM25, dense, sparse, hybrid or fusion retrievers (else
-        `TypeError`); models and a callable ``weights`` rule are not saved.
+        `TypeError`); models, a callable ``weights`` rule and the query-variant settings
+        (``llm``, ``num_queries``, ``query_gen_prompt``, ``timeout``) are not saved:
+        pass them to `from_persist_dir`.
         """
         children = []
         for i, child in enumerate(self._retrievers):
@@ -240,40 +288,124 @@ class FusionRetriever(SimilarityTopK, QueryChecked, FusionEditing, BaseRetriever
     # ---------------------------------------------------------------- search
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
-        call, children = self._children(query_bundle)
-        results = self._runner.run([c.search for c in children.values()], self._note(call))
-        return _fused_nodes(self._plan.fuse(call, results), children)
+        variants = self._variants(query_bundle.query_str) if self._num_queries > 1 else None
+        call, children = self._children(query_bundle, variants)
+        results = self._runner.run([c.search for c in children.values()],
+                                   self._note(children))
+        return self._fused(call, children, results, variants)
 
     async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
-        call, children = self._children(query_bundle)
+        variants = None
+        if self._num_queries > 1:
+            variants = await self._avariants(query_bundle.query_str)
+        call, children = self._children(query_bundle, variants)
         results = await gather_calls([c.asearch() for c in children.values()],
-                                     self._note(call))
-        return _fused_nodes(self._plan.fuse(call, results), children)
+                                     self._note(children))
+        return self._fused(call, children, results, variants)
 
-    def _children(self, query_bundle: QueryBundle) -> tuple[Any, dict[int, ChildSearcher]]:
-        """The call's plan, and each active child as a searcher (by child index)."""
+    # --------------------------------------------------------- query variants
+
+    def _get_prompts(self) -> dict[str, Any]:
+        """QueryFusionRetriever's prompt key: ``query_gen_prompt``."""
+        return {"query_gen_prompt": PromptTemplate(self.query_gen_prompt)}
+
+    def _update_prompts(self, prompts: Mapping[str, Any]) -> None:
+        if "query_gen_prompt" in prompts:
+            prompt = prompts["query_gen_prompt"]
+            self.query_gen_prompt = check_query_prompt(getattr(prompt, "template", prompt))
+
+    def _variants(self, query: str) -> QueryVariants:
+        """The call's `QueryVariants`, the LLM asked with ``complete``."""
+        if not query.strip():
+            return _no_variants(query)
+        return self._printed(generate_query_variants(
+            self._generate, query, self._num_queries - 1, prompt=self.query_gen_prompt,
+            timeout=self._timeout))
+
+    async def _avariants(self, query: str) -> QueryVariants:
+        """Async `_variants`: the LLM asked with ``acomplete``."""
+        if not query.strip():
+            return _no_variants(query)
+        return self._printed(await agenerate_query_variants(
+            self._generate, query, self._num_queries - 1, prompt=self.query_gen_prompt,
+            timeout=self._timeout))
+
+    def _printed(self, variants: QueryVariants) -> QueryVariants:
+        if self._verbose:  # as QueryFusionRetriever prints them
+            print("Generated queries:\n" + "\n".join(variants.generated))
+        return variants
+
+    # ---------------------------------------------------------------- fusing
+
+    def _children(self, query_bundle: QueryBundle, variants: QueryVariants | None,
+                  ) -> tuple[Any, dict[tuple[int, int], ChildSearcher]]:
+        """The call's plan, and each (query, active child) as a searcher, keyed by
+        ``(query index, child index)``: query 0 is the caller's bundle, the others the
+        generated queries' own bundles."""
         call = self._plan.resolve(query_bundle.query_str, self._similarity_top_k, check=False)
-        return call, {i: ChildSearcher(self._retrievers[i], query_bundle, self._label(i))
-                      for i in call.active}
+        bundles = [query_bundle]
+        if variants is not None:
+            bundles += [QueryBundle(q) for q in variants.generated]
+        return call, {(j, i): ChildSearcher(self._retrievers[i], bundle, self._label(i))
+                      for j, bundle in enumerate(bundles) for i in call.active}
+
+    def _fused(self, call: Any, children: Mapping[tuple[int, int], ChildSearcher],
+               results: Sequence[Any], variants: QueryVariants | None) -> list[NodeWithScore]:
+        if variants is None:
+            return _fused_nodes(self._plan.fuse(call, results), children)
+        per_query = len(call.active)
+        answers = [results[j:j + per_query] for j in range(0, len(results), per_query)]
+        hits = self._plan.fuse_queries(call, answers, variants.queries)
+        for hit in hits:
+            hit.explanation[FUSION_KEY]["queries"] = variants.as_dict()
+        return _fused_nodes(hits, children)
+
+    def _reciprocal_rerank_fusion(
+        self, results: Mapping[tuple[str, int], Sequence[NodeWithScore]],
+    ) -> list[NodeWithScore]:
+        """QueryFusionRetriever's RRF step over lists you already have, kept for code
+        that calls it: ``results[(query, i)]`` is retriever ``i``'s answer to ``query``;
+        each list is sorted by score (as there), weighted by retriever ``i``'s weight
+        and fused by the core with this retriever's ``k_rrf``. Unlike there, nodes are
+        identified by ``node_id`` and the given ones are not modified: the result is
+        new `NodeWithScore` objects (the best-ranked copy's node, the fused score)."""
+        keys = list(results)
+        lists = [sorted(results[key], key=lambda n: n.score or 0.0, reverse=True)
+                 for key in keys]
+        weights = [self._plan.weights_for(query)[i] for query, i in keys]
+        rankings = [[node_with_score_to_hit(n, pos) for pos, n in enumerate(nodes, 1)]
+                    for nodes in lists]
+        hits = fuse(rankings, FusionMode.RRF, weights=weights, k_rrf=self._plan.k_rrf,
+                    dedup=self._plan.dedup)
+        out = []
+        for hit in hits:
+            best = next(s for s in hit.explanation[FUSION_KEY]["sources"]
+                        if s["rank"] == hit.explanation[FUSION_KEY]["best_rank"])
+            node = lists[best["index"]][best["rank"] - 1].node
+            out.append(NodeWithScore(node=node, score=float(hit.score)))
+        return out
 
     def _label(self, i: int) -> str:
         name = f" ({self._names[i]!r})" if self._names is not None else ""
         return f"retrievers[{i}]{name}, {type(self._retrievers[i]).__name__}"
 
-    def _note(self, call: Any) -> Any:  # names a failing child in the exception
-        return lambda j: f"FusionRetriever child {self._label(call.active[j])}"
+    def _note(self, children: Mapping[tuple[int, int], ChildSearcher]) -> Any:
+        """Names a failing child in the exception (and its query, for a variant)."""
+        keys = list(children)
+
+        def note(j: int) -> str:
+            query, i = keys[j]
+            variant = f" (generated query {query})" if query else ""
+            return f"FusionRetriever child {self._label(i)}{variant}"
+        return note
 
 
 
 def _query_fusion_arguments(mode: Any, k_rrf: float | None, weights: Any,
                             retriever_weights: Sequence[float] | None,
-                            num_queries: int) -> tuple[Any, float, Any]:
+                            size: int) -> tuple[Any, float, Any]:
     """``(mode, k_rrf, weights)`` with QueryFusionRetriever's spellings resolved (see
-    `FusionRetriever`'s Args)."""
-    if num_queries != 1:
-        raise ValueError(
-            f"num_queries must be 1 here, got {num_queries!r}: generating queries needs an "
-            "LLM; use HyDERetriever, or fuse retrievers over your own query rewrites")
+    `FusionRetriever`'s Args) for ``size`` children."""
     if retriever_weights is not None:
         if weights is not None:
             raise ValueError("pass weights= or retriever_weights= (QueryFusionRetriever's "
@@ -286,11 +418,35 @@ def _query_fusion_arguments(mode: Any, k_rrf: float | None, weights: Any,
     if mode == "simple":
         raise ValueError("mode='simple' (QueryFusionRetriever's highest score per text) has "
                          "no equivalent here; use mode='rrf' or 'relative_score'")
-    if mode == "reciprocal_rerank":  # 1 / (60 + 0-based rank) == 1 / (59 + 1-based rank)
-        if retriever_weights is not None:
-            weights = None  # QueryFusionRetriever's RRF ignores retriever_weights
+    if mode == "reciprocal_rerank":  # w / (60 + 0-based rank) == w / (59 + 1-based rank)
+        if weights is None:  # its default retriever_weights: 1 / n each
+            weights = [1.0 / size] * size
         return FusionMode.RRF, 59.0 if k_rrf is None else k_rrf, weights
     return mode, DEFAULT_K_RRF if k_rrf is None else k_rrf, weights
+
+
+def _no_variants(query: str) -> QueryVariants:
+    """A blank query (a bundle with a precomputed embedding) has nothing to rewrite."""
+    return QueryVariants(query, fallback=True, error="a blank query has no variants")
+
+
+def _query_llm(llm: Any, callback_manager: CallbackManager | None) -> Any:
+    """The LLM that writes query variants: ``llm`` (resolved as QueryFusionRetriever
+    resolves it), else ``Settings.llm``; a plain callable ``prompt -> str`` as it is."""
+    from llama_index.core.llms.utils import resolve_llm
+    from llama_index.core.settings import Settings
+
+    if llm is None:
+        try:
+            return Settings.llm
+        except Exception as exc:
+            raise ValueError(
+                "num_queries > 1 needs an LLM to write the query variants: pass llm= or set "
+                f"Settings.llm (Settings.llm failed: {type(exc).__name__}: {exc!s:.200})"
+            ) from exc
+    if isinstance(llm, str) or callable(getattr(llm, "complete", None)):
+        return resolve_llm(llm, callback_manager=callback_manager)
+    return llm
 
 
 # ------------------------------------------------------------ one child, one call
@@ -342,14 +498,16 @@ class ChildSearcher:
 
 
 def _fused_nodes(hits: Sequence[Hit],
-                 children: Mapping[int, ChildSearcher]) -> list[NodeWithScore]:
+                 children: Mapping[tuple[int, int], ChildSearcher]) -> list[NodeWithScore]:
     """New `NodeWithScore` objects for fused hits: a copy of the best-ranked child node
-    (the first source at the hit's best rank) with the provenance under ``"fusion"``."""
+    (the first source at the hit's best rank, by its query and child) with the
+    provenance under ``"fusion"``."""
     out = []
     for hit in hits:
         fusion = hit.explanation[FUSION_KEY]
         best = next(s for s in fusion["sources"] if s["rank"] == fusion["best_rank"])
-        source = children[best["index"]].nodes[best["id"]].node
+        child = children[best.get("query_index", 0), best["index"]]
+        source = child.nodes[best["id"]].node
         node = node_with_added_metadata(source, {FUSION_KEY: fusion})
         out.append(NodeWithScore(node=node, score=float(hit.score)))
     return out

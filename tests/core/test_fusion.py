@@ -319,7 +319,9 @@ def test_content_dedup_never_returns_an_id_twice():
         ({"weights": [1, "2"]}, TypeError, r"weights\[1\] must be a number"),
         ({"weights": [True, 1]}, TypeError, r"weights\[0\] must be a number"),
         ({"weights": 2.0}, TypeError, "weights must be a list of 2 numbers"),
-        ({"k_rrf": 0}, ValueError, r"k_rrf \(the RRF constant\) must be a finite number > 0, got 0"),
+        ({"k_rrf": -0.5}, ValueError,
+         r"k_rrf \(the RRF constant\) must be a finite number >= 0, got -0.5"),
+        ({"k_rrf": float("inf")}, ValueError, "got inf"),
         ({"k_rrf": -1.5}, ValueError, "got -1.5"),
         ({"k_rrf": "60"}, TypeError, r"k_rrf \(the RRF constant\) must be a number"),
         ({"names": ["a", "a"]}, ValueError, "names must be unique"),
@@ -339,7 +341,18 @@ def test_rrf_constant_is_k_rrf():
     fused = reciprocal_rank_fusion(rankings, k_rrf=10)
     assert fused[0].explanation["fusion"]["k_rrf"] == 10
     with pytest.raises(ValueError, match=r"k_rrf \(the RRF constant\)"):
-        reciprocal_rank_fusion(rankings, k_rrf=0)
+        reciprocal_rank_fusion(rankings, k_rrf=-1)
+
+
+def test_rrf_constant_zero_is_weight_over_rank():
+    # LangChain's EnsembleRetriever accepts c=0: score = w / rank, well defined for
+    # 1-based ranks. a: 1/1 + 1/3, b: 1/2 + 1/1 (weights 1, 1) -> b first.
+    fused = reciprocal_rank_fusion([ranking("a", "b", "c"), ranking("b", "x", "a")], k_rrf=0)
+    assert [(h.id, round(h.score, 6)) for h in fused][:2] == [("b", 1.5), ("a", 1.333333)]
+    assert fused[0].explanation["fusion"]["k_rrf"] == 0
+    weighted = reciprocal_rank_fusion([ranking("1", "2"), ranking("2", "1")], k_rrf=0,
+                                      weights=[0.5, 0.4])
+    assert [h.id for h in weighted] == ["1", "2"]  # 0.5 + 0.2 > 0.4 + 0.25
 
 
 def test_unknown_mode_lists_the_enum_values():
@@ -352,7 +365,7 @@ def test_unknown_mode_lists_the_enum_values():
     with pytest.raises(TypeError, match="mode must be one of"):
         fuse([ranking("a")], 3)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match=r"k_rrf \(the RRF constant\)"):
-        fuse([ranking("a")], k_rrf=0)
+        fuse([ranking("a")], k_rrf=-1)
 
 
 def test_mode_values_are_case_insensitive_and_members_work():
@@ -476,8 +489,8 @@ def test_searcher_validation(bm25):
     with pytest.raises(ValueError, match=r"weights\[1\].*nan"):
         FusionSearcher([bm25, bm25], weights=[1, math.nan])
     with pytest.raises(ValueError, match=r"k_rrf \(the RRF constant\) must be a finite number "
-                                         r"> 0, got 0"):
-        FusionSearcher([bm25], k_rrf=0)
+                                         r">= 0, got -1"):
+        FusionSearcher([bm25], k_rrf=-1)
     with pytest.raises(ValueError, match=r"mode must be one of \['rrf', 'relative_score'"):
         FusionSearcher([bm25], mode="borda")
     with pytest.raises(ValueError, match="fetch_k must be >= 1"):

@@ -148,7 +148,7 @@ def test_bad_queries_and_setups_are_clear(index, tmp_path) -> None:
     with pytest.raises(ValueError, match="mode"):
         MultimodalSearcher(index, mode="average")
     with pytest.raises(ValueError, match="k_rrf"):
-        MultimodalSearcher(index, k_rrf=0)
+        MultimodalSearcher(index, k_rrf=-1)
 
 
 def test_a_failing_route_names_itself(index) -> None:

@@ -49,13 +49,17 @@ def test_query_fusion_arguments() -> None:
     rrf = li.FusionRetriever(_li_children(), mode="reciprocal_rerank", similarity_top_k=2,
                              num_queries=1, use_async=True, retriever_weights=[3, 1])
     scores = {n.node.node_id: n.score for n in rrf.retrieve("wing lift")}
-    # QueryFusionRetriever: Σ 1 / (60 + 0-based rank), retriever_weights unused in RRF.
-    assert scores == pytest.approx({"b": 1 / 61 + 1 / 60, "a": 1 / 60})
+    # QueryFusionRetriever (llama-index-core's newest): Σ w / (60 + 0-based rank), w the
+    # normalised retriever_weights (0.75, 0.25); by default 1 / n each.
+    assert scores == pytest.approx({"b": 0.75 / 61 + 0.25 / 60, "a": 0.75 / 60})
+    plain = li.FusionRetriever(_li_children(), mode="reciprocal_rerank", num_queries=1)
+    assert {n.node.node_id: n.score for n in plain.retrieve("wing lift")} == \
+        pytest.approx({"b": 0.5 / 61 + 0.5 / 60, "a": 0.5 / 60})
     relative = li.FusionRetriever(_li_children(), mode="relative_score",
                                   retriever_weights=[3, 1], similarity_top_k=3)
     assert relative.plan.weights == pytest.approx((0.75, 0.25))  # normalised, as there
-    with pytest.raises(ValueError, match="num_queries must be 1"):
-        li.FusionRetriever(_li_children(), num_queries=4)
+    with pytest.raises(ValueError, match="num_queries must be >= 1"):
+        li.FusionRetriever(_li_children(), num_queries=0)
     with pytest.raises(ValueError, match="mode='simple'"):
         li.FusionRetriever(_li_children(), mode="simple")
     with pytest.raises(ValueError, match="weights= or retriever_weights="):

@@ -100,10 +100,12 @@ BUILDERS: dict[str, Case] = {
                    provenance="fusion"),
     "hybrid3": Case(lambda d: lc.HybridRetriever.from_documents(d, EMBED, sparse=SPARSE, k=3),
                     provenance="fusion"),
-    "fusion": Case(lambda d: lc.FusionRetriever(retrievers=children(d), k=3),
+    # fetch_k: the children return their own k (4) unless asked for more.
+    "fusion": Case(lambda d: lc.FusionRetriever(retrievers=children(d), k=3, fetch_k=20),
                    provenance="fusion"),
     "fusion-score": Case(
-        lambda d: lc.FusionRetriever(retrievers=children(d), mode="relative_score", k=3),
+        lambda d: lc.FusionRetriever(retrievers=children(d), mode="relative_score", k=3,
+                                     fetch_k=20),
         provenance="fusion"),
     "parent": Case(lambda d: lc.ParentDocumentRetriever.from_documents(
         d, k=3, chunk_size=60, chunk_overlap=0), lexical=True, provenance="matched_children"),

@@ -61,8 +61,10 @@ def hybrid(documents: list[Document]) -> HybridRetriever:
 
 @pytest.fixture
 def fused(hybrid: HybridRetriever) -> FusionRetriever:
-    """The same BM25 + dense pair as LangChain retrievers under a `FusionRetriever`."""
-    return FusionRetriever(retrievers=_children(hybrid), names=["bm25", "dense"])
+    """The same BM25 + dense pair as LangChain retrievers under a `FusionRetriever`, asking
+    them for as many candidates as the hybrid asks its legs (max(k, 20) for k <= 20)."""
+    return FusionRetriever(retrievers=_children(hybrid), names=["bm25", "dense"],
+                           fetch_k=default_fetch_k(1))
 
 
 def _children(hybrid: HybridRetriever) -> list[BaseRetriever]:
@@ -235,7 +237,7 @@ def test_every_mode_runs_and_per_call_mode_overrides(hybrid: HybridRetriever, mo
     docs = hybrid.invoke(WING_QUERY, mode=mode)
     assert len(docs) == 4 and docs[0].metadata["fusion"]["mode"] == mode
     assert hybrid.searcher.plan.mode.value == "rrf"  # the override did not stick
-    fixed = FusionRetriever(retrievers=_children(hybrid), mode=mode)
+    fixed = FusionRetriever(retrievers=_children(hybrid), mode=mode, fetch_k=default_fetch_k(4))
     assert _ids(fixed.invoke(WING_QUERY)) == _ids(docs)
 
 
@@ -387,7 +389,7 @@ def test_bad_arguments_are_clear_errors(hybrid: HybridRetriever) -> None:
     with pytest.raises(ValidationError, match="mode must be one of"):
         FusionRetriever(retrievers=children, mode="borda")
     with pytest.raises(ValidationError, match="k_rrf"):
-        FusionRetriever(retrievers=children, k_rrf=0)
+        FusionRetriever(retrievers=children, k_rrf=-1)
     with pytest.raises(ValidationError, match="fetch_k must be >= 1"):
         FusionRetriever(retrievers=children, fetch_k=0)
     with pytest.raises(ValidationError, match="names must be unique"):
@@ -424,7 +426,7 @@ def test_child_errors_name_the_child() -> None:
     with pytest.raises(RuntimeError, match="index offline") as info:
         fusion.invoke("q")
     assert any("retriever_2 ('es')" in note for note in info.value.__notes__)
-    bad = FusionRetriever(retrievers=[RunnableLambda(lambda q: ["just a string"])])
+    bad = FusionRetriever(retrievers=[RunnableLambda(lambda q: [3])])  # strings are read
     with pytest.raises(TypeError, match="Document"):
         bad.invoke("q")
 
@@ -445,13 +447,15 @@ def test_fetch_k_reaches_children_that_take_k() -> None:
     no_k = NoKRetriever(docs=_docs("z", "a"))
     fusion = FusionRetriever(retrievers=[takes_k, no_k], k=2)
     fusion.invoke("q")
-    assert takes_k.calls[-1]["k"] == default_fetch_k(2) == 20  # max(k, 20)
+    assert takes_k.calls[-1]["k"] is None  # its own k, as EnsembleRetriever asks it
     fusion.invoke("q", fetch_k=3)
     assert takes_k.calls[-1]["k"] == 3
     FusionRetriever(retrievers=[takes_k], fetch_k=5).invoke("q", k=1)
     assert takes_k.calls[-1]["k"] == 5
-    FusionRetriever(retrievers=[takes_k], pass_fetch_k=False).invoke("q")
+    FusionRetriever(retrievers=[takes_k], pass_fetch_k=False, fetch_k=5).invoke("q")
     assert takes_k.calls[-1]["k"] is None
+    FusionRetriever(retrievers=[takes_k], pass_fetch_k=True).invoke("q", k=2)
+    assert takes_k.calls[-1]["k"] == default_fetch_k(2) == 20  # max(k, 20)
     with pytest.raises(TypeError, match="'k'"):  # passing k to it would fail
         FusionRetriever(retrievers=[no_k], pass_fetch_k=True).invoke("q")
 
