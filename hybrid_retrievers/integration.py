@@ -22,6 +22,7 @@ from .documents import make_docs
 from .fusion.concurrency import CallRunner, gather_calls
 from .fusion.plan import FusionCall, FusionPlan, Weights
 from .fusion.saved import child_kind, core_index_dir, read_fusion, save_fusion
+from .fusion.searcher import FusionSearcher
 from .ids import content_id, is_content_id
 from .metadata import copy_metadata, copy_metadatas
 from .models.adapter import EmbedderAdapter, adapt_embedder
@@ -49,6 +50,7 @@ from .validation import (
 from .vector.queries import aembed_queries, coroutine_method, embed_queries, mean_vector
 
 __all__ = [
+    "FUSION_KEYWORDS",
     "DEFAULT_LLM_TIMEOUT",
     "CallRunner",
     "EmbedderAdapter",
@@ -103,3 +105,7 @@ __all__ = [
     "require",
     "save_fusion",
 ]
+
+FUSION_KEYWORDS = frozenset(keyword_names(FusionSearcher.__init__) - {"searchers"})
+"""The keywords a `FusionSearcher` takes besides its searchers (``mode``, ``weights``,
+``k_rrf``...): what the adapters' hybrid factories hand on in their ``**fusion``."""

@@ -110,6 +110,7 @@ FACES = {
         "CallRunner",
         "DEFAULT_LLM_TIMEOUT",
         "EmbedderAdapter",
+        "FUSION_KEYWORDS",
         "FusionCall",
         "FusionPlan",
         "IndexReader",

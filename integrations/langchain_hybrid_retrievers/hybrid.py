@@ -26,17 +26,20 @@ from pydantic import field_validator
 from hybrid_retrievers import BM25Index, SparseIndex, VectorIndex
 from hybrid_retrievers.fusion import FusionMode, FusionSearcher
 from hybrid_retrievers.integration import (
+    FUSION_KEYWORDS,
     Weights,
     add_to_all,
     child_leaves,
     current_files,
     delete_from_all,
+    field_names,
+    keyword_names,
     make_docs,
     read_fusion,
 )
 from hybrid_retrievers.types import Hit, SparseEmbedder
 
-from ._base import ARGUMENT_HINTS, CoreRetriever, Filter, check_arguments
+from ._base import ARGUMENT_HINTS, CoreRetriever, Filter, check_arguments, checks_keywords
 from ._convert import FUSION_KEY, Ids, Metadatas, copy_metadatas, documents_to_columns
 from .embeddings import as_embedder
 
@@ -106,6 +109,7 @@ class HybridRetriever(CoreRetriever):
     # ------------------------------------------------------------------ build
 
     @classmethod
+    @checks_keywords(lambda cls: field_names(cls) | FUSION_KEYWORDS | {"c"})
     def from_texts(
         cls, texts: Iterable[str], embedding: Embeddings | Any, metadatas: Metadatas = None,
         ids: Ids = None, *, bm25: Mapping[str, Any] | None = None,
@@ -145,6 +149,8 @@ class HybridRetriever(CoreRetriever):
         return cls(searcher=searcher, k=k, **fields)
 
     @classmethod
+    @checks_keywords(lambda cls: keyword_names(cls.from_texts) - {"texts", "metadatas", "ids"}
+                     | field_names(cls) | FUSION_KEYWORDS | {"c"})
     def from_documents(cls, documents: Iterable[Document], embedding: Embeddings | Any,
                        **kwargs: Any) -> HybridRetriever:
         """`from_texts` over LangChain documents, keeping ``Document.id`` (content ids

@@ -176,11 +176,10 @@ ROUTES: dict[tuple[Any, str], Route] = {
     (lc, "HybridRetriever"): Route(lambda t, **kw: lc.HybridRetriever(
         searcher=FusionSearcher.hybrid(TEXTS, EMBED), **kw), "score_key"),
     (lc, "HybridRetriever.from_texts"): Route(
-        lambda t, **kw: lc.HybridRetriever.from_texts(TEXTS, EMBED, **kw), "score_key",
-        owner="fusion"),
+        lambda t, **kw: lc.HybridRetriever.from_texts(TEXTS, EMBED, **kw), "score_key"),
     (lc, "HybridRetriever.from_documents"): Route(
         lambda t, **kw: lc.HybridRetriever.from_documents(documents(), EMBED, **kw),
-        "score_key", owner="fusion"),
+        "score_key"),
     (lc, "HybridRetriever.load_local"): Route(lambda t, **kw: lc.HybridRetriever.load_local(
         saved(lc_hybrid, t, "save_local"), EMBED, **kw), "score_key"),
     (lc, "ImageRetriever"): Route(
