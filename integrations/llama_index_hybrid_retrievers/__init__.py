@@ -9,8 +9,8 @@ Example:
 
 The same classes import from LlamaIndex's integration paths:
 ``from llama_index.retrievers.hybrid import BM25Retriever, HybridRetriever, ...`` and
-``from llama_index.postprocessor.hybrid import CrossEncoderRerank, LLMRerank,
-MMRPostprocessor, SourceCapPostprocessor``.
+``from llama_index.postprocessor.hybrid import CrossEncoderRerank, LLMListwiseRerank,
+LLMRerank, MMRPostprocessor, SentenceTransformerRerank, SourceCapPostprocessor``.
 """
 
 from __future__ import annotations
@@ -33,7 +33,12 @@ from .hyde import HyDERetriever
 from .images import MultiModalLLMDescriber
 from .multimodal import MultimodalRetriever
 from .parent import ParentDocumentRetriever
-from .postprocessors import CrossEncoderRerank, LLMRerank
+from .postprocessors import (
+    CrossEncoderRerank,
+    LLMListwiseRerank,
+    LLMRerank,
+    SentenceTransformerRerank,
+)
 from .searcher import SearcherRetriever
 from .sparse import SparseRetriever
 
@@ -45,6 +50,7 @@ __all__ = [
     "FusionRetriever",
     "HyDERetriever",
     "HybridRetriever",
+    "LLMListwiseRerank",
     "LLMRerank",
     "LlamaIndexEmbedder",
     "MMRPostprocessor",
@@ -52,6 +58,7 @@ __all__ = [
     "MultimodalRetriever",
     "ParentDocumentRetriever",
     "SearcherRetriever",
+    "SentenceTransformerRerank",
     "SourceCapPostprocessor",
     "SparseRetriever",
     "__version__",

@@ -11,6 +11,7 @@ and the index retrievers' constructor and ``persist`` (`CoreIndexRetriever`).
 from __future__ import annotations
 
 import asyncio
+import difflib
 import os
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypedDict, TypeVar
@@ -63,12 +64,21 @@ class LoadOptions(_Options, total=False):
     similarity_top_k: int | None
 
 
-def refuse_arguments(where: str, unexpected: Mapping[str, Any], hints: Mapping[str, str]) -> None:
+def refuse_arguments(where: str, unexpected: Mapping[str, Any], hints: Mapping[str, str],
+                     valid: Iterable[str] = ()) -> None:
     """`TypeError` naming each of ``unexpected``'s keywords (with its hint: what to pass
-    instead) unless there are none; ``where`` names the callable refusing them."""
-    if unexpected:
-        parts = [f"{key!r} ({hints[key]})" if key in hints else repr(key) for key in unexpected]
-        raise TypeError(f"{where} got unexpected argument(s) {', '.join(parts)}")
+    instead, else the nearest of the ``valid`` names) unless there are none; ``where``
+    names the callable refusing them, and the ``valid`` names are listed."""
+    if not unexpected:
+        return
+    valid = sorted(valid)
+    parts = []
+    for key in unexpected:
+        near = difflib.get_close_matches(str(key), valid, n=1, cutoff=0.0)
+        parts.append(f"{key!r} ({hints[key]})" if key in hints
+                     else f"{key!r} (nearest valid name: {near[0]!r})" if near else repr(key))
+    listed = f"; valid: {', '.join(valid)}" if valid else ""
+    raise TypeError(f"{where} got unexpected argument(s) {', '.join(parts)}{listed}")
 
 
 class SimilarityTopK:
