@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import difflib
 import inspect
 import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -85,7 +86,8 @@ ARGUMENT_HINTS: Mapping[str, str] = {
 
 def check_arguments(cls: type, values: Any, hints: Mapping[str, str] = ARGUMENT_HINTS) -> Any:
     """Refuse constructor keywords that are not fields of ``cls``: `TypeError` naming each
-    one (with its community equivalent from ``hints``) and the accepted names."""
+    one (with its community equivalent from ``hints``, else the nearest field name) and
+    the accepted names."""
     if not isinstance(values, Mapping):
         return values
     fields = getattr(cls, "model_fields", {})
@@ -93,10 +95,13 @@ def check_arguments(cls: type, values: Any, hints: Mapping[str, str] = ARGUMENT_
     unknown = [key for key in values if key not in known]
     if not unknown:
         return values
+    valid = sorted(k for k in fields if not k.startswith("_"))
     parts = []
     for key in unknown:
         hint = hints.get(key)
-        parts.append(f"{key!r} ({hint})" if hint else repr(key))
+        near = difflib.get_close_matches(str(key), valid, n=1, cutoff=0.0)
+        parts.append(f"{key!r} ({hint})" if hint
+                     else f"{key!r} (nearest valid name: {near[0]!r})" if near else repr(key))
     raise TypeError(
         f"{cls.__name__} got unexpected argument(s) {', '.join(parts)}; accepted: "
         f"{', '.join(sorted(k for k in fields if not k.startswith('_')))}"

@@ -25,7 +25,7 @@ from langchain_core.callbacks import (
 )
 from langchain_core.documents import BaseDocumentCompressor, Document
 from langchain_core.retrievers import RetrieverLike
-from pydantic import ConfigDict, PrivateAttr, field_validator
+from pydantic import ConfigDict, PrivateAttr, field_validator, model_validator
 
 from hybrid_retrievers import Doc, Hit
 from hybrid_retrievers.integration import (
@@ -42,9 +42,9 @@ from ._base import (
     ARGUMENT_HINTS,
     StrictRetriever,
     accepts_k,
+    check_arguments,
     child_config,
     count_validator,
-    refuse_unknown,
 )
 from ._convert import RANK_KEY, with_metadata
 from ._llm import LangChainGenerator, as_text_generator, llm_name
@@ -58,6 +58,19 @@ PREVIOUS_RANK_KEY = "previous_rank"
 STATUS_KEY = "rerank_status"
 DETAIL_KEY = "rerank_detail"
 _RESERVED = (RANK_KEY, PREVIOUS_RANK_KEY, STATUS_KEY, DETAIL_KEY)
+
+
+_LOADED_MODEL = ("pass a loaded model instead: model=HuggingFaceCrossEncoder(model_name=..., "
+                 "model_kwargs={...}) or sentence_transformers.CrossEncoder(name, ...)")
+_COMPRESSOR_HINTS: dict[str, str] = {
+    **ARGUMENT_HINTS,
+    "trust_remote_code": _LOADED_MODEL,
+    "model_kwargs": _LOADED_MODEL,
+    "top_k": "the number of documents to keep is top_n",
+    "reranker": "LangChain's LLMListwiseRerank takes a runnable; here build it with "
+                "LLMRerankCompressor.from_llm(llm) or LLMRerankCompressor(llm=...)",
+}
+"""Hints of the compressors' refused keywords (LangChain spellings of other classes)."""
 
 
 def check_documents(documents: Any) -> list[Document]:
@@ -112,8 +125,12 @@ class RerankCompressor(BaseDocumentCompressor):
     """Metadata key of the rerank score on returned documents."""
 
     _reranker: Any = PrivateAttr()
-    _refuse_unknown = refuse_unknown()
     _check_top_n = count_validator("top_n")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _refuse_unknown(cls, values: Any) -> Any:
+        return check_arguments(cls, values, _COMPRESSOR_HINTS)
 
     @property
     def reranker(self) -> Reranker | LLMReranker:
@@ -270,6 +287,33 @@ class LLMRerankCompressor(RerankCompressor):
     timeout: float | None = DEFAULT_LLM_TIMEOUT
     """Seconds to wait for each LLM answer before keeping the input order (``None``: no
     limit)."""
+
+    @classmethod
+    def from_llm(cls, llm: Any, *, prompt: str | None = None,
+                 **kwargs: Any) -> LLMRerankCompressor:
+        """A compressor over ``llm``, as LangChain's ``LLMListwiseRerank.from_llm(llm,
+        prompt=None, top_n=...)``; ``kwargs`` are the other fields (``top_n``,
+        ``timeout``...).
+
+        Any LLM, chat model, runnable or callable works (the answer is parsed from text,
+        so ``with_structured_output`` is not needed); ``prompt`` is this class's template
+        (``{query}``, ``{passages}``, ``{n}``): a LangChain prompt template is refused
+        with a TypeError, as its variables (``{context}``) are not these.
+
+        Example:
+            >>> from langchain_core.language_models import FakeListChatModel
+            >>> from langchain_hybrid_retrievers import LLMRerankCompressor
+            >>> LLMRerankCompressor.from_llm(FakeListChatModel(responses=["[1]"]), top_n=5).top_n
+            5
+        """
+        if prompt is not None and not isinstance(prompt, str):
+            raise TypeError(
+                "prompt must be a str template with {query} and {passages} (this class ranks "
+                f"from the text answer), got {type(prompt).__name__}; LangChain's "
+                "LLMListwiseRerank prompt ({context}, {query}) does not apply"
+            )
+        return cls(llm=llm, **kwargs) if prompt is None else cls(llm=llm, prompt=prompt,
+                                                                  **kwargs)
 
     def model_post_init(self, context: Any, /) -> None:
         generate, agenerate = self._generators(None)  # checks the llm
