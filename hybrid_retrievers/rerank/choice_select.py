@@ -232,9 +232,11 @@ class ChoiceSelectReranker:
         """The prompt for ``query`` and one batch's ``texts`` (`format_choice_batch`)."""
         return self.prompt.format(context_str=format_choice_batch(texts), query_str=query)
 
-    def batches(self, count: int) -> list[range]:
-        """The batches' input positions for ``count`` candidates."""
-        size = self.choice_batch_size
+    def batches(self, count: int, choice_batch_size: int | None = None) -> list[range]:
+        """The batches' input positions for ``count`` candidates (``choice_batch_size``
+        overrides the reranker's)."""
+        size = (self.choice_batch_size if choice_batch_size is None
+                else check_k(choice_batch_size, name="choice_batch_size"))
         return [range(start, min(start + size, count)) for start in range(0, count, size)]
 
     # --------------------------------------------------------------- calls
@@ -254,17 +256,19 @@ class ChoiceSelectReranker:
         return self.generate(self.build_prompt(query, [d.text for d in batch]))
 
     def rerank(self, query: str, docs: Sequence[RerankInput], *, top_n: int | None = None,
-               ask: Ask | None = None) -> list[Hit]:
+               ask: Ask | None = None, choice_batch_size: int | None = None) -> list[Hit]:
         """Ask the LLM about each batch in turn; return the best ``top_n`` as new hits.
 
         ``ask(query, batch_docs)`` replaces the default call (``generate`` on
-        `build_prompt`), e.g. to show a chat model images. Never raises because of the
-        LLM; raises TypeError / ValueError for a bad query, candidate list or ``top_n``.
+        `build_prompt`), e.g. to show a chat model images; ``top_n`` and
+        ``choice_batch_size`` override the reranker's for this call. Never raises because
+        of the LLM; raises TypeError / ValueError for a bad query, candidate list,
+        ``top_n`` or ``choice_batch_size``.
         """
         query, items, top_n = prepare(query, docs, top_n, self.top_n)
         fn = self._ask_or_default(ask)
         judgements: list[BatchJudgement] = []
-        batches = self.batches(len(items))
+        batches = self.batches(len(items), choice_batch_size)
         for number, batch in enumerate(batches, 1):
             try:
                 answer: Any = call_with_timeout(fn, query, [items[i].doc for i in batch],
@@ -281,7 +285,8 @@ class ChoiceSelectReranker:
 
     async def arerank(self, query: str, docs: Sequence[RerankInput], *,
                       top_n: int | None = None, ask: Ask | None = None,
-                      aask: AAsk | None = None) -> list[Hit]:
+                      aask: AAsk | None = None,
+                      choice_batch_size: int | None = None) -> list[Hit]:
         """Async `rerank`: all batches are asked at once (as the original's
         ``run_jobs``), each waited for at most ``timeout`` seconds. ``aask`` is awaited
         when given (else ``ask``, or the default, runs in a daemon worker thread)."""
@@ -293,7 +298,7 @@ class ChoiceSelectReranker:
             async def aask(q: str, batch: list[Doc]) -> Any:
                 return await agenerate(self.build_prompt(q, [d.text for d in batch]))
 
-        batches = self.batches(len(items))
+        batches = self.batches(len(items), choice_batch_size)
 
         async def one(batch: range) -> BatchJudgement:
             docs_ = [items[i].doc for i in batch]

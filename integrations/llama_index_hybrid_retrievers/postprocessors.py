@@ -624,7 +624,8 @@ class LLMRerank(RerankPostprocessor):
         return await self.llm.apredict(prompt, **args)
 
     def _rerank_options(self, nodes: list[NodeWithScore]) -> dict[str, Any]:
-        return {"ask": partial(self._ask, nodes)}
+        # Read per call, as the original reads its fields (assigning them takes effect).
+        return {"ask": partial(self._ask, nodes), "choice_batch_size": self.choice_batch_size}
 
     def _arerank_options(self, nodes: list[NodeWithScore]) -> dict[str, Any]:
         options = self._rerank_options(nodes)

@@ -247,6 +247,15 @@ async def test_async_uses_apredict_for_every_batch() -> None:
     assert texts(out) == ["d", "b"] and len(llm.prompts) == 2
 
 
+def test_fields_assigned_later_take_effect() -> None:
+    llm = relevance_llm({"b": 2, "d": 7, "c": 1})
+    rerank = LLMRerank(llm=llm)
+    rerank.choice_batch_size, rerank.top_n = 1, 2
+    assert texts(rerank.postprocess_nodes(scored("a", "b", "c", "d"), query_str="q")) == [
+        "d", "b"]
+    assert len(llm.prompts) == 4
+
+
 def test_rerank_events_are_emitted() -> None:
     class Events(BaseEventHandler):
         seen: list[str] = Field(default_factory=list)
