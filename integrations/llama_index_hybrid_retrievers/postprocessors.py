@@ -553,8 +553,11 @@ class LLMRerank(RerankPostprocessor):
 
             llm = Settings.llm
         if not (_predicts(llm) or callable(llm)):
+            legacy = (" (a legacy MultiModalLLM is not one: LLMRerank shows images to a "
+                      "multimodal chat LLM as image blocks, as LlamaIndex's does)"
+                      if callable(getattr(llm, "complete", None)) else "")
             raise type_error("llm must be a llama_index LLM (with predict()) or a callable "
-                             "prompt -> str", llm)
+                             f"prompt -> str{legacy}", llm)
         default_prompt = choice_select_prompt is None
         if choice_select_prompt is None:
             choice_select_prompt = SelectorPromptTemplate(

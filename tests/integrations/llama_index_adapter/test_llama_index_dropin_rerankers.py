@@ -240,6 +240,17 @@ def test_a_completion_model_cannot_see_images_and_a_warning_says_so(caplog) -> N
     assert "image/audio/video node(s) (image)" in caplog.text and "chat model" in caplog.text
 
 
+def test_a_legacy_multimodal_llm_is_refused_clearly() -> None:
+    class LegacyMultiModal:  # MultiModalLLM's shape: complete(prompt, image_documents)
+        def complete(self, prompt: str, image_documents: list) -> Any:
+            raise AssertionError("never called")
+
+    with pytest.raises(TypeError, match="legacy MultiModalLLM is not one"):
+        LLMRerank(llm=LegacyMultiModal())
+    with pytest.raises(TypeError, match="llm must be a llama_index LLM"):
+        LLMRerank(llm=42)
+
+
 async def test_async_uses_apredict_for_every_batch() -> None:
     llm = relevance_llm({"b": 2, "d": 7})
     out = await LLMRerank(llm=llm, choice_batch_size=2).apostprocess_nodes(
