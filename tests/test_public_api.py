@@ -185,6 +185,7 @@ FACES = {
         "HyDERetriever",
         "HybridRetriever",
         "ImageRetriever",
+        "LLMChoiceRerankCompressor",
         "LLMRerankCompressor",
         "LangChainEmbedder",
         "LangChainParentStore",

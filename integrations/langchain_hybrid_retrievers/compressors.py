@@ -1,8 +1,9 @@
-"""LangChain rerankers over the core `Reranker` / `LLMReranker`, and `RerankingRetriever`.
+"""LangChain rerankers over the core `Reranker` / `LLMReranker` / `ChoiceSelectReranker`,
+and `RerankingRetriever`.
 
-All of reranking for LangChain, in four sections: the shared compressor base
-(`RerankCompressor`: checks, conversion, provenance keys), the two compressors
-(`CrossEncoderReranker`, `LLMRerankCompressor`: drop them into
+All of reranking for LangChain, in five sections: the shared compressor base
+(`RerankCompressor`: checks, conversion, provenance keys), the three compressors
+(`CrossEncoderReranker`, `LLMRerankCompressor`, `LLMChoiceRerankCompressor`: drop them into
 ``ContextualCompressionRetriever``), and `RerankingRetriever`, "retrieve ``fetch_k``,
 keep the best ``k``" as one retriever. Scoring, sorting, thresholds and the LLM's answer parsing happen in
 `hybrid_retrievers.rerank`, so LlamaIndex users get the same order.
@@ -36,7 +37,14 @@ from hybrid_retrievers.integration import (
     positional_docs,
 )
 from hybrid_retrievers.models import DEFAULT_CROSS_ENCODER
-from hybrid_retrievers.rerank import DEFAULT_LLM_RERANK_PROMPT, RERANK_KEY, LLMReranker, Reranker
+from hybrid_retrievers.rerank import (
+    DEFAULT_CHOICE_SELECT_PROMPT,
+    DEFAULT_LLM_RERANK_PROMPT,
+    RERANK_KEY,
+    ChoiceSelectReranker,
+    LLMReranker,
+    Reranker,
+)
 
 from ._base import (
     ARGUMENT_HINTS,
@@ -49,7 +57,8 @@ from ._base import (
 from ._convert import RANK_KEY, with_metadata
 from ._llm import LangChainGenerator, as_text_generator, llm_name
 
-__all__ = ["CrossEncoderReranker", "LLMRerankCompressor", "RerankingRetriever"]
+__all__ = ["CrossEncoderReranker", "LLMChoiceRerankCompressor", "LLMRerankCompressor",
+           "RerankingRetriever"]
 
 
 # ------------------------------------------------ the compressors' shared base
@@ -133,7 +142,7 @@ class RerankCompressor(BaseDocumentCompressor):
         return check_arguments(cls, values, _COMPRESSOR_HINTS)
 
     @property
-    def reranker(self) -> Reranker | LLMReranker:
+    def reranker(self) -> Reranker | LLMReranker | ChoiceSelectReranker:
         """The core reranker doing the work (`hybrid_retrievers.rerank`)."""
         return self._reranker  # type: ignore[no-any-return]
 
@@ -324,14 +333,9 @@ class LLMRerankCompressor(RerankCompressor):
         )
 
     def _generators(self, callbacks: Callbacks) -> tuple[Any, Any]:
-        """``(generate, agenerate)`` reporting to ``callbacks``; a plain callable has no
-        ``agenerate`` (the core runs it in a worker thread). Read per call, so
-        assigning ``llm`` later takes effect."""
-        generator = as_text_generator(self.llm)
-        if isinstance(generator, LangChainGenerator):
-            bound = generator.with_callbacks(callbacks)
-            return bound, bound.agenerate
-        return generator, None
+        """``(generate, agenerate)`` reporting to ``callbacks`` (`_generators`). Read per
+        call, so assigning ``llm`` later takes effect."""
+        return _generators(self.llm, callbacks)
 
     def _core_call(self, callbacks: Callbacks, *,
                    asynchronous: bool) -> tuple[Callable[..., Any], dict[str, Any]]:
@@ -339,6 +343,82 @@ class LLMRerankCompressor(RerankCompressor):
         if asynchronous:
             return self._reranker.arerank, {"generate": generate, "agenerate": agenerate}
         return self._reranker.rerank, {"generate": generate}
+
+
+# ------------------------------------------------------ choice select (LLM)
+
+class LLMChoiceRerankCompressor(RerankCompressor):
+    """LlamaIndex's ``LLMRerank`` algorithm for LangChain: the LLM picks and scores the
+    relevant documents of each batch (a document compressor).
+
+    The LangChain face of the core `hybrid_retrievers.rerank.ChoiceSelectReranker`:
+    documents go to the LLM in batches of ``choice_batch_size`` as ``"Document 1:\n..."``;
+    it answers ``"Doc: N, Relevance: S"`` lines; the chosen documents are sorted by
+    relevance (``relevance_score``) across batches and the others dropped, so fewer than
+    ``top_n`` may come back. A batch whose call fails, times out or whose answer names
+    no document keeps its input order after the chosen ones (``relevance_score`` 0.0,
+    ``rerank_status="fallback"``, the reason in ``rerank_detail``).
+
+    Example:
+        >>> from langchain_core.documents import Document
+        >>> from langchain_core.language_models import FakeListLLM
+        >>> from langchain_hybrid_retrievers import LLMChoiceRerankCompressor
+        >>> llm = FakeListLLM(responses=["Doc: 2, Relevance: 8"])
+        >>> docs = [Document("cats sleep"), Document("wing lift and drag")]
+        >>> out = LLMChoiceRerankCompressor(llm=llm).compress_documents(docs, "wing lift")
+        >>> [(d.page_content, d.metadata["relevance_score"]) for d in out]
+        [('wing lift and drag', 8.0)]
+    """
+
+    llm: Any
+    """A LangChain LLM, chat model or any runnable taking a prompt string, or a plain
+    callable ``str -> str``."""
+
+    choice_batch_size: int = 10
+    """Documents per LLM call (LlamaIndex's default)."""
+
+    prompt: str = DEFAULT_CHOICE_SELECT_PROMPT
+    """Template with ``{context_str}`` (the numbered batch) and ``{query_str}``: LlamaIndex's
+    choice-select prompt by default."""
+
+    timeout: float | None = DEFAULT_LLM_TIMEOUT
+    """Seconds to wait for each LLM answer before keeping that batch's input order
+    (``None``: no limit)."""
+
+    _check_batch = count_validator("choice_batch_size")
+
+    def model_post_init(self, context: Any, /) -> None:
+        generate, agenerate = _generators(self.llm, None)  # checks the llm
+        self._reranker = ChoiceSelectReranker(
+            generate, agenerate=agenerate, top_n=self.top_n,
+            choice_batch_size=self.choice_batch_size, prompt=self.prompt,
+            name=llm_name(self.llm), timeout=self.timeout)
+
+    def _core_call(self, callbacks: Callbacks, *,
+                   asynchronous: bool) -> tuple[Callable[..., Any], dict[str, Any]]:
+        generate, agenerate = _generators(self.llm, callbacks)
+        build = self._reranker.build_prompt
+        options: dict[str, Any] = {
+            "ask": lambda query, batch: generate(build(query, [d.text for d in batch])),
+            "choice_batch_size": self.choice_batch_size}
+        if not asynchronous:
+            return self._reranker.rerank, options
+        if agenerate is not None:
+            async def aask(query: str, batch: list[Doc]) -> Any:
+                return await agenerate(build(query, [d.text for d in batch]))
+
+            options["aask"] = aask
+        return self._reranker.arerank, options
+
+
+def _generators(llm: Any, callbacks: Callbacks) -> tuple[Any, Any]:
+    """``(generate, agenerate)`` for ``llm``, reporting to ``callbacks``; a plain callable
+    has no ``agenerate`` (the core runs it in a worker thread)."""
+    generator = as_text_generator(llm)
+    if isinstance(generator, LangChainGenerator):
+        bound = generator.with_callbacks(callbacks)
+        return bound, bound.agenerate
+    return generator, None
 
 
 class RerankingRetriever(StrictRetriever):
