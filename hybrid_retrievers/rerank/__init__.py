@@ -8,6 +8,9 @@ Two rerankers share one result shape:
   trades each candidate's score against its similarity to the results above it.
 * `SourceCap` (diversity): at most ``n`` results per source (``metadata["parent_id"]``,
   a file...), keeping the input order.
+* `ChoiceSelectReranker` (LLM choice select, LlamaIndex's ``LLMRerank`` algorithm): the
+  LLM picks the relevant candidates of each batch and gives each a relevance score;
+  unusable answers keep their batch in input order (`choice_select`).
 * `LLMReranker` (listwise): a text generator is shown the numbered candidates and asked for
   their order (Sun et al. 2023, "Is ChatGPT Good at Search?", RankGPT, including its sliding
   window for long lists). Its output is parsed leniently by `parse_ranking`; when nothing
@@ -28,6 +31,7 @@ Conventions:
   key                       meaning
   ========================  ===================================================================
   ``method``                ``"pointwise"`` (`Reranker`), ``"listwise"`` (`LLMReranker`),
+                            ``"choice_select"`` (`ChoiceSelectReranker`),
                             ``"mmr"`` or ``"source_cap"`` (their own keys: see `mmr`,
                             `source_cap`)
   ``model``                 the scorer's ``model_id`` (else its class name) / the LLM's name
@@ -55,14 +59,20 @@ Example:
 
 Layout: `candidates` (input checks and provenance), `pointwise` (`Reranker`,
 `as_pair_scorer`), `parsing` (`parse_ranking`), `listwise` (`LLMReranker` and its
-prompt), `mmr` (`MMRReranker`), `source_cap` (`SourceCap`), `searcher`
-(`RerankingSearcher`, which wraps a searcher with any of these stages). Warnings are logged on
-``hybrid_retrievers.rerank``.
+prompt), `choice_select` (`ChoiceSelectReranker`), `mmr` (`MMRReranker`), `source_cap`
+(`SourceCap`), `searcher` (`RerankingSearcher`, which wraps a searcher with any of these
+stages). Warnings are logged on ``hybrid_retrievers.rerank``.
 """
 
 from __future__ import annotations
 
 from .candidates import RERANK_KEY, RerankInput, RerankItem
+from .choice_select import (
+    DEFAULT_CHOICE_SELECT_PROMPT,
+    ChoiceSelectReranker,
+    format_choice_batch,
+    parse_choice_select_answer,
+)
 from .listwise import DEFAULT_LLM_RERANK_PROMPT, LLMReranker
 from .mmr import MMRReranker
 from .parsing import RankingParse, parse_ranking
@@ -71,6 +81,8 @@ from .searcher import RerankingSearcher
 from .source_cap import SourceCap
 
 __all__ = [
+    "DEFAULT_CHOICE_SELECT_PROMPT",
+    "ChoiceSelectReranker",
     "DEFAULT_LLM_RERANK_PROMPT",
     "LLMReranker",
     "MMRReranker",
@@ -82,5 +94,7 @@ __all__ = [
     "RerankingSearcher",
     "SourceCap",
     "as_pair_scorer",
+    "format_choice_batch",
+    "parse_choice_select_answer",
     "parse_ranking",
 ]

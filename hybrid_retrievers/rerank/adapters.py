@@ -14,7 +14,7 @@ A LangChain compressor and a LlamaIndex postprocessor rerank their framework's o
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ..types import Doc, Hit
@@ -25,10 +25,13 @@ __all__ = ["input_position", "pair_reranker", "positional_docs"]
 
 def pair_reranker(model: Any, *, top_n: int = 3, score_threshold: float | None = None,
                   batch_size: int = 32, max_length: int | None = None,
-                  device: str | None = None) -> Reranker:
+                  device: str | None = None,
+                  model_kwargs: Mapping[str, Any] | None = None) -> Reranker:
     """A `Reranker` over ``as_pair_scorer(model, ...)``; the loading options (``batch_size``,
-    ``max_length``, ``device``) apply to a model given by name, path or ``CrossEncoder``."""
-    scorer = as_pair_scorer(model, batch_size=batch_size, max_length=max_length, device=device)
+    ``max_length``, ``device``, ``model_kwargs`` for ``CrossEncoder(...)``) apply to a
+    model given by name, path or ``CrossEncoder``."""
+    scorer = as_pair_scorer(model, batch_size=batch_size, max_length=max_length, device=device,
+                            model_kwargs=model_kwargs)
     return Reranker(scorer, top_n=top_n, score_threshold=score_threshold)
 
 

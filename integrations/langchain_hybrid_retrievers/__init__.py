@@ -17,7 +17,12 @@ from hybrid_retrievers import __version__
 
 from .bm25 import BM25Retriever
 from .clip import ClipEmbeddings
-from .compressors import CrossEncoderReranker, LLMRerankCompressor, RerankingRetriever
+from .compressors import (
+    CrossEncoderReranker,
+    LLMChoiceRerankCompressor,
+    LLMRerankCompressor,
+    RerankingRetriever,
+)
 from .dense import DenseRetriever
 from .diversity import MMRCompressor, SourceCapCompressor
 from .embeddings import LangChainEmbedder
@@ -44,6 +49,7 @@ __all__ = [
     "HybridRetriever",
     "HypotheticalDocumentEmbedder",
     "ImageRetriever",
+    "LLMChoiceRerankCompressor",
     "LLMRerankCompressor",
     "LangChainEmbedder",
     "LangChainParentStore",

@@ -1,8 +1,9 @@
-"""LangChain rerankers over the core `Reranker` / `LLMReranker`, and `RerankingRetriever`.
+"""LangChain rerankers over the core `Reranker` / `LLMReranker` / `ChoiceSelectReranker`,
+and `RerankingRetriever`.
 
-All of reranking for LangChain, in four sections: the shared compressor base
-(`RerankCompressor`: checks, conversion, provenance keys), the two compressors
-(`CrossEncoderReranker`, `LLMRerankCompressor`: drop them into
+All of reranking for LangChain, in five sections: the shared compressor base
+(`RerankCompressor`: checks, conversion, provenance keys), the three compressors
+(`CrossEncoderReranker`, `LLMRerankCompressor`, `LLMChoiceRerankCompressor`: drop them into
 ``ContextualCompressionRetriever``), and `RerankingRetriever`, "retrieve ``fetch_k``,
 keep the best ``k``" as one retriever. Scoring, sorting, thresholds and the LLM's answer parsing happen in
 `hybrid_retrievers.rerank`, so LlamaIndex users get the same order.
@@ -25,7 +26,7 @@ from langchain_core.callbacks import (
 )
 from langchain_core.documents import BaseDocumentCompressor, Document
 from langchain_core.retrievers import RetrieverLike
-from pydantic import ConfigDict, PrivateAttr, field_validator
+from pydantic import ConfigDict, PrivateAttr, field_validator, model_validator
 
 from hybrid_retrievers import Doc, Hit
 from hybrid_retrievers.integration import (
@@ -36,20 +37,28 @@ from hybrid_retrievers.integration import (
     positional_docs,
 )
 from hybrid_retrievers.models import DEFAULT_CROSS_ENCODER
-from hybrid_retrievers.rerank import DEFAULT_LLM_RERANK_PROMPT, RERANK_KEY, LLMReranker, Reranker
+from hybrid_retrievers.rerank import (
+    DEFAULT_CHOICE_SELECT_PROMPT,
+    DEFAULT_LLM_RERANK_PROMPT,
+    RERANK_KEY,
+    ChoiceSelectReranker,
+    LLMReranker,
+    Reranker,
+)
 
 from ._base import (
     ARGUMENT_HINTS,
     StrictRetriever,
     accepts_k,
+    check_arguments,
     child_config,
     count_validator,
-    refuse_unknown,
 )
 from ._convert import RANK_KEY, with_metadata
 from ._llm import LangChainGenerator, as_text_generator, llm_name
 
-__all__ = ["CrossEncoderReranker", "LLMRerankCompressor", "RerankingRetriever"]
+__all__ = ["CrossEncoderReranker", "LLMChoiceRerankCompressor", "LLMRerankCompressor",
+           "RerankingRetriever"]
 
 
 # ------------------------------------------------ the compressors' shared base
@@ -58,6 +67,19 @@ PREVIOUS_RANK_KEY = "previous_rank"
 STATUS_KEY = "rerank_status"
 DETAIL_KEY = "rerank_detail"
 _RESERVED = (RANK_KEY, PREVIOUS_RANK_KEY, STATUS_KEY, DETAIL_KEY)
+
+
+_LOADED_MODEL = ("pass a loaded model instead: model=HuggingFaceCrossEncoder(model_name=..., "
+                 "model_kwargs={...}) or sentence_transformers.CrossEncoder(name, ...)")
+_COMPRESSOR_HINTS: dict[str, str] = {
+    **ARGUMENT_HINTS,
+    "trust_remote_code": _LOADED_MODEL,
+    "model_kwargs": _LOADED_MODEL,
+    "top_k": "the number of documents to keep is top_n",
+    "reranker": "LangChain's LLMListwiseRerank takes a runnable; here build it with "
+                "LLMRerankCompressor.from_llm(llm) or LLMRerankCompressor(llm=...)",
+}
+"""Hints of the compressors' refused keywords (LangChain spellings of other classes)."""
 
 
 def check_documents(documents: Any) -> list[Document]:
@@ -112,11 +134,15 @@ class RerankCompressor(BaseDocumentCompressor):
     """Metadata key of the rerank score on returned documents."""
 
     _reranker: Any = PrivateAttr()
-    _refuse_unknown = refuse_unknown()
     _check_top_n = count_validator("top_n")
 
+    @model_validator(mode="before")
+    @classmethod
+    def _refuse_unknown(cls, values: Any) -> Any:
+        return check_arguments(cls, values, _COMPRESSOR_HINTS)
+
     @property
-    def reranker(self) -> Reranker | LLMReranker:
+    def reranker(self) -> Reranker | LLMReranker | ChoiceSelectReranker:
         """The core reranker doing the work (`hybrid_retrievers.rerank`)."""
         return self._reranker  # type: ignore[no-any-return]
 
@@ -271,6 +297,33 @@ class LLMRerankCompressor(RerankCompressor):
     """Seconds to wait for each LLM answer before keeping the input order (``None``: no
     limit)."""
 
+    @classmethod
+    def from_llm(cls, llm: Any, *, prompt: str | None = None,
+                 **kwargs: Any) -> LLMRerankCompressor:
+        """A compressor over ``llm``, as LangChain's ``LLMListwiseRerank.from_llm(llm,
+        prompt=None, top_n=...)``; ``kwargs`` are the other fields (``top_n``,
+        ``timeout``...).
+
+        Any LLM, chat model, runnable or callable works (the answer is parsed from text,
+        so ``with_structured_output`` is not needed); ``prompt`` is this class's template
+        (``{query}``, ``{passages}``, ``{n}``): a LangChain prompt template is refused
+        with a TypeError, as its variables (``{context}``) are not these.
+
+        Example:
+            >>> from langchain_core.language_models import FakeListChatModel
+            >>> from langchain_hybrid_retrievers import LLMRerankCompressor
+            >>> LLMRerankCompressor.from_llm(FakeListChatModel(responses=["[1]"]), top_n=5).top_n
+            5
+        """
+        if prompt is not None and not isinstance(prompt, str):
+            raise TypeError(
+                "prompt must be a str template with {query} and {passages} (this class ranks "
+                f"from the text answer), got {type(prompt).__name__}; LangChain's "
+                "LLMListwiseRerank prompt ({context}, {query}) does not apply"
+            )
+        return cls(llm=llm, **kwargs) if prompt is None else cls(llm=llm, prompt=prompt,
+                                                                  **kwargs)
+
     def model_post_init(self, context: Any, /) -> None:
         generate, agenerate = self._generators(None)  # checks the llm
         self._reranker = LLMReranker(
@@ -280,14 +333,9 @@ class LLMRerankCompressor(RerankCompressor):
         )
 
     def _generators(self, callbacks: Callbacks) -> tuple[Any, Any]:
-        """``(generate, agenerate)`` reporting to ``callbacks``; a plain callable has no
-        ``agenerate`` (the core runs it in a worker thread). Read per call, so
-        assigning ``llm`` later takes effect."""
-        generator = as_text_generator(self.llm)
-        if isinstance(generator, LangChainGenerator):
-            bound = generator.with_callbacks(callbacks)
-            return bound, bound.agenerate
-        return generator, None
+        """``(generate, agenerate)`` reporting to ``callbacks`` (`_generators`). Read per
+        call, so assigning ``llm`` later takes effect."""
+        return _generators(self.llm, callbacks)
 
     def _core_call(self, callbacks: Callbacks, *,
                    asynchronous: bool) -> tuple[Callable[..., Any], dict[str, Any]]:
@@ -295,6 +343,82 @@ class LLMRerankCompressor(RerankCompressor):
         if asynchronous:
             return self._reranker.arerank, {"generate": generate, "agenerate": agenerate}
         return self._reranker.rerank, {"generate": generate}
+
+
+# ------------------------------------------------------ choice select (LLM)
+
+class LLMChoiceRerankCompressor(RerankCompressor):
+    """LlamaIndex's ``LLMRerank`` algorithm for LangChain: the LLM picks and scores the
+    relevant documents of each batch (a document compressor).
+
+    The LangChain face of the core `hybrid_retrievers.rerank.ChoiceSelectReranker`:
+    documents go to the LLM in batches of ``choice_batch_size`` as ``"Document 1:\n..."``;
+    it answers ``"Doc: N, Relevance: S"`` lines; the chosen documents are sorted by
+    relevance (``relevance_score``) across batches and the others dropped, so fewer than
+    ``top_n`` may come back. A batch whose call fails, times out or whose answer names
+    no document keeps its input order after the chosen ones (``relevance_score`` 0.0,
+    ``rerank_status="fallback"``, the reason in ``rerank_detail``).
+
+    Example:
+        >>> from langchain_core.documents import Document
+        >>> from langchain_core.language_models import FakeListLLM
+        >>> from langchain_hybrid_retrievers import LLMChoiceRerankCompressor
+        >>> llm = FakeListLLM(responses=["Doc: 2, Relevance: 8"])
+        >>> docs = [Document("cats sleep"), Document("wing lift and drag")]
+        >>> out = LLMChoiceRerankCompressor(llm=llm).compress_documents(docs, "wing lift")
+        >>> [(d.page_content, d.metadata["relevance_score"]) for d in out]
+        [('wing lift and drag', 8.0)]
+    """
+
+    llm: Any
+    """A LangChain LLM, chat model or any runnable taking a prompt string, or a plain
+    callable ``str -> str``."""
+
+    choice_batch_size: int = 10
+    """Documents per LLM call (LlamaIndex's default)."""
+
+    prompt: str = DEFAULT_CHOICE_SELECT_PROMPT
+    """Template with ``{context_str}`` (the numbered batch) and ``{query_str}``: LlamaIndex's
+    choice-select prompt by default."""
+
+    timeout: float | None = DEFAULT_LLM_TIMEOUT
+    """Seconds to wait for each LLM answer before keeping that batch's input order
+    (``None``: no limit)."""
+
+    _check_batch = count_validator("choice_batch_size")
+
+    def model_post_init(self, context: Any, /) -> None:
+        generate, agenerate = _generators(self.llm, None)  # checks the llm
+        self._reranker = ChoiceSelectReranker(
+            generate, agenerate=agenerate, top_n=self.top_n,
+            choice_batch_size=self.choice_batch_size, prompt=self.prompt,
+            name=llm_name(self.llm), timeout=self.timeout)
+
+    def _core_call(self, callbacks: Callbacks, *,
+                   asynchronous: bool) -> tuple[Callable[..., Any], dict[str, Any]]:
+        generate, agenerate = _generators(self.llm, callbacks)
+        build = self._reranker.build_prompt
+        options: dict[str, Any] = {
+            "ask": lambda query, batch: generate(build(query, [d.text for d in batch])),
+            "choice_batch_size": self.choice_batch_size}
+        if not asynchronous:
+            return self._reranker.rerank, options
+        if agenerate is not None:
+            async def aask(query: str, batch: list[Doc]) -> Any:
+                return await agenerate(build(query, [d.text for d in batch]))
+
+            options["aask"] = aask
+        return self._reranker.arerank, options
+
+
+def _generators(llm: Any, callbacks: Callbacks) -> tuple[Any, Any]:
+    """``(generate, agenerate)`` for ``llm``, reporting to ``callbacks``; a plain callable
+    has no ``agenerate`` (the core runs it in a worker thread)."""
+    generator = as_text_generator(llm)
+    if isinstance(generator, LangChainGenerator):
+        bound = generator.with_callbacks(callbacks)
+        return bound, bound.agenerate
+    return generator, None
 
 
 class RerankingRetriever(StrictRetriever):

@@ -9,8 +9,8 @@ Example:
 
 The same classes import from LlamaIndex's integration paths:
 ``from llama_index.retrievers.hybrid import BM25Retriever, HybridRetriever, ...`` and
-``from llama_index.postprocessor.hybrid import CrossEncoderRerank, LLMRerank,
-MMRPostprocessor, SourceCapPostprocessor``.
+``from llama_index.postprocessor.hybrid import CrossEncoderRerank, LLMListwiseRerank,
+LLMRerank, MMRPostprocessor, SentenceTransformerRerank, SourceCapPostprocessor``.
 """
 
 from __future__ import annotations
@@ -33,7 +33,12 @@ from .hyde import HyDEQueryTransform, HyDERetriever
 from .images import MultiModalLLMDescriber
 from .multimodal import MultimodalRetriever
 from .parent import ParentDocumentRetriever
-from .postprocessors import CrossEncoderRerank, LLMRerank
+from .postprocessors import (
+    CrossEncoderRerank,
+    LLMListwiseRerank,
+    LLMRerank,
+    SentenceTransformerRerank,
+)
 from .searcher import SearcherRetriever
 from .sparse import SparseRetriever
 
@@ -46,6 +51,7 @@ __all__ = [
     "HyDEQueryTransform",
     "HyDERetriever",
     "HybridRetriever",
+    "LLMListwiseRerank",
     "LLMRerank",
     "LlamaIndexEmbedder",
     "MMRPostprocessor",
@@ -53,6 +59,7 @@ __all__ = [
     "MultimodalRetriever",
     "ParentDocumentRetriever",
     "SearcherRetriever",
+    "SentenceTransformerRerank",
     "SourceCapPostprocessor",
     "SparseRetriever",
     "__version__",

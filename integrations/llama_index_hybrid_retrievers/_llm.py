@@ -1,6 +1,6 @@
 """The one LLM wrapper of the LlamaIndex adapters: a LlamaIndex LLM as a core generator.
 
-Every adapter that takes an ``llm`` (`HyDERetriever`, `LLMRerank`) turns it into the
+Every adapter that takes an ``llm`` (`HyDERetriever`, `LLMListwiseRerank`) turns it into the
 core's `hybrid_retrievers.TextGenerator` with `as_text_generator`: a LlamaIndex `LLM` (any
 object with ``complete(prompt)``) is wrapped in `LlamaIndexGenerator`, a plain callable
 ``prompt -> str`` is used as it is. `llm_name` is the model's name for provenance.

@@ -275,7 +275,9 @@ ROUTES: dict[tuple[Any, str], Route] = {
         lambda t, **kw: li.HybridRetriever.from_persist_dir(
             saved(li_hybrid, t, "persist"), embed_model=EMBED, **kw), "similarity_top_k"),
     (li, "LLMRerank"): Route(
-        lambda t, **kw: li.LLMRerank(llm=ranking, **kw), "max_passage_chars", owner="rerank"),
+        lambda t, **kw: li.LLMRerank(llm=ranking, **kw), "choice_batch_size"),
+    (li, "LLMListwiseRerank"): Route(
+        lambda t, **kw: li.LLMListwiseRerank(llm=ranking, **kw), "max_passage_chars"),
     (li, "LlamaIndexEmbedder"): Route(
         lambda t, **kw: li.LlamaIndexEmbedder(MockEmbedding(embed_dim=8), **kw), "dimension"),
     (li, "MultiModalLLMDescriber"): Route(
@@ -309,7 +311,7 @@ ROUTES: dict[tuple[Any, str], Route] = {
 }
 
 # Generic routes that fail until another branch is merged: class name -> helper.
-GENERIC_OWNERS = {(li, "CrossEncoderRerank"): "rerank"}
+GENERIC_OWNERS: dict[tuple[Any, str], str] = {}
 
 
 def public_classes() -> list[tuple[Any, str]]:

@@ -24,7 +24,7 @@ from llama_index_hybrid_retrievers import (
     DenseRetriever,
     FusionRetriever,
     HybridRetriever,
-    LLMRerank,
+    LLMListwiseRerank,
 )
 
 from corpora import CORPUS, WING_QUERY, WordOverlap
@@ -119,7 +119,7 @@ async def test_instrumentation_events_for_retrieval_and_rerank(nodes: list[TextN
         results = retriever.retrieve(WING_QUERY)
         CrossEncoderRerank(model=WordOverlap(), top_n=2).postprocess_nodes(results,
                                                                        query_str=WING_QUERY)
-        await LLMRerank(llm=MockLLM(), top_n=2).apostprocess_nodes(results,
+        await LLMListwiseRerank(llm=MockLLM(), top_n=2).apostprocess_nodes(results,
                                                                    query_str=WING_QUERY)
     finally:
         root.event_handlers.remove(handler)

@@ -1,5 +1,5 @@
 """The one LlamaIndex LLM wrapper (`llama_index_hybrid_retrievers._llm`) shared by HyDE and
-`LLMRerank`."""
+`LLMListwiseRerank`."""
 
 from __future__ import annotations
 

@@ -10,7 +10,7 @@ import pytest
 from llama_index.core.schema import NodeWithScore, TextNode
 
 from hybrid_retrievers.models import HashingEmbedder
-from llama_index_hybrid_retrievers import HyDERetriever, LLMRerank
+from llama_index_hybrid_retrievers import HyDERetriever, LLMListwiseRerank
 
 NODES = [TextNode(text="cats sleep", id_="a"), TextNode(text="wing lift and drag", id_="b")]
 SLACK = 2.0
@@ -29,8 +29,8 @@ def _quiet(caplog: pytest.LogCaptureFixture) -> None:
 
 
 def test_llm_rerank_with_a_hung_llm_falls_back(release: threading.Event) -> None:
-    assert LLMRerank(llm=lambda p: "[1]").timeout == 30.0
-    rerank = LLMRerank(llm=lambda p: release.wait(60) and "[2] > [1]", timeout=0.2, top_n=2)
+    assert LLMListwiseRerank(llm=lambda p: "[1]").timeout == 30.0
+    rerank = LLMListwiseRerank(llm=lambda p: release.wait(60) and "[2] > [1]", timeout=0.2, top_n=2)
     nodes = [NodeWithScore(node=n, score=1.0) for n in NODES]
     start = time.monotonic()
     out = rerank.postprocess_nodes(nodes, query_str="wing")
@@ -40,7 +40,7 @@ def test_llm_rerank_with_a_hung_llm_falls_back(release: threading.Event) -> None
 
 
 def test_llm_rerank_keeps_a_repeated_node_once() -> None:
-    rerank = LLMRerank(llm=lambda p: "[2] > [1]", top_n=5)
+    rerank = LLMListwiseRerank(llm=lambda p: "[2] > [1]", top_n=5)
     nodes = [NodeWithScore(node=NODES[0], score=2.0), NodeWithScore(node=NODES[1], score=1.0),
              NodeWithScore(node=NODES[0], score=0.5)]
     out = rerank.postprocess_nodes(nodes, query_str="wing")

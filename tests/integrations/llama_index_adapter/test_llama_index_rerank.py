@@ -1,4 +1,4 @@
-"""LlamaIndex rerankers: `CrossEncoderRerank` and `LLMRerank` node postprocessors, alone
+"""LlamaIndex rerankers: `CrossEncoderRerank` and `LLMListwiseRerank` node postprocessors, alone
 and inside ``RetrieverQueryEngine`` (sync and async) with ``MockLLM``."""
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from llama_index.core.schema import MetadataMode, NodeWithScore, QueryBundle, Te
 
 from hybrid_retrievers import Doc
 from hybrid_retrievers.rerank import Reranker
-from llama_index_hybrid_retrievers import BM25Retriever, CrossEncoderRerank, LLMRerank
+from llama_index_hybrid_retrievers import BM25Retriever, CrossEncoderRerank, LLMListwiseRerank
 
 from corpora import CORPUS
 
@@ -246,7 +246,7 @@ def scripted(answer: str) -> ScriptedLLM:
 def test_llm_rerank_orders_by_the_answer() -> None:
     nodes = _retrieved(4)
     before = _snapshot(nodes)
-    out = LLMRerank(llm=scripted("[3] > [1] > [4] > [2]"), top_n=3).postprocess_nodes(
+    out = LLMListwiseRerank(llm=scripted("[3] > [1] > [4] > [2]"), top_n=3).postprocess_nodes(
         nodes, query_str=QUERY)
     assert [n.node.node_id for n in out] == [nodes[i].node.node_id for i in (2, 0, 3)]
     assert [n.score for n in out] == [1.0, 0.5, pytest.approx(1 / 3)]
@@ -259,7 +259,7 @@ def test_llm_rerank_orders_by_the_answer() -> None:
 async def test_llm_rerank_async_uses_acomplete() -> None:
     llm = scripted("2, 1")
     nodes = _retrieved(2)
-    out = await LLMRerank(llm=llm, top_n=2).apostprocess_nodes(nodes, query_str=QUERY)
+    out = await LLMListwiseRerank(llm=llm, top_n=2).apostprocess_nodes(nodes, query_str=QUERY)
     assert [n.node.node_id for n in out] == [nodes[1].node.node_id, nodes[0].node.node_id]
     assert llm.calls == 101  # acomplete (which counts 100) called complete once
 
@@ -269,7 +269,7 @@ def test_llm_rerank_with_mock_llm_never_fails(llm: MockLLM) -> None:
     # MockLLM echoes the prompt (every number repeated) or answers "text text ...":
     # useless answers, so the input order is kept and the status says why.
     nodes = _retrieved(4)
-    out = LLMRerank(llm=llm, top_n=4).postprocess_nodes(nodes, query_str=QUERY)
+    out = LLMListwiseRerank(llm=llm, top_n=4).postprocess_nodes(nodes, query_str=QUERY)
     assert [n.node.node_id for n in out] == [n.node.node_id for n in nodes]
     assert out[0].node.metadata["rerank_status"] in ("repaired", "fallback")
     assert out[0].node.metadata["rerank_detail"]
@@ -280,13 +280,13 @@ async def test_raising_llm_and_plain_callables() -> None:
         raise RuntimeError("quota exceeded")
 
     nodes = _retrieved(3)
-    rerank = LLMRerank(llm=boom, top_n=2)
+    rerank = LLMListwiseRerank(llm=boom, top_n=2)
     for out in (rerank.postprocess_nodes(nodes, query_str=QUERY),
                 await rerank.apostprocess_nodes(nodes, query_str=QUERY)):
         assert [n.node.node_id for n in out] == [n.node.node_id for n in nodes[:2]]
         assert out[0].node.metadata["rerank_status"] == "fallback"
         assert "quota exceeded" in out[0].node.metadata["rerank_detail"]
-    good = LLMRerank(llm=lambda p: "[3] > [2] > [1]", top_n=1)
+    good = LLMListwiseRerank(llm=lambda p: "[3] > [2] > [1]", top_n=1)
     assert good.postprocess_nodes(nodes, query_str=QUERY)[0].node.node_id == nodes[2].node.node_id
 
 
@@ -294,7 +294,7 @@ def test_llm_rerank_in_query_engine() -> None:
     retriever = BM25Retriever.from_defaults(nodes=_nodes(), similarity_top_k=4)
     docs = retriever.retrieve(QUERY)
     engine = RetrieverQueryEngine.from_args(
-        retriever, node_postprocessors=[LLMRerank(llm=lambda p: "[4] > [2]", top_n=2)],
+        retriever, node_postprocessors=[LLMListwiseRerank(llm=lambda p: "[4] > [2]", top_n=2)],
         llm=MockLLM())
     response = engine.query(QUERY)
     assert [n.node.node_id for n in response.source_nodes] == [docs[3].node.node_id,
@@ -303,12 +303,12 @@ def test_llm_rerank_in_query_engine() -> None:
 
 def test_llm_rerank_validation() -> None:
     with pytest.raises(TypeError, match="llm must be"):
-        LLMRerank(llm=42)
+        LLMListwiseRerank(llm=42)
     with pytest.raises(ValueError, match="placeholders"):
-        LLMRerank(llm=MockLLM(), prompt="rank")
+        LLMListwiseRerank(llm=MockLLM(), prompt="rank")
     with pytest.raises(ValueError, match="window"):
-        LLMRerank(llm=MockLLM(), window=1)
-    assert LLMRerank(llm=MockLLM()).reranker.name == "MockLLM"
+        LLMListwiseRerank(llm=MockLLM(), window=1)
+    assert LLMListwiseRerank(llm=MockLLM()).reranker.name == "MockLLM"
 
 
 def test_llm_rerank_shows_the_llm_text_like_llama_index_s_llm_rerank() -> None:
@@ -321,7 +321,7 @@ def test_llm_rerank_shows_the_llm_text_like_llama_index_s_llm_rerank() -> None:
     node = TextNode(text="plain text", metadata={"title": "wing lift", "file": "a.txt"},
                     excluded_llm_metadata_keys=["file"])
     other = TextNode(text="other text")
-    LLMRerank(llm=llm, top_n=1).postprocess_nodes(
+    LLMListwiseRerank(llm=llm, top_n=1).postprocess_nodes(
         [NodeWithScore(node=node, score=1.0), NodeWithScore(node=other, score=0.5)],
         query_str="q")
     assert "wing lift" in prompts[0] and "a.txt" not in prompts[0]

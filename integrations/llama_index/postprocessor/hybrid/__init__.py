@@ -1,17 +1,20 @@
 """hybrid-retrievers' LlamaIndex rerankers under LlamaIndex's integration path.
 
-``from llama_index.postprocessor.hybrid import CrossEncoderRerank, LLMRerank,
-MMRPostprocessor, SourceCapPostprocessor`` gives the classes of ``llama_index_hybrid_retrievers`` (``llama_index.postprocessor`` is a
-namespace package shared with the other postprocessor integrations).
+``from llama_index.postprocessor.hybrid import CrossEncoderRerank, LLMListwiseRerank,
+LLMRerank, MMRPostprocessor, SentenceTransformerRerank, SourceCapPostprocessor`` gives the
+classes of ``llama_index_hybrid_retrievers`` (``llama_index.postprocessor`` is a namespace
+package shared with the other postprocessor integrations).
 """
 
 from llama_index_hybrid_retrievers import (
     CrossEncoderRerank,
+    LLMListwiseRerank,
     LLMRerank,
     MMRPostprocessor,
+    SentenceTransformerRerank,
     SourceCapPostprocessor,
     __version__,
 )
 
-__all__ = ["CrossEncoderRerank", "LLMRerank", "MMRPostprocessor", "SourceCapPostprocessor",
-           "__version__"]
+__all__ = ["CrossEncoderRerank", "LLMListwiseRerank", "LLMRerank", "MMRPostprocessor",
+           "SentenceTransformerRerank", "SourceCapPostprocessor", "__version__"]
