@@ -191,6 +191,10 @@ ROUTES: dict[tuple[Any, str], Route] = {
         "descriptions"),
     (lc, "LLMRerankCompressor"): Route(
         lambda t, **kw: lc.LLMRerankCompressor(llm=ranking, **kw), "max_passage_chars"),
+    (lc, "LLMRerankCompressor.from_llm"): Route(
+        lambda t, **kw: lc.LLMRerankCompressor.from_llm(ranking, **kw), "max_passage_chars"),
+    (lc, "LLMChoiceRerankCompressor"): Route(
+        lambda t, **kw: lc.LLMChoiceRerankCompressor(llm=ranking, **kw), "choice_batch_size"),
     (lc, "LangChainEmbedder"): Route(
         lambda t, **kw: lc.LangChainEmbedder(DeterministicFakeEmbedding(size=8), **kw),
         "dimension"),
