@@ -462,7 +462,8 @@ def _open(pil: Any, data: bytes, label: str) -> Any:
     prefix = data[:16]
     for fmt in SUPPORTED_FORMATS:
         factory, accept = pil.OPEN.get(fmt, (None, None))
-        if factory is None or (accept is not None and accept(prefix) is not True):
+        accepted = factory is not None and (accept is None or accept(prefix))
+        if not accepted or isinstance(accepted, str):  # a str: Pillow's "maybe" warning
             continue
         try:
             with warnings.catch_warnings():
