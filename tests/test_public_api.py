@@ -17,6 +17,7 @@ FACES = {
     "hybrid_retrievers.images": [
         "CAPTION_KEYS",
         "DEFAULT_DESCRIPTION_PROMPT",
+        "DEFAULT_MAX_BYTES",
         "DEFAULT_MAX_PIXELS",
         "Describer",
         "DescriptionCache",

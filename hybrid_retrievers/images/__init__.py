@@ -13,8 +13,10 @@ serves both:
 
 Modules:
 
-* ``loading``: `load_image` (sources, formats, bounded decode, modes, the content hash
-  that identifies an image in every route);
+* ``loading``: `load_image` (sources, formats, bounded read and decode, modes, the
+  content hash that identifies an image in every route);
+* ``jpeg_scans``: JPEG scan data that stops short of its frame, found from the markers
+  (`load_image` refuses such a file rather than decode it grey);
 * ``describe``: `describe_images` (images to description documents through any
   `Describer`, with a timeout and a fallback per image);
 * ``description_cache``: `DescriptionCache` (descriptions by describer, prompt and
@@ -53,6 +55,7 @@ from .describe import (
 from .description_cache import DescriptionCache
 from .loading import (
     CAPTION_KEYS,
+    DEFAULT_MAX_BYTES,
     DEFAULT_MAX_PIXELS,
     IMAGE_SUFFIXES,
     SUPPORTED_FORMATS,
@@ -69,6 +72,7 @@ from .loading import (
 __all__ = [
     "CAPTION_KEYS",
     "DEFAULT_DESCRIPTION_PROMPT",
+    "DEFAULT_MAX_BYTES",
     "DEFAULT_MAX_PIXELS",
     "IMAGE_ROUTES",
     "IMAGE_SUFFIXES",
