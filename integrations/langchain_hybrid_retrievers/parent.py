@@ -24,6 +24,7 @@ from hybrid_retrievers import Doc
 from hybrid_retrievers.parent import ParentChildSearcher, ParentStore
 from hybrid_retrievers.text import PARENT_ID_KEY, as_splitter, child_id
 
+from ._base import fields_factory
 from ._convert import copy_metadata, documents_to_docs
 from .embeddings import as_embedder
 from .multi_vector import MATCHED_CHILDREN_KEY, MultiVectorRetriever
@@ -126,6 +127,7 @@ class ParentDocumentRetriever(MultiVectorRetriever):
         return values
 
     @classmethod
+    @fields_factory
     def from_documents(
         cls,
         documents: Iterable[Document],

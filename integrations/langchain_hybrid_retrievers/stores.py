@@ -27,7 +27,7 @@ from hybrid_retrievers.parent import ParentStore
 from hybrid_retrievers.text import PARENT_ID_KEY
 from hybrid_retrievers.types import Hit
 
-from ._base import accepts_k, core_call_config
+from ._base import accepts_k, checks_keywords, core_call_config
 from ._convert import SCORE_KEYS, copy_metadata, doc_to_document, document_score
 
 __all__ = ["SEARCH_TYPES", "LangChainChildIndex", "LangChainParentStore", "as_child_searcher",
@@ -49,6 +49,7 @@ class LangChainParentStore:
     ``MultiVectorRetriever``.
     """
 
+    @checks_keywords()
     def __init__(self, store: BaseStore[str, Document]) -> None:
         if not isinstance(store, BaseStore):
             raise _not_a_docstore(store)

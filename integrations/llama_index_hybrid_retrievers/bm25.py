@@ -20,7 +20,13 @@ from llama_index.core.storage.docstore.types import BaseDocumentStore
 from hybrid_retrievers import Analyzer, BM25Index
 from hybrid_retrievers.integration import query_field_weights
 
-from ._base import CoreIndexRetriever, LoadOptions, refuse_arguments
+from ._base import (
+    CoreIndexRetriever,
+    LoadOptions,
+    checks_keywords,
+    constructor_keywords,
+    refuse_arguments,
+)
 from ._convert import as_node_list, nodes_to_docs, one_source, source_nodes
 from ._nodes import NodeCache
 
@@ -221,6 +227,7 @@ class BM25Retriever(CoreIndexRetriever[BM25Index]):
         self._language_as_given = language if isinstance(language, str) else None
 
     @classmethod
+    @checks_keywords(lambda cls: constructor_keywords(cls) | set(_UNSUPPORTED))
     def from_defaults(
         cls,
         nodes: Iterable[BaseNode] | None = None,

@@ -57,7 +57,7 @@ from hybrid_retrievers.integration import (
 )
 from hybrid_retrievers.types import Hit, SparseEmbedder
 
-from ._base import SimilarityTopK
+from ._base import SimilarityTopK, checks_keywords, constructor_factory
 from ._convert import (
     FUSION_KEY,
     QueryChecked,
@@ -145,6 +145,7 @@ class FusionRetriever(SimilarityTopK, QueryChecked, FusionEditing, BaseRetriever
         ['all', 'some']
     """
 
+    @checks_keywords()
     def __init__(
         self,
         retrievers: Sequence[BaseRetriever],
@@ -247,6 +248,7 @@ class FusionRetriever(SimilarityTopK, QueryChecked, FusionEditing, BaseRetriever
                     fusion_settings(self._plan, k=self._similarity_top_k))
 
     @classmethod
+    @constructor_factory
     def from_persist_dir(
         cls, persist_dir: str | os.PathLike[str], *, embed_model: BaseEmbedding | Any = None,
         sparse_embed_model: SparseEmbedder | None = None, **kwargs: Any,

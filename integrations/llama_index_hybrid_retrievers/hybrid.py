@@ -19,10 +19,16 @@ from llama_index.core.storage.docstore.types import BaseDocumentStore
 
 from hybrid_retrievers import BM25Index, SparseIndex, VectorIndex
 from hybrid_retrievers.fusion import FusionSearcher
-from hybrid_retrievers.integration import child_leaves, read_fusion
+from hybrid_retrievers.integration import FUSION_KEYWORDS, child_leaves, read_fusion
 from hybrid_retrievers.types import Doc, Hit, SparseEmbedder
 
-from ._base import CoreSearcherRetriever, Filter, LoadOptions, refuse_arguments
+from ._base import (
+    CoreSearcherRetriever,
+    Filter,
+    LoadOptions,
+    checks_keywords,
+    refuse_arguments,
+)
 from ._convert import (
     FUSION_KEY,
     node_with_added_metadata,
@@ -84,6 +90,7 @@ class HybridRetriever(CoreSearcherRetriever[FusionSearcher]):
     build_hint = "HybridRetriever.from_defaults(nodes=..., embed_model=...)"
 
     @classmethod
+    @checks_keywords(lambda cls: FUSION_KEYWORDS | {"filter", "index"})  # those two: hints below
     def from_defaults(
         cls,
         nodes: Iterable[BaseNode] | None = None,

@@ -24,11 +24,11 @@ from llama_index.core.settings import Settings
 from llama_index.core.vector_stores.types import MetadataFilters
 
 from hybrid_retrievers.hyde import HyDE, HyDEResult, HyDESearcher
-from hybrid_retrievers.integration import DEFAULT_LLM_TIMEOUT, check_keywords
+from hybrid_retrievers.integration import DEFAULT_LLM_TIMEOUT, check_keywords, keyword_names
 from hybrid_retrievers.types import MetadataFilter
 from hybrid_retrievers.vector import VectorIndex
 
-from ._base import CoreSearcherRetriever
+from ._base import CoreSearcherRetriever, checks_keywords
 from ._convert import as_node_list, nodes_to_docs, one_source, type_error
 from ._llm import LlamaIndexGenerator, as_text_generator
 from .embeddings import as_embedder
@@ -60,6 +60,8 @@ class HyDERetriever(CoreSearcherRetriever[HyDESearcher]):
     build_hint = "HyDERetriever.from_defaults(...)"
 
     @classmethod
+    @checks_keywords(lambda cls: keyword_names(HyDESearcher.from_docs, HyDESearcher.from_index)
+                     - {"docs", "index", "embedder", "generate"})
     def from_defaults(
         cls,
         nodes: Iterable[BaseNode] | None = None,

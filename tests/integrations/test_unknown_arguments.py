@@ -82,12 +82,10 @@ class Route:
     Args:
         call: ``call(tmp_path, **extra)`` builds with minimal valid arguments plus ``extra``.
         real: a keyword the route takes; its misspelling must be answered with it.
-        owner: the helper whose branch fixes a failing route (strict xfail until merged).
     """
 
     call: Callable[..., Any]
     real: str
-    owner: str | None = None
 
 
 def lc_bm25() -> Any:
@@ -199,8 +197,7 @@ ROUTES: dict[tuple[Any, str], Route] = {
         lambda t, **kw: lc.LangChainEmbedder(DeterministicFakeEmbedding(size=8), **kw),
         "dimension"),
     (lc, "LangChainParentStore"): Route(
-        lambda t, **kw: lc.LangChainParentStore(InMemoryStore(), **kw), "store",
-        owner="lcparent"),
+        lambda t, **kw: lc.LangChainParentStore(InMemoryStore(), **kw), "store"),
     (lc, "MultimodalRetriever"): Route(
         lambda t, **kw: lc.MultimodalRetriever(searcher=multimodal_searcher(), **kw),
         "score_key"),
@@ -217,7 +214,7 @@ ROUTES: dict[tuple[Any, str], Route] = {
         "score_key"),
     (lc, "ParentDocumentRetriever.from_documents"): Route(
         lambda t, **kw: lc.ParentDocumentRetriever.from_documents(documents(), **kw),
-        "chunk_overlap", owner="lcparent"),
+        "chunk_overlap"),
     (lc, "RerankingRetriever"): Route(lambda t, **kw: lc.RerankingRetriever(
         base_retriever=lc_bm25(), reranker=lc.CrossEncoderReranker(model=WordOverlap()), **kw),
         "base_retriever"),
@@ -244,8 +241,7 @@ ROUTES: dict[tuple[Any, str], Route] = {
     (li, "BM25Retriever"): Route(
         lambda t, **kw: li.BM25Retriever(nodes=nodes(), **kw), "similarity_top_k"),
     (li, "BM25Retriever.from_defaults"): Route(
-        lambda t, **kw: li.BM25Retriever.from_defaults(nodes=nodes(), **kw), "docstore",
-        owner="fusion"),
+        lambda t, **kw: li.BM25Retriever.from_defaults(nodes=nodes(), **kw), "docstore"),
     (li, "BM25Retriever.from_persist_dir"): Route(
         lambda t, **kw: li.BM25Retriever.from_persist_dir(saved(li_bm25, t, "persist"), **kw),
         "similarity_top_k"),
@@ -257,24 +253,22 @@ ROUTES: dict[tuple[Any, str], Route] = {
         lambda t, **kw: li.DenseRetriever.from_persist_dir(
             saved(li_dense, t, "persist"), embed_model=EMBED, **kw), "similarity_top_k"),
     (li, "FusionRetriever"): Route(
-        lambda t, **kw: li.FusionRetriever([li_bm25()], **kw), "similarity_top_k",
-        owner="fusion"),
+        lambda t, **kw: li.FusionRetriever([li_bm25()], **kw), "similarity_top_k"),
     (li, "FusionRetriever.from_persist_dir"): Route(
         lambda t, **kw: li.FusionRetriever.from_persist_dir(saved(lambda: li.FusionRetriever(
             [li_bm25(), li_dense()]), t, "persist"), embed_model=EMBED, **kw),
-        "similarity_top_k", owner="fusion"),
+        "similarity_top_k"),
     (li, "HyDERetriever"): Route(lambda t, **kw: li.HyDERetriever(li.HyDERetriever.from_defaults(
         nodes(), embed_model=EMBED, llm=hyde_llm).searcher, **kw), "similarity_top_k"),
     (li, "HyDEQueryTransform"): Route(lambda t, **kw: li.HyDEQueryTransform(
         llm=MockLLM(), **kw), "include_original"),
     (li, "HyDERetriever.from_defaults"): Route(lambda t, **kw: li.HyDERetriever.from_defaults(
-        nodes(), embed_model=EMBED, llm=hyde_llm, **kw), "similarity_top_k", owner="hyde"),
+        nodes(), embed_model=EMBED, llm=hyde_llm, **kw), "similarity_top_k"),
     (li, "HybridRetriever"): Route(lambda t, **kw: li.HybridRetriever(
         FusionSearcher.hybrid(TEXTS, EMBED), **kw), "similarity_top_k"),
     (li, "HybridRetriever.from_defaults"): Route(
         lambda t, **kw: li.HybridRetriever.from_defaults(nodes=nodes(), embed_model=EMBED,
-                                                         **kw), "similarity_top_k",
-        owner="fusion"),
+                                                         **kw), "similarity_top_k"),
     (li, "HybridRetriever.from_persist_dir"): Route(
         lambda t, **kw: li.HybridRetriever.from_persist_dir(
             saved(li_hybrid, t, "persist"), embed_model=EMBED, **kw), "similarity_top_k"),
@@ -315,9 +309,6 @@ ROUTES: dict[tuple[Any, str], Route] = {
 }
 
 # Generic routes that fail until another branch is merged: class name -> helper.
-GENERIC_OWNERS: dict[tuple[Any, str], str] = {}
-
-
 def public_classes() -> list[tuple[Any, str]]:
     """Every public class of both adapters, as (adapter module, name); the classes of
     LlamaIndex's integration paths are the adapter's own (checked here)."""
@@ -350,8 +341,7 @@ def all_routes() -> Iterator[tuple[str, Route]]:
         for label in (name, *(f"{name}.{f}" for f in factories(cls))):
             route = ROUTES.get((module, label))
             if route is None and label == name and builds_bare(cls):
-                route = Route(lambda t, _cls=cls, **kw: _cls(**kw), longest_keyword(cls),
-                              GENERIC_OWNERS.get((module, name)))
+                route = Route(lambda t, _cls=cls, **kw: _cls(**kw), longest_keyword(cls))
             if route is not None:
                 yield f"{module.__name__.split('_')[0]}.{label}", route
 
@@ -370,12 +360,7 @@ def misspelt(name: str) -> str:
 
 
 def _params() -> list[Any]:
-    out = []
-    for label, route in all_routes():
-        marks = [pytest.mark.xfail(strict=True, reason=f"owned by {route.owner}; fixed on merge")
-                 ] if route.owner else []
-        out.append(pytest.param(route, id=label, marks=marks))
-    return out
+    return [pytest.param(route, id=label) for label, route in all_routes()]
 
 
 def test_every_public_class_has_routes() -> None:
