@@ -122,7 +122,11 @@ class BM25Index(AtomicSave, DocumentAccess):
         self._fields = None if fields is None else check_fields(fields)
         if self._fields is not None:
             check_method(self._params)
-        self._views: dict[tuple[tuple[str, float], ...], Any] = {}  # BM25F views, by weights
+        # BM25F views by weights: a mapping published whole and never changed in place, so
+        # readers use it without a lock; searches that add a view swap in a new one under
+        # _views_lock (`_view`).
+        self._views: Mapping[tuple[tuple[str, float], ...], Any] = {}
+        self._views_lock = threading.Lock()
         self._state = self._empty(positions)
 
     def _empty(self, positions: bool) -> Snapshot:
@@ -386,7 +390,10 @@ class BM25Index(AtomicSave, DocumentAccess):
     def _view(self, st: Snapshot, weights: dict[str, float]) -> Any:
         """The BM25F view of ``st`` for ``weights`` (`fields.combined`), kept per version.
 
-        The build-time weights' view and the three last other ones are kept.
+        The build-time weights' view and the three last other ones are kept. A view
+        already held costs one lookup and no lock; a new one is built outside the lock
+        (two searches may both build it: the same view), then published in a new
+        mapping, so a reader never sees the mapping change under it.
         """
         key = tuple(sorted(weights.items()))
         held = self._views.get(key)
@@ -394,10 +401,12 @@ class BM25Index(AtomicSave, DocumentAccess):
             return held
         held = (st, *combined(st, weights, self._params, self._collection_stats))
         default = tuple(sorted((self._fields or {}).items()))
-        others = [w for w in self._views if w != default and w != key]
-        for old in others[:max(0, len(others) - 2)]:
-            self._views.pop(old, None)
-        self._views[key] = held
+        with self._views_lock:
+            others = [w for w in self._views if w != default and w != key]
+            dropped = set(others[:max(0, len(others) - 2)])
+            views = {w: v for w, v in self._views.items() if w not in dropped and w != key}
+            views[key] = held
+            self._views = views
         return held
 
     def _search_fielded(self, st: Snapshot, query: str | Query, structured: Query | None,
