@@ -422,16 +422,14 @@ class BM25Index(AtomicSave, DocumentAccess):
         else:
             aq = analysed(structured, self._analyzer)
             terms, counts = aq.terms, aq.counts
-            # A phrase matches within one field, any field (positions kept per field).
-            allowed = admitted(view, aq, [st, *(st.fields or {}).values()])
+            # Constraints see every field, weighted 0 or not (`operators.admitted`).
+            allowed = admitted(st, aq)
             if allowed is not None and not allowed.any():
                 return []
         pairs = [(t, c) for t, c in zip(terms, counts) if t in view.vocab]
+        # A query weight of 0 or below (a Robertson idf) is the engine's to handle: it
+        # then neither prunes nor takes a zero total for no match (`ScoreCache.signs`).
         weights_q = [float(idf[union[t]]) * c for t, c in pairs]
-        if weights_q and min(weights_q) < 0:
-            # A negative Robertson idf: no upper bound prunes, so every match is scored
-            # (a predicate filter is the engine's exhaustive path).
-            filter = _exhaustive(st, filter)
         cache = ScoreCache.of(view, _IMPACT, None)
         ids, constant = query_ids(view, cache, _IMPACT, [t for t, _ in pairs], weights_q)
         positions, scores = ranked_matches(view, cache, _IMPACT, ids, constant, k, filter,
@@ -785,12 +783,3 @@ class BM25Index(AtomicSave, DocumentAccess):
         st = self._state
         return st.nbytes() + self._cache(st).nbytes()
 
-
-def _exhaustive(st: Snapshot, filter: MetadataFilter | None) -> Any:
-    """``filter`` as a predicate over `Doc` (so matching scores every candidate)."""
-    if filter is None:
-        return lambda doc: True
-    if isinstance(filter, Mapping) or not callable(filter):
-        mask, where = st.equality_mask(filter), st.positions
-        return lambda doc: bool(mask[where[doc.id]])
-    return filter
