@@ -42,6 +42,7 @@ def check_postings(
     where: str,
     full: bool,
     impacts: bool = False,
+    max_impact: float = np.inf,
 ) -> None:
     """Validate term-major postings of a BM25 index (or, ``impacts``, a sparse index).
 
@@ -50,8 +51,8 @@ def check_postings(
     each term's documents are strictly increasing (sorted, no duplicates), every term
     frequency is >= 1, and each document's length equals the sum of its term
     frequencies (the analyzer's token count). With ``impacts`` the values are float32
-    weights, which must be finite and > 0, and a document's length is its number of
-    postings.
+    weights, which must be > 0 and at most ``max_impact`` (finite), and a document's
+    length is its number of postings.
     """
     n_docs = int(doc_len.shape[0])
     check_offsets(indptr, where=where)
@@ -71,9 +72,10 @@ def check_postings(
             f"(found {lo if lo < 0 else hi})"
         )
     if impacts:
-        if post_tf.dtype != np.float32 or not bool(np.all(np.isfinite(post_tf) & (post_tf > 0))):
+        if post_tf.dtype != np.float32 or not bool(np.all(
+                np.isfinite(post_tf) & (post_tf > 0) & (post_tf <= max_impact))):
             raise IndexFormatError(f"{where}/postings_weights.npy: weights must be finite "
-                                   "float32 values > 0")
+                                   f"float32 values > 0 and at most {max_impact:g}")
     elif int(post_tf.min()) < 1:
         raise IndexFormatError(f"{where}/postings_tf.npy: a term frequency is 0")
     # Ids are in 0..n_docs-1 (checked above), so their differences fit the stored dtype.

@@ -19,6 +19,8 @@ A ``+`` or ``-`` is an operator only at the start of a clause (``e-mail`` is a w
 Malformed text is a `ValueError` naming the position (0-based, in characters): an
 unbalanced quote, an operator with no word after it (``+`` alone, ``+-x``), a quote
 inside a word, an excluded phrase (``-"a b"``: not supported), a trailing backslash.
+Text with nothing to search for (only excluded or blank clauses: ``-gamma``, ``+\\ ``,
+``""``) is malformed too, for the query as a whole (no position).
 ``Query.parse(text, lenient=True)`` (``syntax="lenient"``) reads malformed text as a
 plain bag of words instead, the only fallback, and only when asked.
 
@@ -137,8 +139,9 @@ class Query:
 
         Raises:
             TypeError: ``text`` is not a str.
-            ValueError: malformed text (the message names the position), unless
-                ``lenient``: then the whole text is one optional clause (a bag of words).
+            ValueError: malformed text (the message names the position, or says the
+                text has nothing to search for), unless ``lenient``: then the whole text
+                is one optional clause (a bag of words).
         """
         if not isinstance(text, str):
             raise TypeError(f"query must be a str, got {type(text).__name__}: {text!r:.80}")
@@ -192,7 +195,9 @@ def _clauses(name: str, value: str | Iterable[str]) -> tuple[str, ...]:
 
 
 def _parse(text: str) -> dict[str, list[str]]:
-    """The clauses of ``text`` by kind; ValueError naming the position of malformed text."""
+    """The clauses of ``text`` by kind; ValueError naming the position of malformed text,
+    or saying that it has nothing to search for (no optional, required or phrase clause
+    that is not blank)."""
     out: dict[str, list[str]] = {"should": [], "must": [], "must_not": [], "phrases": []}
     i, n = 0, len(text)
     while i < n:
@@ -217,6 +222,13 @@ def _parse(text: str) -> dict[str, list[str]]:
         else:
             word, i = _read(text, i, quoted=False, start=start)
             out[{"+": "must", "-": "must_not", "": "should"}[op]].append(word)
+    if not any(c.strip() for kind in ("should", "must", "phrases") for c in out[kind]):
+        excluded = [c for c in out["must_not"] if c.strip()]
+        raise ValueError(
+            "nothing to search for: "
+            + (f"the text only excludes {excluded!r} (-word), and excluded terms alone would "
+               "match every document with no score" if excluded else "every clause is blank")
+            + "; add a word or phrase to search for")
     return out
 
 

@@ -26,7 +26,10 @@ on it unchanged. It costs one pass over all fields' postings (scipy's COO -> CSR
 per index version and weight vector, and is kept (the build-time weights, and the last
 few per-query weights), so per-query weights cost a rebuild the first time they are
 used and nothing after: what a tuning loop over weights wants. Positions (phrases) are
-kept per field: a phrase matches within one field. A shard of a larger corpus scores with
+kept per field: a phrase matches within one field. Weights decide scores only: a field
+weighted 0 adds nothing (so a document matching only there is no hit), while operators'
+constraints (`operators.admitted`: required, excluded, phrases, minimum-should-match)
+read every field's own postings, weighted 0 or not. A shard of a larger corpus scores with
 the corpus-wide N, df (over all fields) and per-field average lengths (`CollectionStats`
 with ``field_lengths``), so fielded Ray shards score like one index. Not yet: per-field
 ``b_f``.

@@ -122,7 +122,11 @@ class BM25Index(AtomicSave, DocumentAccess):
         self._fields = None if fields is None else check_fields(fields)
         if self._fields is not None:
             check_method(self._params)
-        self._views: dict[tuple[tuple[str, float], ...], Any] = {}  # BM25F views, by weights
+        # BM25F views by weights: a mapping published whole and never changed in place, so
+        # readers use it without a lock; searches that add a view swap in a new one under
+        # _views_lock (`_view`).
+        self._views: Mapping[tuple[tuple[str, float], ...], Any] = {}
+        self._views_lock = threading.Lock()
         self._state = self._empty(positions)
 
     def _empty(self, positions: bool) -> Snapshot:
@@ -386,7 +390,10 @@ class BM25Index(AtomicSave, DocumentAccess):
     def _view(self, st: Snapshot, weights: dict[str, float]) -> Any:
         """The BM25F view of ``st`` for ``weights`` (`fields.combined`), kept per version.
 
-        The build-time weights' view and the three last other ones are kept.
+        The build-time weights' view and the three last other ones are kept. A view
+        already held costs one lookup and no lock; a new one is built outside the lock
+        (two searches may both build it: the same view), then published in a new
+        mapping, so a reader never sees the mapping change under it.
         """
         key = tuple(sorted(weights.items()))
         held = self._views.get(key)
@@ -394,10 +401,12 @@ class BM25Index(AtomicSave, DocumentAccess):
             return held
         held = (st, *combined(st, weights, self._params, self._collection_stats))
         default = tuple(sorted((self._fields or {}).items()))
-        others = [w for w in self._views if w != default and w != key]
-        for old in others[:max(0, len(others) - 2)]:
-            self._views.pop(old, None)
-        self._views[key] = held
+        with self._views_lock:
+            others = [w for w in self._views if w != default and w != key]
+            dropped = set(others[:max(0, len(others) - 2)])
+            views = {w: v for w, v in self._views.items() if w not in dropped and w != key}
+            views[key] = held
+            self._views = views
         return held
 
     def _search_fielded(self, st: Snapshot, query: str | Query, structured: Query | None,
@@ -413,16 +422,14 @@ class BM25Index(AtomicSave, DocumentAccess):
         else:
             aq = analysed(structured, self._analyzer)
             terms, counts = aq.terms, aq.counts
-            # A phrase matches within one field, any field (positions kept per field).
-            allowed = admitted(view, aq, [st, *(st.fields or {}).values()])
+            # Constraints see every field, weighted 0 or not (`operators.admitted`).
+            allowed = admitted(st, aq)
             if allowed is not None and not allowed.any():
                 return []
         pairs = [(t, c) for t, c in zip(terms, counts) if t in view.vocab]
+        # A query weight of 0 or below (a Robertson idf) is the engine's to handle: it
+        # then neither prunes nor takes a zero total for no match (`ScoreCache.signs`).
         weights_q = [float(idf[union[t]]) * c for t, c in pairs]
-        if weights_q and min(weights_q) < 0:
-            # A negative Robertson idf: no upper bound prunes, so every match is scored
-            # (a predicate filter is the engine's exhaustive path).
-            filter = _exhaustive(st, filter)
         cache = ScoreCache.of(view, _IMPACT, None)
         ids, constant = query_ids(view, cache, _IMPACT, [t for t, _ in pairs], weights_q)
         positions, scores = ranked_matches(view, cache, _IMPACT, ids, constant, k, filter,
@@ -776,12 +783,3 @@ class BM25Index(AtomicSave, DocumentAccess):
         st = self._state
         return st.nbytes() + self._cache(st).nbytes()
 
-
-def _exhaustive(st: Snapshot, filter: MetadataFilter | None) -> Any:
-    """``filter`` as a predicate over `Doc` (so matching scores every candidate)."""
-    if filter is None:
-        return lambda doc: True
-    if isinstance(filter, Mapping) or not callable(filter):
-        mask, where = st.equality_mask(filter), st.positions
-        return lambda doc: bool(mask[where[doc.id]])
-    return filter

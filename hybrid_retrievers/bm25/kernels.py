@@ -225,7 +225,8 @@ def match_top_k(
     state: Snapshot,
     cache: ScoreCache,
     params: ScoringParams,
-    ids: list[tuple[int, int]],
+    ids: list[tuple[int, float]],
+    positive: bool,
     constant: np.float32,
     k: int,
     scratch: Scratch,
@@ -234,9 +235,10 @@ def match_top_k(
     """The exact top ``k`` of a query as ``(positions, scores)``, unordered, or None.
 
     ``ids`` are the query's (term id, count) pairs in query order, all in the
-    vocabulary; ``constant`` the absent-term weight every document gets. None means
-    "use the numpy path": ``backend`` rules the kernels out for this index (or numba
-    is missing), or an idf is negative (the kernels assume contributions >= 0).
+    vocabulary, whose contributions must all be >= 0 (the kernels assume it;
+    ``positive``: all > 0; both from `ScoreCache.signs`); ``constant`` the absent-term
+    weight every document gets. None means "use the numpy path": ``backend`` rules the
+    kernels out for this index (or numba is missing), or an idf is negative.
     """
     kernels = _kernels_for(state, cache, backend)
     if kernels is None or not ids:
@@ -252,7 +254,7 @@ def match_top_k(
             state.indptr, np.asarray(state.post_docs), np.asarray(state.post_tf), cache.norm,
             meta.doc_codes, meta.table, meta.weight_ptr, meta.weights, terms, scales, *meta.params,
             np.float32(constant), k, backend.taat_chunk_docs,
-            cache.positive, acc, seen, scratch.marks(n),  # marks: int32 scratch, any content
+            positive, acc, seen, scratch.marks(n),  # marks: int32 scratch, any content
         )
     meta = block_max(state, cache, params, backend)
     return kernels.search_top_k(
@@ -305,6 +307,9 @@ def match_top_k_many(
         counts = np.fromiter((c for _, c in flat), dtype=np.float64, count=len(flat))
         # float64 idf times the count, then float32: `match_top_k`'s scales exactly.
         scales = (cache.idf[terms].astype(np.float64) * counts).astype(np.float32)
+        nonnegative, positive = cache.signs(flat)
+        if not nonnegative:  # a negative query weight: the numpy path, query by query
+            return None
         qptr = np.zeros(len(chunk) + 1, dtype=np.int64)
         np.cumsum([len(queries[i][0]) for i in chunk], out=qptr[1:])
         constants = np.array([queries[i][1] for i in chunk], dtype=np.float32)
@@ -315,7 +320,7 @@ def match_top_k_many(
             state.indptr, np.asarray(state.post_docs), np.asarray(state.post_tf), cache.norm,
             codes.doc_codes, codes.table, codes.weight_ptr, codes.weights, *_block_arrays(blocks),
             qptr, terms, scales, pruned,
-            *codes.params, constants, k, backend.taat_chunk_docs, cache.positive,
+            *codes.params, constants, k, backend.taat_chunk_docs, positive,
             *scratch.accumulators(n), scratch.marks(n),
         )
         for row, i in enumerate(chunk):

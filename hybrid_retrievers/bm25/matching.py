@@ -74,8 +74,9 @@ def match(
     """
     if not ids:
         return np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.float32)
-    if k is not None and allowed is None:  # numba TAAT / block-max, when allowed
-        top = match_top_k(st, cache, params, ids, constant, k, scratch, backend)
+    nonnegative, positive = cache.signs(ids)
+    if k is not None and allowed is None and nonnegative:  # numba TAAT / block-max, when allowed
+        top = match_top_k(st, cache, params, ids, positive, constant, k, scratch, backend)
         if top is not None:
             return top
     indptr, post_docs, post_tf = st.indptr, st.post_docs, st.post_tf
@@ -87,10 +88,10 @@ def match(
         return docs, weights + constant
     lengths = [int(indptr[t + 1] - indptr[t]) for t, _ in ids]
     total = sum(lengths)
-    if k is None or not cache.nonnegative or total <= backend.batched_postings:
+    if k is None or not nonnegative or total <= backend.batched_postings:
         # No MaxScore pruning possible or worth it.
         return _match_batched(st, cache, params, ids, constant, k, allowed, scratch,
-                          backend.dense_scan)
+                              backend.dense_scan, positive)
     # Highest-impact (rarest) terms first, so the k-th score rises early.
     order = sorted(range(len(ids)), key=lambda i: -cache.upper[ids[i][0]] * ids[i][1])
     ids = [ids[i] for i in order]
@@ -231,6 +232,7 @@ def _match_batched(
     allowed: NDArray[np.bool_] | None,
     scratch: Scratch,
     dense_scan: int,
+    positive: bool,
 ) -> Matches:
     """All terms' postings at once: a constant number of numpy calls per query.
 
@@ -238,7 +240,8 @@ def _match_batched(
     few passes as possible: weigh, accumulate, read back and reset. With ``k``
     the duplicated per-posting totals are cut to the best ``k·terms`` entries
     before removing duplicates: a document appears once per matching term, so
-    that cut always keeps every entry of the top ``k`` documents.
+    that cut always keeps every entry of the top ``k`` documents. ``positive``
+    (`ScoreCache.signs`): every contribution is > 0, so a total of 0 means unmatched.
     """
     indptr, post_docs, post_tf = st.indptr, st.post_docs, st.post_tf
     spans = [(int(indptr[t]), int(indptr[t + 1])) for t, _ in ids]
@@ -251,7 +254,7 @@ def _match_batched(
     w = _weigh(params, cache, tf, docs, scale)
     acc, _ = scratch.accumulators(len(st.docs))
     np.add.at(acc, docs, w)
-    if cache.positive and acc.size <= dense_scan * docs.size:
+    if positive and acc.size <= dense_scan * docs.size:
         # Postings cover a good share of the corpus: scanning the accumulator
         # for non-zero totals (each matched document once, in order) and wiping
         # it whole beats random reads and writes per posting.

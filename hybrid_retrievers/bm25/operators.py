@@ -80,17 +80,19 @@ def analysed(query: Query, analyzer: Analyzer) -> AnalysedQuery:
     )
 
 
-def admitted(st: Snapshot, aq: AnalysedQuery,
-             phrase_fields: list[Snapshot] | None = None) -> NDArray[np.bool_] | None:
+def admitted(st: Snapshot, aq: AnalysedQuery) -> NDArray[np.bool_] | None:
     """Which of ``st``'s documents pass ``aq``'s constraints; None when it has none.
 
-    ``phrase_fields`` (a fielded index: its fields' snapshots, over the same documents as
-    ``st``, its BM25F view): a phrase matches when it occurs in any one of them.
+    On a fielded index (``st.fields``: BM25F) a document is all its fields, whatever
+    their weights: a required, excluded or optional term is present when any field holds
+    it, and a phrase when one field holds it in order (a phrase never spans two fields).
+    Weights decide scores only, so a field weighted 0 still counts here.
 
     Raises:
         ValueError: ``aq`` has a phrase and the index keeps no positions.
     """
-    if aq.phrases and any(f.tokens is None for f in (phrase_fields or [st])):
+    parts = [st, *(st.fields or {}).values()]
+    if aq.phrases and any(f.tokens is None for f in parts):
         raise ValueError(
             "phrase queries need term positions, which this index does not keep; build it "
             "with positions=True (BM25Index.from_texts(..., positions=True)), or search the "
@@ -102,38 +104,47 @@ def admitted(st: Snapshot, aq: AnalysedQuery,
         return None
     n = len(st.docs)
     mask = np.ones(n, dtype=bool)
-    vocab = st.vocab
-    if any(t not in vocab for t in aq.must) or any(t not in vocab for p in aq.phrases for t in p):
+    holding = {t: [_docs_of(p, p.vocab[t]) for p in parts if t in p.vocab]
+               for t in {*aq.must, *aq.must_not, *(aq.should if count_should else ())}}
+    if any(not holding[t] for t in aq.must):
         mask[:] = False
         return mask
     if aq.must:
         hits = np.zeros(n, dtype=np.int32)
         for term in aq.must:
-            hits[_docs_of(st, vocab[term])] += 1  # a document once per term: exact
+            _count(hits, holding[term])
         mask &= hits == len(aq.must)
     for term in aq.must_not:
-        t = vocab.get(term)
-        if t is not None:
-            mask[_docs_of(st, t)] = False
+        for docs in holding[term]:
+            mask[docs] = False
     if count_should:
-        present = [vocab[t] for t in aq.should if t in vocab]
+        present = [holding[t] for t in aq.should if holding[t]]
         if len(present) < aq.min_should:
             mask[:] = False
             return mask
         hits = np.zeros(n, dtype=np.int32)
-        for t in present:
-            hits[_docs_of(st, t)] += 1
+        for lists in present:
+            _count(hits, lists)
         mask &= hits >= aq.min_should
     for phrase in aq.phrases:
-        if phrase_fields is None:
-            mask &= _phrase_mask(st, [vocab[t] for t in phrase], mask)
-            continue
         found = np.zeros(n, dtype=bool)
-        for field in phrase_fields:  # a phrase never spans two fields
+        for field in parts:
             if all(t in field.vocab for t in phrase):
                 found |= _phrase_mask(field, [field.vocab[t] for t in phrase], mask)
         mask &= found
     return mask
+
+
+def _count(hits: NDArray[np.int32], lists: list[NDArray[np.int32]]) -> None:
+    """Add 1 to ``hits`` for each document in any of ``lists`` (one term's documents per
+    field: a document counts once, however many of its fields hold the term)."""
+    if len(lists) == 1:
+        hits[lists[0]] += 1  # a document once per term: exact
+        return
+    present = np.zeros(hits.size, dtype=bool)
+    for docs in lists:
+        present[docs] = True
+    hits += present
 
 
 def _docs_of(st: Snapshot, t: int) -> NDArray[np.int32]:

@@ -37,7 +37,8 @@ import numpy as np
 from ..optional import is_available
 from .scoring import DEFAULT_DELTA, IMPACT, OKAPI_EPSILON, BM25Method, Variant, get_variant
 
-__all__ = ["BM25Params", "ImpactParams", "ScoringParams", "BM25Backend", "params_from"]
+__all__ = ["BM25Params", "ImpactParams", "MAX_IMPACT", "ScoringParams", "BM25Backend",
+           "params_from"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,6 +140,18 @@ class ImpactParams:
     def variant(self) -> Variant:
         """`scoring.IMPACT`."""
         return IMPACT
+
+
+MAX_IMPACT = 1e15
+"""The largest impact (a learned sparse weight, document or query) the impact scorer takes.
+
+A score is a float32 sum of products of two impacts, and float32 ends at 3.4e38: a
+document weight of 3e38 times a query weight of 10 would be ``inf``, and ties would
+hide the ranking. At most 1e15 each, a product is at most 1e30, so a sum stays finite
+for any query of fewer than 340 million tokens. Learned weights are far below it
+(SPLADE's are single digits; quantised impacts fit a byte); larger ones are refused
+with an error naming the vector and the token (`sparse.vectors`), and in a saved index
+(`_integrity.check_postings`)."""
 
 
 ScoringParams = BM25Params | ImpactParams

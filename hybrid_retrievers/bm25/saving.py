@@ -23,7 +23,7 @@ from .._integrity import check_offsets, check_postings, check_unique_ids
 from ..persistence import IndexFormatError, IndexReader, IndexWriter
 from ..text import Analyzer
 from .fields import check_fields
-from .params import BM25Params
+from .params import MAX_IMPACT, BM25Params
 from .postings import Snapshot
 from .scoring import BM25Method
 
@@ -187,8 +187,8 @@ def read_postings(r: IndexReader, *, mmap: bool = False, verify: bool = False,
 
     Document ids in range, each term's documents strictly increasing, and the values:
     term frequencies >= 1 and document lengths equal to their postings' token counts,
-    or (``values`` of float kind, a sparse index) finite weights > 0 and document
-    lengths equal to their numbers of postings. With ``mmap`` the posting documents and
+    or (``values`` of float kind, a sparse index) weights > 0 and at most `MAX_IMPACT`,
+    and document lengths equal to their numbers of postings. With ``mmap`` the posting documents and
     values are memory-mapped; their checksums and the per-posting checks are skipped
     unless ``verify``.
     """
@@ -205,7 +205,7 @@ def read_postings(r: IndexReader, *, mmap: bool = False, verify: bool = False,
                       mmap=mmap, verify=verify)
     doc_len = r.array("doc_lengths", dtype_kind="i", ndim=1, length=n_docs)
     check_postings(indptr, post_docs, post_tf, doc_len, where=where, full=not mmap or verify,
-                   impacts=impacts)
+                   impacts=impacts, max_impact=MAX_IMPACT)
     if "n_postings" in r.manifest and r.manifest["n_postings"] != n_postings:
         raise IndexFormatError(
             f"{where}: manifest says {r.manifest['n_postings']!r} postings, "

@@ -45,7 +45,7 @@ class ScoreCache:
     """
 
     __slots__ = ("norm", "idf", "upper", "absent", "absent_weight", "nonnegative", "positive",
-                 "stats", "avgdl", "_kept", "_lock")
+                 "least", "stats", "avgdl", "_kept", "_lock")
 
     def __init__(
         self,
@@ -69,8 +69,11 @@ class ScoreCache:
         # at least its term's idf) is >= 0, so upper bounds prune (MaxScore, the kernels),
         # and > 0, so a document matched iff its total is non-zero (dense scans). Rounding
         # can make a shifted weight 0 (BM25L at k1 = 0, a large delta) or below.
+        # A query's own counts (BM25F's qtf·idf, learned query weights) can still be 0 or
+        # below: `signs` answers for one query.
         least = np.float32(least_weight)
         low_idf = np.float32(idf.min()) if idf.size else np.float32(np.inf)
+        self.least = least
         self.nonnegative = bool(low_idf >= 0 and least >= 0)
         self.positive = bool(low_idf > 0 and least > 0 and least * low_idf > 0)
         self._kept: dict[type, object] = {}
@@ -118,6 +121,24 @@ class ScoreCache:
                     least = min(least, w.min() - np.float32(absent_weight))
             upper = (upper - np.float32(absent_weight)) * idf
         return cls(norm, idf, upper, absent, absent_weight, stats, avgdl, least)
+
+    def signs(self, ids: list[tuple[int, float]]) -> tuple[bool, bool]:
+        """Whether every contribution of a query is >= 0, and whether every one is > 0.
+
+        ``ids`` are the query's (term id, count) pairs; a contribution is a posting's
+        shifted weight times its term's float32 scale ``idf · count``. The first lets
+        upper bounds prune (MaxScore, the kernels); the second lets a document count as
+        matched iff its total is non-zero (dense scans). `nonnegative` and `positive`
+        answer for counts >= 1 (BM25's); a BM25F or learned query's weight may be 0 (an
+        idf of 0) or below (a negative Robertson idf), and a document it matches then
+        scores 0 but is matched all the same.
+        """
+        if not ids or min(c for _, c in ids) >= 1:
+            return self.nonnegative, self.positive  # each scale is at least its idf
+        scales = np.array([float(self.idf[t]) * c for t, c in ids], dtype=np.float32)
+        low = scales.min()
+        return (self.nonnegative and bool(low >= 0),
+                self.positive and bool(low > 0 and self.least * low > 0))
 
     # --- compiled kernels' metadata -------------------------------------------------
 

@@ -2,9 +2,10 @@
 turning them into the engine's `TokenChunk` batches.
 
 A sparse vector is a mapping from token (a non-empty str of the model's vocabulary) to
-a finite weight >= 0; weights are stored as float32, and zeros (also weights that
-round to zero in float32) are left out. Negative, NaN or infinite weights, non-string
-tokens and non-numeric weights are errors naming the vector and the token. A CSR
+a weight from 0 to `MAX_IMPACT` (1e15, so that no score overflows float32: see there);
+weights are stored as float32, and zeros (also weights that round to zero in float32)
+are left out. Negative, NaN, infinite or larger weights, non-string tokens and
+non-numeric weights are errors naming the vector and the token. A CSR
 matrix (rows = documents) comes with its ``vocabulary`` (one token per column).
 
 Many vectors travel as one `SparseVectors`: flat arrays over a table of distinct
@@ -27,6 +28,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..bm25.chunking import CHUNK_DOCS, TokenChunk
+from ..bm25.params import MAX_IMPACT
 
 __all__ = ["CheckedVector", "SparseVectors", "SparseVectorsBuilder", "check_vector",
            "check_vectors", "csr_vectors", "vector_chunks", "is_sparse_matrix"]
@@ -82,7 +84,7 @@ def check_vector(vector: Any, where: str) -> CheckedVector:
     Raises:
         TypeError: not a mapping, a token that is not a non-empty str, a weight that is
             not a number (a bool or a str included).
-        ValueError: a weight that is negative, NaN or infinite.
+        ValueError: a weight that is negative, NaN, infinite or above `MAX_IMPACT`.
     """
     if not isinstance(vector, Mapping):
         raise TypeError(f"{where} must be a mapping {{token: weight}}, got "
@@ -97,7 +99,7 @@ def check_vector(vector: Any, where: str) -> CheckedVector:
                 raise TypeError(f"{where}[{token!r}] must be a number, got "
                                 f"{type(value).__name__}: {value!r}")
     values = np.fromiter(vector.values(), dtype=np.float64, count=len(tokens))
-    _check_values(values, lambda i: (where, tokens[i]))
+    _check_values(values, lambda i: f"{where}[{tokens[i]!r}]")
     weights = values.astype(np.float32)
     keep = weights > 0
     if not keep.all():
@@ -166,9 +168,9 @@ class SparseVectorsBuilder:
         offsets = np.zeros(lengths.size + 1, dtype=np.int64)
         np.cumsum(lengths, out=offsets[1:])
 
-        def named(j: int) -> tuple[str, Any]:
+        def named(j: int) -> str:
             row = int(np.searchsorted(offsets, j, side="right")) - 1
-            return self._where(first + row), keys[j]
+            return f"{self._where(first + row)}[{keys[j]!r}]"
 
         _check_values(weights, named)
         self._parts.append((lengths, ids.astype(np.int32), weights.astype(np.float32)))
@@ -194,17 +196,20 @@ def _is_number_type(kind: type) -> bool:
     return issubclass(kind, Real) and not issubclass(kind, (bool, np.bool_))
 
 
-def _check_values(values: NDArray[np.float64], named: Any) -> None:
-    """Raise ValueError at the first negative, NaN or infinite value.
+def _check_values(values: NDArray[np.floating], named: Any) -> None:
+    """Raise ValueError at the first value that is not a weight from 0 to `MAX_IMPACT`:
+    negative, NaN, infinite, or finite in float64 but too large (beyond float32's range
+    or such that a score could overflow it).
 
-    ``named(j)`` is ``(where, token)`` of value ``j``, for the message.
+    ``named(j)`` is the label of value ``j`` for the message (``vectors[3]['a']``).
     """
-    bad = ~np.isfinite(values) | (values < 0)
+    bad = ~((values >= 0) & (values <= MAX_IMPACT))  # NaN fails both comparisons
     if bad.any():
         j = int(np.flatnonzero(bad)[0])
-        where, token = named(j)
-        raise ValueError(f"{where}[{token!r}] must be a finite weight >= 0, got "
-                         f"{values[j]!r}; sparse vectors hold non-negative finite weights")
+        raise ValueError(f"{named(j)} must be a finite weight >= 0 and at most "
+                         f"{MAX_IMPACT:g}, got {float(values[j])!r}; sparse vectors hold "
+                         "non-negative weights, bounded so that a score (a float32 sum of "
+                         "products) cannot overflow")
 
 
 def _dropping_zeros(lengths: NDArray[np.integer], ids: NDArray[np.int32],
@@ -236,7 +241,7 @@ def csr_vectors(matrix: Any, vocabulary: Any, name: str = "vectors") -> SparseVe
 
     Raises:
         ValueError: no vocabulary, a vocabulary of another length than the columns, a
-            duplicate token, or a negative, NaN or infinite value.
+            duplicate token, or a negative, NaN, infinite or too large value (`MAX_IMPACT`).
         TypeError: a token that is not a non-empty str, a non-numeric matrix.
     """
     if vocabulary is None:
@@ -260,12 +265,12 @@ def csr_vectors(matrix: Any, vocabulary: Any, name: str = "vectors") -> SparseVe
     csr = matrix.tocsr(copy=True)
     csr.sum_duplicates()
     data = np.asarray(csr.data)
-    bad = ~np.isfinite(data) | (data < 0)
-    if bad.any():
-        at = int(np.flatnonzero(bad)[0])
+
+    def named(at: int) -> str:
         row = int(np.searchsorted(csr.indptr, at, side="right")) - 1
-        raise ValueError(f"{name} row {row}, token {tokens[int(csr.indices[at])]!r}: weight "
-                         f"{data[at]!r}; sparse vectors hold non-negative finite weights")
+        return f"{name} row {row}, token {tokens[int(csr.indices[at])]!r}"
+
+    _check_values(data, named)
     return _dropping_zeros(np.diff(csr.indptr), np.asarray(csr.indices, dtype=np.int32),
                            np.asarray(data, dtype=np.float32), tokens)
 

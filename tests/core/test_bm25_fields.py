@@ -9,7 +9,8 @@ import random
 import numpy as np
 import pytest
 
-from hybrid_retrievers import BM25Index, Doc, IndexFormatError
+from hybrid_retrievers import Analyzer, BM25Index, Doc, IndexFormatError, Query
+from hybrid_retrievers.bm25 import BM25Backend
 
 WORDS = "wing flow boundary layer heat rotor blade air speed pipe".split()
 
@@ -221,3 +222,113 @@ def test_nbytes_counts_each_fields_positions() -> None:
     tokens = sum(len(kept.analyzer.tokenize(d.text))
                  + len(kept.analyzer.tokenize(d.metadata.get("title", ""))) for d in docs)
     assert kept.nbytes() - plain.nbytes() == 4 * tokens  # int32 term ids, text and title
+
+
+# --- A field weighted 0 scores nothing, yet operators see it (one rule for +, - and phrases)
+
+def _passes(index: BM25Index, doc: Doc, query: Query, fields: list[str]) -> bool:
+    """Whether ``doc`` passes ``query``'s constraints, every field counted (brute force)."""
+    tok = index.analyzer.tokenize
+    parts = [tok(doc.text if f == "text" else doc.metadata.get(f, "")) for f in fields]
+    held = {t for part in parts for t in part}
+    should = list(dict.fromkeys(t for c in query.should for t in tok(c)))
+    must = [t for c in query.must for t in tok(c)]
+    phrases = [tok(p) for p in query.phrases]
+    must += [p[0] for p in phrases if len(p) == 1]
+    phrases = [p for p in phrases if len(p) > 1]
+    excluded = {t for c in query.must_not for t in tok(c)}
+    wanted = query.min_should(len(should), required=bool(must or phrases))
+    return (all(t in held for t in must) and not excluded & held
+            and sum(t in held for t in should) >= wanted
+            and all(any(_holds_phrase(part, p) for part in parts) for p in phrases))
+
+
+def _scoring_text(query: Query) -> str:
+    """The query's scoring terms (optional, required, phrase) as a plain query."""
+    return " ".join([*query.should, *query.must, *query.phrases])
+
+
+@pytest.mark.parametrize("per_query", [False, True], ids=["build-time", "per-query"])
+@pytest.mark.parametrize("backend", ["numpy", "numba"])
+def test_a_field_weighted_0_is_unscored_but_seen_by_every_operator(per_query: bool,
+                                                                   backend: str) -> None:
+    if backend == "numba":
+        pytest.importorskip("numba")
+    # The report's example: "secret" and "wing" only in a's title, weighted 0.
+    small = [Doc("a", "lift and drag", {"title": "wing secret"}),
+             Doc("b", "drag of bluff bodies", {"title": "bluff"}),
+             Doc("c", "secret wing drag", {"title": "stall"})]
+    zero = {"title": 0.0, "text": 1.0}
+    built = BM25Index.from_docs(small, fields={"title": 1.0, "text": 1.0} if per_query else zero,
+                                positions=True, backend=backend)
+    weights = zero if per_query else None
+
+    def ids(q: str | Query) -> list[str]:
+        return [h.id for h in built.search(q, k=5, syntax="operators", field_weights=weights)]
+
+    assert ids("drag -secret") == ["b"]
+    assert sorted(ids("drag +wing")) == ["a", "c"]
+    assert ids('drag "wing secret"') == ["a"]
+    # Only scoring makes a hit: a matched only in its unscored title is not returned.
+    assert ids("wing") == ["c"] and ids("+wing") == ["c"]
+
+    docs = _docs(7)
+    index = BM25Index.from_docs(docs, fields={"title": 2.0, "text": 1.0} if per_query else zero,
+                                positions=True, backend=backend)
+    rng = random.Random(7)
+    queries: list[Query] = []
+    for _ in range(40):
+        a, b, c = rng.sample(WORDS, 3)
+        queries += [Query.parse(f"{a} -{b}"), Query.parse(f"{a} +{b}"),
+                    Query.parse(f'{a} "{b} {c}"'),
+                    Query(should=[a, b, c], min_should_match=2)]
+    seen = 0
+    for q in queries:
+        want = _direct(index, docs, _scoring_text(q), zero, 1.5, 0.75, robertson=False)
+        want = {i: s for i, s in want.items()
+                if _passes(index, docs[int(i[1:])], q, ["title", "text"])}
+        got = {h.id: h.score for h in index.search(q, k=len(docs), field_weights=weights)}
+        assert got.keys() == want.keys(), q
+        np.testing.assert_allclose([got[i] for i in want], list(want.values()), rtol=2e-6)
+        seen += len(want)
+    assert seen > 100
+
+
+@pytest.mark.parametrize("backend", ["numpy", BM25Backend("numba"),
+                                     BM25Backend("numba", strategy="maxscore")],
+                         ids=["numpy", "numba-auto", "numba-maxscore"])
+def test_robertson_fields_keep_a_match_whose_idf_is_0_as_one_field_does(backend) -> None:
+    # A term in exactly half the documents has Robertson idf ln(2.5/2.5) = 0: its
+    # documents score 0 but match, on the one-field index and (before: not once another
+    # query term matched) on the fielded one. Negative idfs (df > N/2) are compared too.
+    if backend != "numpy":
+        pytest.importorskip("numba")
+    plain_words = Analyzer(stopwords=None, stemmer=None)
+    texts = ["alpha beta", "alpha gamma", "delta", "eps"]
+    fielded = BM25Index.from_docs([Doc(i, t) for i, t in zip("abcd", texts)],
+                                  fields={"text": 1.0}, method="robertson",
+                                  analyzer=plain_words, backend=backend)
+    assert [(h.id, h.score) for h in fielded.search("alpha delta", k=10)][1:] == [
+        ("a", 0.0), ("b", 0.0)]
+    rng = random.Random(3)
+    compared = zeros = 0
+    for _ in range(60):
+        n = rng.randint(2, 12)
+        texts = [" ".join(rng.choices("abcdef", k=rng.randint(1, 5))) for _ in range(n)]
+        metas = [{"g": i % 2} for i in range(n)]
+        ids = [f"d{i}" for i in range(n)]
+        plain = BM25Index.from_texts(texts, ids=ids, metadatas=metas, method="robertson",
+                                     analyzer=plain_words, backend=backend)
+        one = BM25Index.from_docs([Doc(i, t, m) for i, t, m in zip(ids, texts, metas)],
+                                  fields={"text": 1.0}, method="robertson",
+                                  analyzer=plain_words, backend=backend)
+        q = " ".join(rng.choices("abcdefg", k=rng.randint(1, 4)))
+        for k, flt in ((2, None), (20, None), (2, {"g": 0}), (20, lambda d: d.id != "d1")):
+            want = plain.search(q, k=k, filter=flt)
+            got = one.search(q, k=k, filter=flt)
+            assert len(got) == len(want), (texts, q, k)
+            np.testing.assert_allclose([h.score for h in got], [h.score for h in want],
+                                       atol=1e-5)
+            compared += 1
+            zeros += any(h.score == 0 for h in want)
+    assert zeros > 10 and compared == 240

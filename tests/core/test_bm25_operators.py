@@ -75,6 +75,27 @@ def test_lenient_reads_bad_syntax_as_a_bag_of_words(index: BM25Index) -> None:
         index.search('"boundary layer', syntax="operators")
 
 
+@pytest.mark.parametrize("text", ["-rotor", "-rotor -heat", "+\\ ", '""', '+\\  -rotor'])
+def test_text_with_nothing_to_search_for(index: BM25Index, text: str) -> None:
+    # Well-formed clauses, but none to search for: "operators" says so plainly, and
+    # "lenient" reads the text as a bag of words like any other text it cannot use.
+    with pytest.raises(ValueError, match="nothing to search for"):
+        index.search(text, syntax="operators")
+    with pytest.raises(ValueError, match="nothing to search for"):
+        Query.parse(text)
+    assert Query.parse(text, lenient=True) == Query(should=text)
+    assert index.search(text, syntax="lenient") == index.search(text)
+
+
+def test_nothing_to_search_for_names_what_is_excluded() -> None:
+    with pytest.raises(ValueError, match=r"only excludes \['rotor', 'heat'\]"):
+        Query.parse("-rotor -heat")
+    with pytest.raises(ValueError, match="every clause is blank"):
+        Query.parse("+\\ ")
+    with pytest.raises(ValueError, match="min_should_match"):  # not lenient's to swallow
+        Query.parse("-rotor", lenient=True, min_should_match="lots")
+
+
 @pytest.mark.parametrize(("msm", "n", "expected"), [
     (None, 4, 1), (2, 4, 2), (9, 4, 4), (-1, 4, 3), ("75%", 4, 3), ("50%", 3, 1),
     ("-25%", 4, 3), ("-25%", 3, 3), ("100%", 5, 5), (0, 4, 0),

@@ -11,6 +11,8 @@ from __future__ import annotations
 import logging
 import os
 import random
+import sys
+import threading
 
 import numpy as np
 import pytest
@@ -220,3 +222,55 @@ def test_parent_child_search_during_edits(caplog) -> None:  # type: ignore[no-un
     with caplog.at_level(logging.WARNING, logger="hybrid_retrievers.parent"):
         _assert_clean(run_stress(read, write, seconds=SECONDS, seed=7))
     assert not [r for r in caplog.records if "not in the parent store" in r.getMessage()]
+
+
+def test_fielded_searches_with_per_query_weights_in_many_threads() -> None:
+    # Each new weight vector builds a BM25F view that the index keeps (a few at a time);
+    # readers used to add and evict them in a dict other readers were iterating
+    # ("dictionary keys changed during iteration", about one search in 2,000 here).
+    # Bounded: 16 threads x 300 searches over 39 weight vectors, switching every 1 µs.
+    docs = [Doc(f"d{i}", f"alpha beta w{i}", {"title": f"alpha t{i % 3}"}) for i in range(6)]
+    index = BM25Index.from_docs(docs, fields={"title": 2.0, "text": 1.0})
+    choices = [{"title": i / 8} for i in range(1, 40)]
+    expected = [index.search("alpha", k=3, field_weights=w) for w in choices]
+    errors: list[str] = []
+    wrong: list[int] = []
+    start = threading.Barrier(16)
+
+    def reader(seed: int) -> None:
+        rng = random.Random(seed)
+        start.wait()
+        for _ in range(300):
+            i = rng.randrange(len(choices))
+            try:
+                if index.search("alpha", k=3, field_weights=choices[i]) != expected[i]:
+                    wrong.append(i)
+            except Exception as exc:  # noqa: BLE001 - the assertion reports them
+                errors.append(f"{type(exc).__name__}: {exc}")
+
+    threads = [threading.Thread(target=reader, args=(i,)) for i in range(16)]
+    old = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    finally:
+        sys.setswitchinterval(old)
+    assert errors == [] and wrong == [], (errors[:3], wrong[:3])
+
+
+def test_a_new_bm25f_view_never_changes_the_views_readers_hold() -> None:
+    # The deterministic half of the test above: adding (and evicting) views publishes a
+    # new mapping, so one a reader is iterating never changes under it.
+    docs = [Doc(f"d{i}", f"alpha w{i}", {"title": "alpha"}) for i in range(4)]
+    index = BM25Index.from_docs(docs, fields={"title": 2.0, "text": 1.0})
+    index.search("alpha")
+    for i in range(1, 8):
+        held = index._views
+        before = dict(held)
+        index.search("alpha", field_weights={"title": i + 0.5})
+        assert held == before and index._views is not held
+    assert len(index._views) == 4  # the build-time weights' view and the last three
+    assert (("text", 1.0), ("title", 2.0)) in index._views

@@ -206,6 +206,29 @@ def test_errors_are_clear() -> None:
         index.add(["c"], ["d"])
 
 
+def test_weights_that_could_overflow_float32_are_refused_by_name() -> None:
+    # 1e39 is finite in float64 but inf in float32; 3e38 fits float32, but times a query
+    # weight of 10 it does not: weights above MAX_IMPACT (1e15) are refused, as a
+    # document's (mapping or CSR) and as a query's, so no score is ever inf.
+    from hybrid_retrievers.bm25.params import MAX_IMPACT
+
+    for big in (1e39, 3e38, 1e16):
+        with pytest.raises(ValueError, match=r"vectors\[1\]\['a'\].*at most 1e\+15"):
+            SparseIndex.from_vectors([{"a": 1.0}, {"b": 1.0, "a": big}], ids=["x", "y"])
+        with pytest.raises(ValueError, match=r"row 1, token 'a'.*at most 1e\+15"):
+            SparseIndex.from_vectors(sp.csr_matrix(np.array([[1.0, 0.0], [big, 2.0]])),
+                                     vocabulary=["a", "b"], ids=["p", "q"])
+        index = SparseIndex.from_vectors([{"a": 1.0}], ids=["x"])
+        with pytest.raises(ValueError, match=r"\['a'\].*at most 1e\+15"):
+            index.search_vector({"a": big})
+        with pytest.raises(ValueError, match=r"\['a'\].*at most 1e\+15"):
+            index.add_vectors([{"a": big}], ids=["y"])
+    index = SparseIndex.from_vectors([{"a": MAX_IMPACT, "b": MAX_IMPACT}, {"a": 1.0}],
+                                     ids=["x", "y"])
+    hits = index.search_vector({"a": MAX_IMPACT, "b": MAX_IMPACT})
+    assert [h.id for h in hits] == ["x", "y"] and all(np.isfinite(h.score) for h in hits)
+
+
 def test_zero_weights_are_dropped() -> None:
     index = SparseIndex.from_vectors([{"a": 0.0, "b": 1.0}, {"a": 0.0}], ids=["x", "y"])
     assert index.search_vector({"a": 1.0}) == []

@@ -74,11 +74,13 @@ def test_tampered_weights_are_refused(tmp_path: Path) -> None:
         SparseIndex.load(tmp_path / "idx")
 
 
-def test_negative_weights_with_valid_checksums_are_refused(tmp_path: Path) -> None:
+@pytest.mark.parametrize("forged", [-1.0, 3e38])  # negative; beyond MAX_IMPACT
+def test_bad_weights_with_valid_checksums_are_refused(tmp_path: Path,
+                                                            forged: float) -> None:
     built().save(tmp_path / "idx")
     target = files_of(tmp_path / "idx") / "postings_weights.npy"
     weights = np.load(target)
-    weights[0] = -1.0
+    weights[0] = forged
     np.save(target, weights)
     rehash(tmp_path / "idx")  # a consistent forgery: only the structural check can see it
     with pytest.raises(IndexFormatError, match="finite float32 values > 0"):
