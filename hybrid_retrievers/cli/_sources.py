@@ -62,22 +62,22 @@ def find_files(source: Path, exclude: Path | None,
 def _walk(root: Path, exclude: Path | None,
           skipped: list[tuple[str, str]]) -> Iterator[tuple[Path, str]]:
     """Regular files with a known suffix, as (path, path relative to root)."""
-    real_root = root.resolve()
-    skip_dir = exclude.resolve() if exclude is not None else None
+    real_root = _real(root)
+    skip_dir = _real(exclude) if exclude is not None else None
     # followlinks=False: a symlinked folder is never entered (it may lead anywhere).
     for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
         here = Path(dirpath)
         dirnames[:] = sorted(
             d for d in dirnames
-            if not d.startswith(".") and (skip_dir is None or (here / d).resolve() != skip_dir)
+            if not d.startswith(".") and (skip_dir is None or _real(here / d) != skip_dir)
         )
-        for name in filenames:
+        for name in sorted(filenames):
             if name.startswith(".") or not name.lower().endswith(SUFFIXES):
                 continue
             path = here / name
             rel = path.relative_to(root).as_posix()
             if path.is_symlink():
-                target = path.resolve()
+                target = _real(path)
                 if not target.is_relative_to(real_root):
                     skipped.append((rel, f"symbolic link to {target}, outside {root}"))
                     continue
@@ -90,6 +90,17 @@ def _walk(root: Path, exclude: Path | None,
                 skipped.append((rel, "not a regular file"))
                 continue
             yield path, rel
+
+
+def _real(path: Path) -> Path:
+    """``path`` with every symbolic link followed, as far as they lead.
+
+    Not `Path.resolve`: on Python 3.10-3.12 it raises `RuntimeError` for a link loop,
+    which would stop the whole folder; `os.path.realpath` (not strict) stops at the
+    loop instead, and the ``stat`` that follows names the file ("Too many levels of
+    symbolic links") like any other unreadable one.
+    """
+    return Path(os.path.realpath(path))
 
 
 def read_records(text: str, path: Path, suffix: str) -> list[Doc]:

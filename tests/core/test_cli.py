@@ -310,3 +310,22 @@ def test_dense_index_caches_embeddings_on_disk_and_keeps_inner_bars_off(
     hybrid = _build.dense_index(docs, "any-model", progress=False, log=logged.append, hybrid=True)
     assert "50 distinct texts read" in logged[2] and hybrid.names == ("bm25", "dense")
     assert hybrid.searchers[1].search("flow", k=3) == first.search("flow", k=3)
+
+
+def test_a_symlink_loop_is_skipped_and_named_not_the_end_of_the_folder(
+    tmp_path: Path, capsys
+) -> None:
+    """Path.resolve raises RuntimeError for a loop on Python 3.10-3.12; one stray link
+    must cost only itself (reliability-r4 F1)."""
+    src = tmp_path / "n"
+    src.mkdir()
+    (src / "a.md").write_text("a proxy note", encoding="utf-8")
+    (src / "l1.md").symlink_to("l2.md")
+    (src / "l2.md").symlink_to("l1.md")
+    (src / "sub").mkdir()
+    (src / "sub" / "deep.txt").symlink_to(src / "sub" / "deep.txt")  # a loop on itself
+    assert main(["index", str(src), "--out", str(tmp_path / "idx"), *WHOLE]) == 0
+    captured = capsys.readouterr()
+    for name in ("l1.md", "l2.md", "sub/deep.txt"):
+        assert f"skipped {name}: Too many levels of symbolic links" in captured.err
+    assert "indexed 1 files" in captured.out and "skipped 3 files" in captured.out
