@@ -103,8 +103,9 @@ def _real(path: Path) -> Path:
     return Path(os.path.realpath(path))
 
 
-def read_records(text: str, path: Path, suffix: str) -> list[Doc]:
-    """Documents of a ``.jsonl`` or ``.json`` file's text; errors name the file and line."""
+def read_records(text: str, path: Path, suffix: str) -> list[tuple[str, Doc]]:
+    """``(where, document)`` of each record of a ``.jsonl`` or ``.json`` file's text
+    (``where``: ``"line 3"`` or ``"record 0"``); errors name the file and line."""
     rows: list[tuple[str, Any]] = []
     if suffix == ".jsonl":
         for lineno, line in enumerate(text.splitlines(), 1):
@@ -114,9 +115,7 @@ def read_records(text: str, path: Path, suffix: str) -> list[Doc]:
         value = _json(text, path, "")
         items = value if isinstance(value, list) else [value]
         rows = [(f"record {i}", item) for i, item in enumerate(items)]
-    docs = []
-    for where, row in rows:
-        docs.append(_record(row, path, where))
+    docs = [(where, _record(row, path, where)) for where, row in rows]
     if not docs:
         raise SourceError(f"{path}: no records")
     return docs
