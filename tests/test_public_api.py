@@ -56,6 +56,7 @@ FACES = {
         "END_INDEX_KEY",
         "FILE_HASH_KEY",
         "FILE_KEY",
+        "MAX_CHARS_PER_TOKEN",
         "ParsedDocument",
         "SECTION_KEY",
         "Section",

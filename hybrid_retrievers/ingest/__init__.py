@@ -28,6 +28,7 @@ from __future__ import annotations
 from .chunking import (
     DEFAULT_CHUNK_OVERLAP,
     DEFAULT_CHUNK_SIZE,
+    MAX_CHARS_PER_TOKEN,
     Chunk,
     StructuredChunker,
     TokenCounter,
@@ -61,6 +62,7 @@ __all__ = [
     "END_INDEX_KEY",
     "FILE_HASH_KEY",
     "FILE_KEY",
+    "MAX_CHARS_PER_TOKEN",
     "SECTION_KEY",
     "Chunk",
     "ParsedDocument",
