@@ -111,14 +111,15 @@ def index_command(args: argparse.Namespace) -> int:
     sources = _chunk_files([r for r in plan.to_read if not is_image(r)], found, chunker,
                            args.source.is_dir(), text)
     if old is not None and _ids_clash(old_docs, plan, sources,
-                                      _saved_ingest(args.out).get(_DUPLICATES_KEY)):
+                                      _saved_ingest(args.out).get(_CLASHED_KEY)):
         plan, again = _reread_records(plan)
         sources |= _chunk_files(again, found, chunker, args.source.is_dir(), text)
     gone = set(plan.deleted) | set(plan.changed) | set(plan.renamed.values())
     taken = {d.id: str(d.metadata.get(FILE_KEY)) for d in old_docs
              if d.metadata.get(FILE_KEY) not in gone}
     taken |= {i: f for i, f in _moved_ids(old_docs, plan)}
-    new_docs, duplicates = _unique_chunks(sources, taken, found.skipped)
+    new_docs, empty, clashed = _unique_chunks(sources, taken, found.skipped)
+    dropped = empty + clashed
     new_docs += routes.describe([r for r in plan.to_read if is_image(r)], text, found.paths,
                                 found.skipped)
     routes.update_clip(images, found.paths, found.skipped)
@@ -134,7 +135,7 @@ def index_command(args: argparse.Namespace) -> int:
     _close_sparse_cache(sparse)
     n_described = sum(1 for d in searcher.searchers[0].docs if d.metadata.get("type") == "image")
     _save(searcher, args.out, {**settings, "images": routes.settings(n_described),
-                               _DUPLICATES_KEY: duplicates > 0})
+                               _CLASHED_KEY: clashed > 0})
     routes.save()
     _report_skipped(found.skipped)
     n_chunks = len(searcher.searchers[0])
@@ -145,9 +146,9 @@ def index_command(args: argparse.Namespace) -> int:
     print(f"indexed {len(text)} files ({done.summary()}) into {args.out}: "
           f"{n_chunks} chunks, {legs}; {len(new_docs)} chunks (re)made; "
           + (f"{image_line}; " if image_line else "") + f"skipped "
-          f"{len(found.skipped) - duplicates} files"
-          + (f" and {duplicates} record{'s' * (duplicates > 1)} whose id was taken"
-             if duplicates else "")
+          f"{len(found.skipped) - dropped} files"
+          + (f" and {dropped} record{'s' * (dropped > 1)}"
+             if dropped else "")
           + (" (listed above)" if found.skipped else "")
           + f"; {elapsed:.1f} s ({len(found.hashes) / max(elapsed, 1e-9):.1f} files/s)",
           flush=True)
@@ -324,11 +325,13 @@ def _previous(args: argparse.Namespace, settings: dict[str, Any]) -> tuple[Any, 
 @dataclass
 class _Source:
     """One source of a file: the whole document (``where`` is ``""``) or one record
-    (``where``: ``"line 3"``), with its id and its chunks."""
+    (``where``: ``"line 3"``), with its id and its chunks; ``empty``: a record with no
+    text, skipped and named rather than indexed as an empty document."""
 
     where: str
     id: str
     chunks: list[Doc]
+    empty: bool = False
 
 
 def _chunk_files(names: list[str], found: _Found, chunker: StructuredChunker | None,
@@ -366,6 +369,9 @@ def _file_chunks(path: Path, rel: str, sha: str,
 
         out = []
         for where, record in read_records(decode_text(path, data), path, suffix):
+            if not record.text.strip():
+                out.append(_Source(where, record.id, [], empty=True))
+                continue
             parsed: ParsedDocument = plain_structure(record.text)
             out.append(_Source(where, record.id, document_chunks(
                 parsed, record.id, chunker, file=rel, file_hash=sha, metadata=record.metadata)))
@@ -376,7 +382,7 @@ def _file_chunks(path: Path, rel: str, sha: str,
 
 # ---------------------------------------------------------------------- unique ids
 
-_DUPLICATES_KEY = "duplicate_records_skipped"
+_CLASHED_KEY = "duplicate_records_skipped"
 """In the saved ingest settings: the last run skipped a record whose id was taken, so the
 next one reads every record file again (the id may be free now)."""
 
@@ -386,31 +392,37 @@ def _is_records(rel: str) -> bool:
 
 
 def _unique_chunks(sources: dict[str, list[_Source]], taken: dict[str, str],
-                   skipped: list[tuple[str, str]]) -> tuple[list[Doc], int]:
-    """The chunks of ``sources`` whose ids are free, and how many records were skipped.
+                   skipped: list[tuple[str, str]]) -> tuple[list[Doc], int, int]:
+    """The chunks of ``sources`` whose ids are free, and how many records were skipped:
+    ``(chunks, records with no text, records whose id was taken)``.
 
     Ids are claimed in one fixed order, so a run and a clean build agree: document files
     first (their ids come from their names, so they never clash with each other), then
     record files, each in name order, and records in line order. A record any of whose
     chunk ids is taken (``taken``: chunk id -> the file that holds it, filled as ids are
-    claimed) is skipped whole and named with the file and line that hold the id.
+    claimed) is skipped whole and named with the file and line that hold the id; so is a
+    record with no text (it claims no id).
     """
     docs: list[Doc] = []
-    dropped = 0
+    empty = clashed = 0
     for rel in sorted(sources, key=lambda name: (_is_records(name), name)):
         for source in sources[rel]:
+            if source.empty:
+                empty += 1
+                skipped.append((rel, f"{source.where}: no text; record skipped"))
+                continue
             clash = next((d.id for d in source.chunks if d.id in taken), None)
             if clash is None:
                 where = f"{rel} ({source.where})" if source.where else rel
                 taken.update((d.id, where) for d in source.chunks)
                 docs.extend(source.chunks)
                 continue
-            dropped += 1
+            clashed += 1
             what = f"{source.where}: id {source.id!r}" if source.where else "its id"
             how = "" if clash in (source.id, f"{source.id}:0") else f" (chunk id {clash!r})"
             skipped.append((rel, f"{what}{how} is already used by {taken[clash]}; "
                                  + ("record skipped" if source.where else "file skipped")))
-    return docs, dropped
+    return docs, empty, clashed
 
 
 def _moved_ids(old_docs: list[Doc], plan: Any) -> list[tuple[str, str]]:

@@ -26,6 +26,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from ..documents import check_content
 from ..ids import content_id
 from ..images.loading import IMAGE_SUFFIXES
 from ..ingest import DOCUMENT_SUFFIXES, SourceError
@@ -138,6 +139,12 @@ def _record(row: Any, path: Path, where: str) -> Doc:
     if isinstance(row.get("title"), str) and row["title"].strip():
         text = f"{row['title']} {text}"
     raw_id = row.get("id", row.get("_id"))
+    try:  # a JSON escape such as "\ud800" is a lone surrogate: no hash, no save takes it
+        check_content(raw_id if isinstance(raw_id, str) else None, text,
+                      row.get("metadata") if isinstance(row.get("metadata"), dict) else None,
+                      "the record")
+    except (ValueError, TypeError) as exc:
+        raise SourceError(f"{path}, {where}: {exc}") from None
     if raw_id is None:
         doc_id = content_id(text)
     elif isinstance(raw_id, str) and raw_id.strip():

@@ -358,7 +358,7 @@ def test_a_duplicate_record_id_skips_that_record_and_names_both_places(
     assert "skipped b.jsonl: line 1: id 'r1' is already used by a.jsonl (line 1)" in captured.err
     assert "skipped c.json: record 0: id 'ok.md' is already used by ok.md" in captured.err
     assert "skipped c.json: record 2: id" in captured.err  # the same text, no id: one record
-    assert "skipped 0 files and 4 records whose id was taken (listed above)" in captured.out
+    assert "skipped 0 files and 4 records (listed above)" in captured.out
     texts = {text for _, text, _ in _indexed(tmp_path / "idx")}
     assert texts == {"one", "two", "3", "a note", "same"}
     # Whole files: the record ids are the chunk ids; the same rule.
