@@ -123,10 +123,10 @@ def test_http_transport_refuses_bad_requests_and_takes_the_largest_image(tmp_pat
             assert too_big.status_code == 413
             assert http.get(f"http://127.0.0.1:{port}/etc/passwd").status_code == 404
 
-            init = http.post(url, headers=headers, json={
-                "jsonrpc": "2.0", "id": 1, "method": "initialize",
-                "params": {"protocolVersion": "2025-06-18", "capabilities": {},
-                           "clientInfo": {"name": "test", "version": "1"}}})
+            init_request = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                            "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                                       "clientInfo": {"name": "test", "version": "1"}}}
+            init = http.post(url, headers=headers, json=init_request)
             assert init.status_code == 200 and "notes-index" in json.dumps(_rpc(init))
             session = {**headers, "mcp-session-id": init.headers["mcp-session-id"],
                        "mcp-protocol-version": "2025-06-18"}
@@ -163,3 +163,29 @@ def test_http_transport_refuses_bad_requests_and_takes_the_largest_image(tmp_pat
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait(timeout=30)
+
+
+def test_http_serve_passes_its_bounds_and_warns_off_loopback(
+    tmp_path: Path, monkeypatch, capsys
+) -> None:
+    """The session bound (the SDK's default is 10,000: opening that many takes minutes,
+    so the wiring is checked here) and the body bound reach the SDK; an address other
+    than loopback is warned about, as the server has no authentication."""
+    pytest.importorskip("mcp")
+    from mcp.server.mcpserver import MCPServer
+
+    from hybrid_retrievers.cli._serve import MAX_REQUEST_BYTES, MAX_SESSIONS
+
+    idx = _index(tmp_path)
+    runs: list[tuple[str, dict]] = []
+    monkeypatch.setattr(MCPServer, "run", lambda self, transport, **kw: runs.append(
+        (transport, kw)))
+    capsys.readouterr()
+    for host in ("127.0.0.1", "0.0.0.0"):
+        assert main(["serve", str(idx), "--transport", "http", "--host", host,
+                     "--port", "8765"]) == 0
+        assert runs[-1] == ("streamable-http", {
+            "host": host, "port": 8765, "max_request_body_size": MAX_REQUEST_BYTES,
+            "max_sessions": MAX_SESSIONS})
+        warned = "no authentication" in capsys.readouterr().err
+        assert warned == (host == "0.0.0.0")
