@@ -12,7 +12,8 @@ pieces of characters. That cut counts bounded batches and packs them as they com
 its time is linear and its memory bounded whatever the sentence's length (one 10 MB
 line with no sentence end is chunked in the memory of ordinary prose); a span of more
 than `MAX_CHARS_PER_TOKEN` x ``chunk_size`` characters is cut without being counted
-whole, as it cannot fit.
+whole, and no chunk is longer than that (but an atomic block): a million ``x`` are 157
+WordPiece tokens (``[UNK]`` per 100 characters), not one chunk.
 
 Token counts. `token_counter` loads the model's own tokenizer (its ``tokenizer.json``,
 read by the light ``tokenizers`` package, no torch) and counts tokens without the
@@ -207,7 +208,8 @@ class StructuredChunker:
         for x, y, n in self._fitting(text, ((m.start(), m.end())
                                             for m in _LINE.finditer(text, a, b)), 0):
             last = merged[-1] if merged else None
-            if last is not None and last.tokens + n <= self.chunk_size:
+            if last is not None and last.tokens + n <= self.chunk_size \
+                    and y - last.start <= MAX_CHARS_PER_TOKEN * self.chunk_size:
                 merged[-1] = _Unit(last.start, y, last.tokens + n, False)
             else:
                 merged.append(_Unit(x, y, n, False))
@@ -239,13 +241,18 @@ class StructuredChunker:
     # ---------------------------------------------------------------- packing
 
     def _pack(self, units: list[_Unit]) -> list[tuple[int, int, int]]:
-        """``(start, end, tokens)`` per chunk: greedy packing with sentence overlap."""
+        """``(start, end, tokens)`` per chunk: greedy packing with sentence overlap; a
+        chunk also stays within `MAX_CHARS_PER_TOKEN` x ``chunk_size`` characters (only
+        a run of text the tokenizer reads as a few tokens comes near it), unless one
+        atomic block alone is longer."""
         chunks = []
         size, overlap = self.chunk_size, self.chunk_overlap
+        longest = MAX_CHARS_PER_TOKEN * size
         i = 0
         while i < len(units):
             total, j = units[i].tokens, i + 1
-            while j < len(units) and total + units[j].tokens <= size:
+            while j < len(units) and total + units[j].tokens <= size \
+                    and units[j].end - units[i].start <= longest:
                 total += units[j].tokens
                 j += 1
             chunks.append((units[i].start, units[j - 1].end, total))

@@ -191,3 +191,18 @@ def test_a_sentence_without_end_is_cut_in_bounded_batches(text: str) -> None:
     pieces = [doc.text[c.start:c.end] for c in chunks]
     assert "".join(pieces).replace(" ", "").replace("\n", "") \
         == text.replace(" ", "").replace("\n", "")  # in order, nothing lost or repeated
+
+
+def test_no_chunk_is_longer_than_the_character_bound() -> None:
+    """WordPiece reads every 100 characters of a run with no space as one [UNK]: a
+    million x are 157 tokens, which fit one chunk by tokens but not by any sane size."""
+    from hybrid_retrievers.ingest import MAX_CHARS_PER_TOKEN, plain_structure
+
+    chunker = StructuredChunker(chunk_size=50, chunk_overlap=0,
+                                count_tokens=lambda texts: [1] * len(texts))
+    doc = plain_structure("x" * 100_000 + " tail. Short prose. Here.")
+    chunks = chunker.chunk(doc)
+    assert all(c.end - c.start <= MAX_CHARS_PER_TOKEN * 50 for c in chunks)
+    assert "".join(doc.text[c.start:c.end] for c in chunks).replace(" ", "") \
+        == doc.text.replace(" ", "")
+    assert doc.text[chunks[-1].start:chunks[-1].end].endswith("Short prose. Here.")
