@@ -14,7 +14,8 @@ What is read (see `hybrid_retrievers.ingest` for how each kind is parsed and chu
 Only regular files are opened (a FIFO or socket named ``x.txt`` is skipped, never
 waited on), symbolic links that lead outside the source folder are not followed,
 hidden files and folders (``.git``...) and the output index are left out. A file that
-cannot be read is skipped and reported, so one bad file never stops a folder.
+cannot be read (a symbolic link loop included) and a folder that cannot be listed are
+skipped and reported, so one bad file never stops a folder.
 """
 
 from __future__ import annotations
@@ -65,8 +66,13 @@ def _walk(root: Path, exclude: Path | None,
     """Regular files with a known suffix, as (path, path relative to root)."""
     real_root = _real(root)
     skip_dir = _real(exclude) if exclude is not None else None
+
+    def unlisted(exc: OSError) -> None:  # os.walk would leave such a folder out unnamed
+        name = Path(os.path.relpath(exc.filename, root)).as_posix() if exc.filename else "."
+        skipped.append((name + "/", f"folder not read: {exc.strerror or exc}"))
+
     # followlinks=False: a symlinked folder is never entered (it may lead anywhere).
-    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+    for dirpath, dirnames, filenames in os.walk(root, onerror=unlisted, followlinks=False):
         here = Path(dirpath)
         dirnames[:] = sorted(
             d for d in dirnames

@@ -406,3 +406,28 @@ def test_an_update_settles_duplicate_ids_as_a_clean_build_does(tmp_path: Path, c
     check("no duplicates left")
     assert main(["index", str(src), "--out", str(idx), "--bm25-only"]) == 0
     assert "0 changed" in capsys.readouterr().out  # settled: nothing is read again
+
+
+def test_a_folder_that_cannot_be_listed_is_named_not_silently_left_out(
+    tmp_path: Path, capsys, monkeypatch
+) -> None:
+    """os.walk drops a folder it cannot list without a word (a permission error; root
+    reads everything, so the error is made here)."""
+    import os
+
+    src = tmp_path / "n"
+    (src / "locked").mkdir(parents=True)
+    (src / "locked" / "inside.md").write_text("hidden from the walk")
+    (src / "a.md").write_text("a proxy note")
+    scandir = os.scandir
+
+    def refusing(path="."):
+        if Path(path).name == "locked":
+            raise PermissionError(13, "Permission denied", str(path))
+        return scandir(path)
+
+    monkeypatch.setattr(os, "scandir", refusing)
+    assert main(["index", str(src), "--out", str(tmp_path / "idx"), *WHOLE]) == 0
+    captured = capsys.readouterr()
+    assert "skipped locked/: folder not read: Permission denied" in captured.err
+    assert "indexed 1 files" in captured.out
