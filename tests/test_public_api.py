@@ -58,6 +58,7 @@ FACES = {
         "END_INDEX_KEY",
         "FILE_HASH_KEY",
         "FILE_KEY",
+        "MAX_CHARS_PER_TOKEN",
         "MAX_DECOMPRESSED_BYTES",
         "ParsedDocument",
         "SECTION_KEY",

@@ -16,6 +16,10 @@ unchanged files are only hashed; changed and new files are chunked; their chunks
 embedding caches, else from the models; and the new version replaces the old one
 atomically. A change of model, chunking or analyzer settings rebuilds everything (and
 says so).
+
+Chunk ids are unique: a record whose id is already taken is skipped and named, by one
+fixed order that a clean build and an update share (`_unique_chunks`), before any model
+runs.
 """
 
 from __future__ import annotations
@@ -104,8 +108,18 @@ def index_command(args: argparse.Namespace) -> int:
     chunker = None if args.whole_files else StructuredChunker(
         args.chunk_size, args.chunk_overlap, count_tokens=token_counter(model)[0])
 
-    new_docs = _chunk_files([r for r in plan.to_read if not is_image(r)], found, chunker,
-                            args.source.is_dir(), text)
+    sources = _chunk_files([r for r in plan.to_read if not is_image(r)], found, chunker,
+                           args.source.is_dir(), text)
+    if old is not None and _ids_clash(old_docs, plan, sources,
+                                      _saved_ingest(args.out).get(_CLASHED_KEY)):
+        plan, again = _reread_records(plan)
+        sources |= _chunk_files(again, found, chunker, args.source.is_dir(), text)
+    gone = set(plan.deleted) | set(plan.changed) | set(plan.renamed.values())
+    taken = {d.id: str(d.metadata.get(FILE_KEY)) for d in old_docs
+             if d.metadata.get(FILE_KEY) not in gone}
+    taken |= {i: f for i, f in _moved_ids(old_docs, plan)}
+    new_docs, empty, clashed = _unique_chunks(sources, taken, found.skipped)
+    dropped = empty + clashed
     new_docs += routes.describe([r for r in plan.to_read if is_image(r)], text, found.paths,
                                 found.skipped)
     routes.update_clip(images, found.paths, found.skipped)
@@ -120,7 +134,8 @@ def index_command(args: argparse.Namespace) -> int:
         searcher = _update(old, plan, new_docs, embedder, sparse, args, found)
     _close_sparse_cache(sparse)
     n_described = sum(1 for d in searcher.searchers[0].docs if d.metadata.get("type") == "image")
-    _save(searcher, args.out, {**settings, "images": routes.settings(n_described)})
+    _save(searcher, args.out, {**settings, "images": routes.settings(n_described),
+                               _CLASHED_KEY: clashed > 0})
     routes.save()
     _report_skipped(found.skipped)
     n_chunks = len(searcher.searchers[0])
@@ -131,7 +146,10 @@ def index_command(args: argparse.Namespace) -> int:
     print(f"indexed {len(text)} files ({done.summary()}) into {args.out}: "
           f"{n_chunks} chunks, {legs}; {len(new_docs)} chunks (re)made; "
           + (f"{image_line}; " if image_line else "") + f"skipped "
-          f"{len(found.skipped)} files" + (" (listed above)" if found.skipped else "")
+          f"{len(found.skipped) - dropped} files"
+          + (f" and {dropped} record{'s' * (dropped > 1)}"
+             if dropped else "")
+          + (" (listed above)" if found.skipped else "")
           + f"; {elapsed:.1f} s ({len(found.hashes) / max(elapsed, 1e-9):.1f} files/s)",
           flush=True)
     return 0
@@ -304,16 +322,30 @@ def _previous(args: argparse.Namespace, settings: dict[str, Any]) -> tuple[Any, 
 # ---------------------------------------------------------------------- chunking
 
 
+@dataclass
+class _Source:
+    """One source of a file: the whole document (``where`` is ``""``) or one record
+    (``where``: ``"line 3"``), with its id and its chunks; ``empty``: a record with no
+    text, skipped and named rather than indexed as an empty document."""
+
+    where: str
+    id: str
+    chunks: list[Doc]
+    empty: bool = False
+
+
 def _chunk_files(names: list[str], found: _Found, chunker: StructuredChunker | None,
-                 folder: bool, planned: dict[str, str]) -> list[Doc]:
-    docs: list[Doc] = []
+                 folder: bool, planned: dict[str, str]) -> dict[str, list[_Source]]:
+    """``{file: its sources}`` of the files ``names``; a file that cannot be read is
+    skipped and named (in a folder) or is the error (a single file)."""
+    docs: dict[str, list[_Source]] = {}
     bar = progress_bar(total=len(names), show=True, desc="chunking files", unit="file",
                        terminal_only=True)
     try:
         for rel in names:
             path = found.paths[rel]
             try:
-                docs.extend(_file_chunks(path, rel, found.hashes[rel], chunker))
+                docs[rel] = _file_chunks(path, rel, found.hashes[rel], chunker)
             except (SourceError, OSError) as exc:
                 if not folder:
                     raise
@@ -328,20 +360,108 @@ def _chunk_files(names: list[str], found: _Found, chunker: StructuredChunker | N
     return docs
 
 
-def _file_chunks(path: Path, rel: str, sha: str, chunker: StructuredChunker | None) -> list[Doc]:
+def _file_chunks(path: Path, rel: str, sha: str,
+                 chunker: StructuredChunker | None) -> list[_Source]:
     data = path.read_bytes()
     suffix = path.suffix.lower()
     if suffix in RECORD_SUFFIXES:
         from ..ingest import decode_text
 
         out = []
-        for record in read_records(decode_text(path, data), path, suffix):
+        for where, record in read_records(decode_text(path, data), path, suffix):
+            if not record.text.strip():
+                out.append(_Source(where, record.id, [], empty=True))
+                continue
             parsed: ParsedDocument = plain_structure(record.text)
-            out.extend(document_chunks(parsed, record.id, chunker, file=rel, file_hash=sha,
-                                       metadata=record.metadata))
+            out.append(_Source(where, record.id, document_chunks(
+                parsed, record.id, chunker, file=rel, file_hash=sha, metadata=record.metadata)))
         return out
-    return document_chunks(read_document(path, data), rel, chunker, file=rel, file_hash=sha,
-                           metadata={"path": str(path)})
+    return [_Source("", rel, document_chunks(read_document(path, data), rel, chunker, file=rel,
+                                             file_hash=sha, metadata={"path": str(path)}))]
+
+
+# ---------------------------------------------------------------------- unique ids
+
+_CLASHED_KEY = "duplicate_records_skipped"
+"""In the saved ingest settings: the last run skipped a record whose id was taken, so the
+next one reads every record file again (the id may be free now)."""
+
+
+def _is_records(rel: str) -> bool:
+    return rel.lower().endswith(RECORD_SUFFIXES)
+
+
+def _unique_chunks(sources: dict[str, list[_Source]], taken: dict[str, str],
+                   skipped: list[tuple[str, str]]) -> tuple[list[Doc], int, int]:
+    """The chunks of ``sources`` whose ids are free, and how many records were skipped:
+    ``(chunks, records with no text, records whose id was taken)``.
+
+    Ids are claimed in one fixed order, so a run and a clean build agree: document files
+    first (their ids come from their names, so they never clash with each other), then
+    record files, each in name order, and records in line order. A record any of whose
+    chunk ids is taken (``taken``: chunk id -> the file that holds it, filled as ids are
+    claimed) is skipped whole and named with the file and line that hold the id; so is a
+    record with no text (it claims no id).
+    """
+    docs: list[Doc] = []
+    empty = clashed = 0
+    for rel in sorted(sources, key=lambda name: (_is_records(name), name)):
+        for source in sources[rel]:
+            if source.empty:
+                empty += 1
+                skipped.append((rel, f"{source.where}: no text; record skipped"))
+                continue
+            clash = next((d.id for d in source.chunks if d.id in taken), None)
+            if clash is None:
+                where = f"{rel} ({source.where})" if source.where else rel
+                taken.update((d.id, where) for d in source.chunks)
+                docs.extend(source.chunks)
+                continue
+            clashed += 1
+            what = f"{source.where}: id {source.id!r}" if source.where else "its id"
+            how = "" if clash in (source.id, f"{source.id}:0") else f" (chunk id {clash!r})"
+            skipped.append((rel, f"{what}{how} is already used by {taken[clash]}; "
+                                 + ("record skipped" if source.where else "file skipped")))
+    return docs, empty, clashed
+
+
+def _moved_ids(old_docs: list[Doc], plan: Any) -> list[tuple[str, str]]:
+    """``(new id, new file)`` of the chunks of the files ``plan`` renames."""
+    new_name = {old: new for new, old in plan.renamed.items()}
+    return [(renamed_id(d.id, d.metadata[FILE_KEY], new_name[d.metadata[FILE_KEY]]),
+             new_name[d.metadata[FILE_KEY]])
+            for d in old_docs if d.metadata.get(FILE_KEY) in new_name]
+
+
+def _ids_clash(old_docs: list[Doc], plan: Any, sources: dict[str, list[_Source]],
+               skipped_before: Any) -> bool:
+    """Whether an update must settle ids again: the last run skipped a record as a
+    duplicate, or an id is held twice among the chunks kept, moved and made now."""
+    if skipped_before:
+        return True
+    gone = set(plan.deleted) | set(plan.changed) | set(plan.renamed.values())
+    ids = [d.id for d in old_docs if d.metadata.get(FILE_KEY) not in gone]
+    ids += [i for i, _ in _moved_ids(old_docs, plan)]
+    ids += [d.id for found in sources.values() for source in found for d in source.chunks]
+    return len(set(ids)) < len(ids)
+
+
+def _reread_records(plan: Any) -> tuple[Any, list[str]]:
+    """``plan`` with every unchanged or renamed record file read again (renamed ones as
+    new and deleted), and the files to read now; then `_unique_chunks` settles every
+    record id in its fixed order, as a clean build would."""
+    from ..ingest import SyncPlan
+
+    same = [f for f in plan.unchanged if _is_records(f)]
+    renamed = {new: old for new, old in plan.renamed.items() if _is_records(new)}
+    again = sorted(same + list(renamed))
+    return SyncPlan(
+        unchanged=[f for f in plan.unchanged if f not in same],
+        changed=plan.changed + same,
+        added=plan.added + list(renamed),
+        deleted=plan.deleted + list(renamed.values()),
+        renamed={n: o for n, o in plan.renamed.items() if n not in renamed},
+    ), again
 
 
 # ---------------------------------------------------------------------- building

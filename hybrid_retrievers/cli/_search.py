@@ -79,15 +79,18 @@ class LoadedIndex:
         model: replaces the recorded dense model (the same model at another path).
         sparse_model: replaces the recorded SPLADE model (likewise).
         reranker: a cross-encoder name or path for `search`'s ``rerank=True``.
+        label: how errors name the index (default: the folder as given; the MCP server
+            gives its bare name, as its clients need not know where it lives).
     """
 
     def __init__(self, folder: Path, *, model: str | None = None,
                  sparse_model: str | None = None, reranker: str | None = None,
                  clip_model: str | None = None, describer: Any = None,
-                 describe_timeout: float | None = None) -> None:
+                 describe_timeout: float | None = None, label: str | None = None) -> None:
         from ._images import open_clip_index
 
         self.folder = folder
+        self.label = label or str(folder)
         self.fused, self.ingest = load_index(folder, model, sparse_model=sparse_model)
         self.lexical = self.fused.searchers[0]
         self.names = tuple(str(n) for n in self.fused.names)
@@ -98,6 +101,11 @@ class LoadedIndex:
         self.describer, self.describe_timeout = describer, describe_timeout
         self.multimodal = self.images is not None or any(
             d.metadata.get("type") == "image" for d in self.lexical.docs)
+
+    @property
+    def takes_query_images(self) -> bool:
+        """Whether a query image can be searched: CLIP vectors, or a describer."""
+        return self.images is not None or self.describer is not None
 
     def searcher(self, mode: str | None = None, weights: list[float] | None = None) -> Any:
         """The fused searcher with this call's mode and weights."""
@@ -134,8 +142,8 @@ class LoadedIndex:
         """The `MultimodalSearcher` over ``searcher`` and the CLIP index, and the query."""
         from ..images import ImageQuery, MultimodalSearcher
 
-        if image is not None and self.images is None and self.describer is None:
-            raise ValueError(f"--image: {self.folder} holds no CLIP image vectors (index with "
+        if image is not None and not self.takes_query_images:
+            raise ValueError(f"--image: {self.label} holds no CLIP image vectors (index with "
                              "--clip-model), and no --describer was given to describe the "
                              "query image")
         options: dict[str, Any] = {"images": self.images, "describer": self.describer}
@@ -229,7 +237,7 @@ class LoadedIndex:
         """Why ``doc_id`` (a chunk id) scored what it did: BM25's per-term breakdown and,
         with a learned sparse leg, its per-token one; plus where each leg ranks it."""
         if doc_id not in self.lexical:
-            raise KeyError(f"no chunk {doc_id!r} in {self.folder}")
+            raise KeyError(f"no chunk {doc_id!r} in {self.label}")
         bm25 = self.lexical.explain(query, doc_id)
         out: dict[str, Any] = {"id": doc_id, "bm25": bm25.as_dict(), "bm25_text": str(bm25)}
         sparse = dict(zip(self.names, self.fused.searchers)).get("sparse")

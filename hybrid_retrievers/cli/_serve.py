@@ -16,8 +16,17 @@ Safety: the server is read-only (no tool writes; both are annotated ``readOnlyHi
 the index folder is fixed when the server starts, and no tool takes a path (``id`` is
 looked up in the index, never opened; a query image is sent as data, and a string that
 is not a ``data:image/`` URI is refused before it could be read as a path), so a client
-cannot reach a file outside the folder; inputs are bounded (`MAX_QUERY_CHARS`, `MAX_K`, `MAX_FILTER_KEYS`, filter
-values are scalars) and a bad one is a tool error naming the argument.
+cannot reach a file outside the folder; inputs are bounded (`MAX_QUERY_CHARS`, `MAX_K`,
+`MAX_FILTER_KEYS`, filter values are scalars) and a bad one is a tool error naming the
+argument. Errors speak the tools' argument names (``image``, ``id``), never the command
+line's flags, and name the index by its folder's name, never the server's path.
+
+Over HTTP the SDK answers malformed requests itself (400 for a body that is not JSON-RPC,
+404 for an unknown session or path, 421 for a foreign ``Host`` on a loopback address, its
+DNS-rebinding guard); this module bounds what it lets through: a request body of at most
+`MAX_REQUEST_BYTES` (413 above it: room for the largest image the ``search`` tool takes,
+which the SDK's 4 MiB default would refuse) and at most `MAX_SESSIONS` open sessions. The
+server has no authentication: bound to an address other than loopback, it says so.
 """
 
 from __future__ import annotations
@@ -28,14 +37,20 @@ from typing import Any
 
 from ._search import MODES, LoadedIndex
 
-__all__ = ["MAX_FILTER_KEYS", "MAX_IMAGE_CHARS", "MAX_K", "MAX_QUERY_CHARS", "MAX_TEXT",
-           "build_server", "serve_command"]
+__all__ = ["MAX_FILTER_KEYS", "MAX_IMAGE_CHARS", "MAX_K", "MAX_QUERY_CHARS",
+           "MAX_REQUEST_BYTES", "MAX_SESSIONS", "MAX_TEXT", "build_server", "serve_command"]
 
 MAX_QUERY_CHARS = 2000
 MAX_K = 50
 MAX_FILTER_KEYS = 8
 MAX_TEXT = 4000
 MAX_IMAGE_CHARS = 14_000_000  # a 10 MB image, base64-encoded
+MAX_REQUEST_BYTES = MAX_IMAGE_CHARS + 1_000_000
+"""The largest HTTP request body: the largest query image plus the other arguments (a
+query of `MAX_QUERY_CHARS` characters is at most 12 kB as JSON) and the JSON-RPC frame."""
+MAX_SESSIONS = 100
+"""Open HTTP sessions at once (the SDK's default is 10,000); an agent opens one."""
+_LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
 
 def _check_image(image: Any) -> str | None:
@@ -105,6 +120,10 @@ def build_server(loaded: LoadedIndex) -> Any:
     def _search(query: Any, k: Any, mode: Any, filter: Any, parents: Any,
                 image: Any) -> dict[str, Any]:
         image = _check_image(image)
+        if image is not None and not loaded.takes_query_images:
+            raise ValueError(f"image: the index {loaded.folder.name!r} holds no image vectors "
+                             "(it was built without CLIP), so it cannot be searched by an "
+                             "image")
         query = None if image is not None and query in ("", None) else _check_query(query)
         if not isinstance(k, int) or isinstance(k, bool) or not 1 <= k <= MAX_K:
             raise ValueError(f"k must be an integer from 1 to {MAX_K}, got {k!r}")
@@ -126,8 +145,9 @@ def build_server(loaded: LoadedIndex) -> Any:
         (when the index has one), and each leg's rank."""
         try:
             query = _check_query(query)
-            if not isinstance(id, str) or not id or len(id) > 1000:
-                raise ValueError("id must be a chunk id from a search result")
+            if not isinstance(id, str) or not id or len(id) > 1000 or id not in loaded.lexical:
+                raise ValueError(f"id must be a chunk id from a search result; the index "
+                                 f"{loaded.folder.name!r} has no chunk {str(id)[:100]!r}")
             return loaded.explain(query, id)
         except (ValueError, KeyError, TypeError) as exc:
             raise ToolError(exc.args[0] if exc.args else str(exc)) from None
@@ -137,14 +157,19 @@ def build_server(loaded: LoadedIndex) -> Any:
 
 def serve_command(args: argparse.Namespace) -> int:
     loaded = LoadedIndex(args.index, model=args.model, sparse_model=args.sparse_model,
-                         clip_model=args.clip_model)
+                         clip_model=args.clip_model, label=repr(args.index.name))
     loaded.search("warm up", 1)  # load the model now, not on the first client query
     server = build_server(loaded)
     print(f"serving {args.index} over {args.transport} "
           + (f"at http://{args.host}:{args.port}/mcp" if args.transport == "http" else ""),
           file=sys.stderr, flush=True)
     if args.transport == "http":
-        server.run("streamable-http", host=args.host, port=args.port)
+        if args.host not in _LOOPBACK:
+            print(f"warning: {args.host} is not a loopback address and the server has no "
+                  "authentication: anyone who reaches this port can search the index",
+                  file=sys.stderr, flush=True)
+        server.run("streamable-http", host=args.host, port=args.port,
+                   max_request_body_size=MAX_REQUEST_BYTES, max_sessions=MAX_SESSIONS)
     else:
         server.run("stdio")
     return 0

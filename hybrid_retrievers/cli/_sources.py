@@ -14,7 +14,8 @@ What is read (see `hybrid_retrievers.ingest` for how each kind is parsed and chu
 Only regular files are opened (a FIFO or socket named ``x.txt`` is skipped, never
 waited on), symbolic links that lead outside the source folder are not followed,
 hidden files and folders (``.git``...) and the output index are left out. A file that
-cannot be read is skipped and reported, so one bad file never stops a folder.
+cannot be read (a symbolic link loop included) and a folder that cannot be listed are
+skipped and reported, so one bad file never stops a folder.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from ..documents import check_content
 from ..ids import content_id
 from ..images.loading import IMAGE_SUFFIXES
 from ..ingest import DOCUMENT_SUFFIXES, SourceError
@@ -62,22 +64,27 @@ def find_files(source: Path, exclude: Path | None,
 def _walk(root: Path, exclude: Path | None,
           skipped: list[tuple[str, str]]) -> Iterator[tuple[Path, str]]:
     """Regular files with a known suffix, as (path, path relative to root)."""
-    real_root = root.resolve()
-    skip_dir = exclude.resolve() if exclude is not None else None
+    real_root = _real(root)
+    skip_dir = _real(exclude) if exclude is not None else None
+
+    def unlisted(exc: OSError) -> None:  # os.walk would leave such a folder out unnamed
+        name = Path(os.path.relpath(exc.filename, root)).as_posix() if exc.filename else "."
+        skipped.append((name + "/", f"folder not read: {exc.strerror or exc}"))
+
     # followlinks=False: a symlinked folder is never entered (it may lead anywhere).
-    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+    for dirpath, dirnames, filenames in os.walk(root, onerror=unlisted, followlinks=False):
         here = Path(dirpath)
         dirnames[:] = sorted(
             d for d in dirnames
-            if not d.startswith(".") and (skip_dir is None or (here / d).resolve() != skip_dir)
+            if not d.startswith(".") and (skip_dir is None or _real(here / d) != skip_dir)
         )
-        for name in filenames:
+        for name in sorted(filenames):
             if name.startswith(".") or not name.lower().endswith(SUFFIXES):
                 continue
             path = here / name
             rel = path.relative_to(root).as_posix()
             if path.is_symlink():
-                target = path.resolve()
+                target = _real(path)
                 if not target.is_relative_to(real_root):
                     skipped.append((rel, f"symbolic link to {target}, outside {root}"))
                     continue
@@ -92,8 +99,20 @@ def _walk(root: Path, exclude: Path | None,
             yield path, rel
 
 
-def read_records(text: str, path: Path, suffix: str) -> list[Doc]:
-    """Documents of a ``.jsonl`` or ``.json`` file's text; errors name the file and line."""
+def _real(path: Path) -> Path:
+    """``path`` with every symbolic link followed, as far as they lead.
+
+    Not `Path.resolve`: on Python 3.10-3.12 it raises `RuntimeError` for a link loop,
+    which would stop the whole folder; `os.path.realpath` (not strict) stops at the
+    loop instead, and the ``stat`` that follows names the file ("Too many levels of
+    symbolic links") like any other unreadable one.
+    """
+    return Path(os.path.realpath(path))
+
+
+def read_records(text: str, path: Path, suffix: str) -> list[tuple[str, Doc]]:
+    """``(where, document)`` of each record of a ``.jsonl`` or ``.json`` file's text
+    (``where``: ``"line 3"`` or ``"record 0"``); errors name the file and line."""
     rows: list[tuple[str, Any]] = []
     if suffix == ".jsonl":
         for lineno, line in enumerate(text.splitlines(), 1):
@@ -103,9 +122,7 @@ def read_records(text: str, path: Path, suffix: str) -> list[Doc]:
         value = _json(text, path, "")
         items = value if isinstance(value, list) else [value]
         rows = [(f"record {i}", item) for i, item in enumerate(items)]
-    docs = []
-    for where, row in rows:
-        docs.append(_record(row, path, where))
+    docs = [(where, _record(row, path, where)) for where, row in rows]
     if not docs:
         raise SourceError(f"{path}: no records")
     return docs
@@ -128,6 +145,12 @@ def _record(row: Any, path: Path, where: str) -> Doc:
     if isinstance(row.get("title"), str) and row["title"].strip():
         text = f"{row['title']} {text}"
     raw_id = row.get("id", row.get("_id"))
+    try:  # a JSON escape such as "\ud800" is a lone surrogate: no hash, no save takes it
+        check_content(raw_id if isinstance(raw_id, str) else None, text,
+                      row.get("metadata") if isinstance(row.get("metadata"), dict) else None,
+                      "the record")
+    except (ValueError, TypeError) as exc:
+        raise SourceError(f"{path}, {where}: {exc}") from None
     if raw_id is None:
         doc_id = content_id(text)
     elif isinstance(raw_id, str) and raw_id.strip():

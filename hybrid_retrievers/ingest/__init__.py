@@ -28,6 +28,7 @@ from __future__ import annotations
 from .chunking import (
     DEFAULT_CHUNK_OVERLAP,
     DEFAULT_CHUNK_SIZE,
+    MAX_CHARS_PER_TOKEN,
     Chunk,
     StructuredChunker,
     TokenCounter,
@@ -70,6 +71,7 @@ __all__ = [
     "END_INDEX_KEY",
     "FILE_HASH_KEY",
     "FILE_KEY",
+    "MAX_CHARS_PER_TOKEN",
     "MAX_DECOMPRESSED_BYTES",
     "SECTION_KEY",
     "Chunk",

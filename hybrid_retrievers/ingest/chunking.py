@@ -6,7 +6,14 @@ chunks of at most ``chunk_size`` tokens, repeats up to ``chunk_overlap`` tokens 
 trailing sentences at the start of the next chunk, and keeps every atomic block (a
 code block, a table) whole: a block is a unit of its own, and one larger than
 ``chunk_size`` becomes a chunk of its own, over size, rather than being cut in half.
-A sentence longer than ``chunk_size`` is cut at line breaks, then words.
+A sentence longer than ``chunk_size`` is cut at line breaks, then words, then (a "word"
+of more than ``chunk_size`` tokens: a base64 blob, a run of CJK characters) into
+pieces of characters. That cut counts bounded batches and packs them as they come, so
+its time is linear and its memory bounded whatever the sentence's length (one 10 MB
+line with no sentence end is chunked in the memory of ordinary prose); a span of more
+than `MAX_CHARS_PER_TOKEN` x ``chunk_size`` characters is cut without being counted
+whole, and no chunk is longer than that (but an atomic block): a million ``x`` are 157
+WordPiece tokens (``[UNK]`` per 100 characters), not one chunk.
 
 Token counts. `token_counter` loads the model's own tokenizer (its ``tokenizer.json``,
 read by the light ``tokenizers`` package, no torch) and counts tokens without the
@@ -32,15 +39,17 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from itertools import islice
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 from ..text.splitting import check_chunk_sizes, sentence_spans
 from .structure import ParsedDocument
 
-__all__ = ["DEFAULT_CHUNK_OVERLAP", "DEFAULT_CHUNK_SIZE", "Chunk", "StructuredChunker",
-           "TokenCounter", "approximate_tokens", "token_counter"]
+__all__ = ["DEFAULT_CHUNK_OVERLAP", "DEFAULT_CHUNK_SIZE", "MAX_CHARS_PER_TOKEN", "Chunk",
+           "StructuredChunker", "TokenCounter", "approximate_tokens", "token_counter"]
 
 DEFAULT_CHUNK_SIZE = 200
 """Tokens per chunk: inside MiniLM's 256-token window with room for the special tokens,
@@ -52,6 +61,17 @@ DEFAULT_CHUNK_OVERLAP = 32
 TokenCounter = Callable[[Sequence[str]], list[int]]
 """Counts the tokens of each text of a batch."""
 
+MAX_CHARS_PER_TOKEN = 32
+"""A span longer than this many characters per token of ``chunk_size`` cannot be one
+unit (English runs 4 to 6 characters per WordPiece token, a URL or a hash ~3): it is cut
+without asking the tokenizer to count it whole, which for a 10 MB line would hold the
+whole line's tokens in memory at once."""
+_BATCH = 256
+"""Texts counted per call of the token counter (bounds the tokenizer's memory)."""
+_RUN = 8
+"""Words counted together when a line is cut (a chunk then ends between two runs)."""
+
+_T = TypeVar("_T")
 _PIECE = re.compile(r"\w+|[^\w\s]", re.UNICODE)
 _WORD = re.compile(r"\S+")
 _LINE = re.compile(r"[^\n]+")
@@ -168,48 +188,71 @@ class StructuredChunker:
             spans.append((a, b, True))
             cursor = b
         spans.extend((x, y, False) for x, y in _prose(text, cursor, end))
-        counts = self.count_tokens([text[a:b] for a, b, _ in spans])
+        longest = MAX_CHARS_PER_TOKEN * self.chunk_size
         units = []
-        for (a, b, atomic), n in zip(spans, counts):
-            if atomic or n <= self.chunk_size:
-                units.append(_Unit(a, b, n, atomic))
-            else:
-                units.extend(self._cut(text, a, b))
+        for batch in _batches(spans):
+            counted = [(a, b, atomic) for a, b, atomic in batch if atomic or b - a <= longest]
+            counts = iter(self.count_tokens([text[a:b] for a, b, _ in counted]))
+            for a, b, atomic in batch:
+                n = next(counts) if atomic or b - a <= longest else self.chunk_size + 1
+                if atomic or n <= self.chunk_size:
+                    units.append(_Unit(a, b, n, atomic))
+                else:
+                    units.extend(self._cut(text, a, b))
         return units
 
     def _cut(self, text: str, a: int, b: int) -> list[_Unit]:
-        """A sentence over ``chunk_size``: lines, then words, packed back up to size."""
-        pieces = [(m.start(), m.end()) for m in _LINE.finditer(text, a, b)]
-        out: list[_Unit] = []
-        for x, y in pieces:
-            n = self.count_tokens([text[x:y]])[0]
-            if n <= self.chunk_size:
-                out.append(_Unit(x, y, n, False))
-                continue
-            words = [(m.start(), m.end()) for m in _WORD.finditer(text, x, y)]
-            counts = self.count_tokens([text[p:q] for p, q in words])
-            for (p, q), m in zip(words, counts):
-                out.append(_Unit(p, q, m, m > self.chunk_size))  # a giant "word" stays whole
+        """A sentence over ``chunk_size``: lines, then words, then characters, packed
+        back up to size as they are counted (linear time, memory of one batch)."""
         merged: list[_Unit] = []
-        for u in out:
+        for x, y, n in self._fitting(text, ((m.start(), m.end())
+                                            for m in _LINE.finditer(text, a, b)), 0):
             last = merged[-1] if merged else None
-            if last is not None and not last.atomic and not u.atomic \
-                    and last.tokens + u.tokens <= self.chunk_size:
-                merged[-1] = _Unit(last.start, u.end, last.tokens + u.tokens, False)
+            if last is not None and last.tokens + n <= self.chunk_size \
+                    and y - last.start <= MAX_CHARS_PER_TOKEN * self.chunk_size:
+                merged[-1] = _Unit(last.start, y, last.tokens + n, False)
             else:
-                merged.append(u)
+                merged.append(_Unit(x, y, n, False))
         return merged
+
+    def _fitting(self, text: str, spans: Iterable[tuple[int, int]],
+                 level: int) -> Iterator[tuple[int, int, int]]:
+        """``(start, end, tokens)`` of ``spans`` (lines at level 0, runs of `_RUN` words
+        at 1, words at 2, character pieces at 3), each one over ``chunk_size`` cut at the
+        next level, in text order. Runs of words, not words: the tokenizer costs ~40 us
+        a call per text, so counting a million words one by one would take 40 s."""
+        longest = MAX_CHARS_PER_TOKEN * self.chunk_size
+        for batch in _batches(spans):
+            counted = [(x, y) for x, y in batch if y - x <= longest]
+            counts = iter(self.count_tokens([text[x:y] for x, y in counted]))
+            for x, y in batch:
+                n = next(counts) if y - x <= longest else self.chunk_size + 1
+                if n <= self.chunk_size or y - x == 1:  # one character cannot be cut
+                    yield x, y, n
+                elif level < 2:
+                    words = ((m.start(), m.end()) for m in _WORD.finditer(text, x, y))
+                    yield from self._fitting(text, _runs(words) if level == 0 else words,
+                                             level + 1)
+                else:  # a "word" over size: pieces of at most `longest`, else halves
+                    step = min(longest, (y - x + 1) // 2)
+                    yield from self._fitting(
+                        text, ((p, min(p + step, y)) for p in range(x, y, step)), 3)
 
     # ---------------------------------------------------------------- packing
 
     def _pack(self, units: list[_Unit]) -> list[tuple[int, int, int]]:
-        """``(start, end, tokens)`` per chunk: greedy packing with sentence overlap."""
+        """``(start, end, tokens)`` per chunk: greedy packing with sentence overlap; a
+        chunk also stays within `MAX_CHARS_PER_TOKEN` x ``chunk_size`` characters (only
+        a run of text the tokenizer reads as a few tokens comes near it), unless one
+        atomic block alone is longer."""
         chunks = []
         size, overlap = self.chunk_size, self.chunk_overlap
+        longest = MAX_CHARS_PER_TOKEN * size
         i = 0
         while i < len(units):
             total, j = units[i].tokens, i + 1
-            while j < len(units) and total + units[j].tokens <= size:
+            while j < len(units) and total + units[j].tokens <= size \
+                    and units[j].end - units[i].start <= longest:
                 total += units[j].tokens
                 j += 1
             chunks.append((units[i].start, units[j - 1].end, total))
@@ -225,6 +268,19 @@ class StructuredChunker:
                 nxt -= 1
             i = nxt
         return chunks
+
+
+def _runs(words: Iterable[tuple[int, int]]) -> Iterator[tuple[int, int]]:
+    """Spans of `_RUN` consecutive words (the last run may be shorter)."""
+    for run in _batches(words, _RUN):
+        yield run[0][0], run[-1][1]
+
+
+def _batches(items: Iterable[_T], size: int = _BATCH) -> Iterator[list[_T]]:
+    """``items`` in lists of at most ``size``, lazily."""
+    it = iter(items)
+    while batch := list(islice(it, size)):
+        yield batch
 
 
 def _prose(text: str, start: int, end: int) -> list[tuple[int, int]]:

@@ -64,16 +64,15 @@ def decode_text(path: Path, data: bytes) -> str:
             return data.decode("utf-16")
         except UnicodeDecodeError as exc:
             raise SourceError(f"{path}: not valid UTF-16 text ({exc.reason} at byte {exc.start})")
+    if b"\x00" in data:  # first: advice to convert a binary file from latin-1 would mislead
+        raise SourceError(f"{path}: looks binary (contains NUL bytes)")
     try:
-        text = data.decode("utf-8-sig")
+        return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise SourceError(
             f"{path}: not UTF-8 text (byte 0x{data[exc.start]:02x} at position {exc.start}); "
             "convert it, e.g. iconv -f latin1 -t utf-8"
         ) from None
-    if "\x00" in text:
-        raise SourceError(f"{path}: looks binary (contains NUL bytes)")
-    return text
 
 
 _CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9._:-]+)""", re.I)

@@ -339,3 +339,124 @@ def test_demo_prints_a_next_command_that_runs_from_the_users_shell(monkeypatch, 
     monkeypatch.setenv("PATH", os.path.dirname(sys.executable))
     if os.path.exists(here):
         assert _commands.command_name() == "hybrid-retrievers"
+
+
+def test_a_symlink_loop_is_skipped_and_named_not_the_end_of_the_folder(
+    tmp_path: Path, capsys
+) -> None:
+    """Path.resolve raises RuntimeError for a loop on Python 3.10-3.12; one stray link
+    must cost only itself (reliability-r4 F1)."""
+    src = tmp_path / "n"
+    src.mkdir()
+    (src / "a.md").write_text("a proxy note", encoding="utf-8")
+    (src / "l1.md").symlink_to("l2.md")
+    (src / "l2.md").symlink_to("l1.md")
+    (src / "sub").mkdir()
+    (src / "sub" / "deep.txt").symlink_to(src / "sub" / "deep.txt")  # a loop on itself
+    assert main(["index", str(src), "--out", str(tmp_path / "idx"), *WHOLE]) == 0
+    captured = capsys.readouterr()
+    for name in ("l1.md", "l2.md", "sub/deep.txt"):
+        assert f"skipped {name}: Too many levels of symbolic links" in captured.err
+    assert "indexed 1 files" in captured.out and "skipped 3 files" in captured.out
+
+
+def _indexed(folder: Path) -> set[tuple[str, str, str]]:
+    from hybrid_retrievers import FusionSearcher
+
+    docs = FusionSearcher.load(folder).searchers[0].docs
+    return {(d.id, d.text, d.metadata["file"]) for d in docs}
+
+
+def test_a_duplicate_record_id_skips_that_record_and_names_both_places(
+    tmp_path: Path, capsys
+) -> None:
+    """The first claim on an id wins (document files, then record files by name, records
+    by line); a later record is skipped and named, the rest is indexed (reliability-r4 F2)."""
+    src = tmp_path / "d"
+    src.mkdir()
+    (src / "a.jsonl").write_text('{"id": "r1", "text": "one"}\n{"id": "r2", "text": "two"}\n'
+                                 '{"id": "r2", "text": "two again"}\n')
+    (src / "b.jsonl").write_text('{"id": "r1", "text": "other one"}\n{"id": "r3", "text": "3"}\n')
+    (src / "ok.md").write_text("a note")
+    (src / "c.json").write_text('[{"id": "ok.md", "text": "squatter"}, {"text": "same"}, '
+                                '{"text": "same"}]')
+    assert main(["index", str(src), "--out", str(tmp_path / "idx"), "--bm25-only"]) == 0
+    captured = capsys.readouterr()
+    assert "skipped a.jsonl: line 3: id 'r2' is already used by a.jsonl (line 2); " \
+           "record skipped" in captured.err
+    assert "skipped b.jsonl: line 1: id 'r1' is already used by a.jsonl (line 1)" in captured.err
+    assert "skipped c.json: record 0: id 'ok.md' is already used by ok.md" in captured.err
+    assert "skipped c.json: record 2: id" in captured.err  # the same text, no id: one record
+    assert "skipped 0 files and 4 records (listed above)" in captured.out
+    texts = {text for _, text, _ in _indexed(tmp_path / "idx")}
+    assert texts == {"one", "two", "3", "a note", "same"}
+    # Whole files: the record ids are the chunk ids; the same rule.
+    assert main(["index", str(src), "--out", str(tmp_path / "whole"), *WHOLE]) == 0
+    assert {t for _, t, _ in _indexed(tmp_path / "whole")} == texts
+    # A single file given directly: its duplicate is skipped, not the file.
+    assert main(["index", str(src / "a.jsonl"), "--out", str(tmp_path / "one"),
+                 "--bm25-only"]) == 0
+    assert {t for _, t, _ in _indexed(tmp_path / "one")} == {"one", "two"}
+
+
+def test_an_update_settles_duplicate_ids_as_a_clean_build_does(tmp_path: Path, capsys) -> None:
+    """Whatever changes, the updated index holds what a clean build of the folder holds:
+    an id freed by a deleted file goes to the record that waited for it, and a new file
+    earlier in the order takes an id from a file that was not changed."""
+    src = tmp_path / "d"
+    src.mkdir()
+    (src / "a.jsonl").write_text('{"id": "r1", "text": "from a"}\n')
+    (src / "b.jsonl").write_text('{"id": "r1", "text": "from b"}\n{"id": "r2", "text": "b2"}\n')
+    (src / "k.md").write_text("kept note")
+    idx = tmp_path / "idx"
+
+    def check(step: str) -> None:
+        clean = tmp_path / f"clean-{step}"
+        assert main(["index", str(src), "--out", str(idx), "--bm25-only"]) == 0
+        assert main(["index", str(src), "--out", str(clean), "--bm25-only"]) == 0
+        capsys.readouterr()
+        assert _indexed(idx) == _indexed(clean), step
+
+    check("first")
+    assert ("r1:0", "from a", "a.jsonl") in _indexed(idx)
+    (src / "a.jsonl").unlink()  # b.jsonl is unchanged, but its r1 is free now
+    check("a deleted")
+    assert ("r1:0", "from b", "b.jsonl") in _indexed(idx)
+    (src / "0.jsonl").write_text('{"id": "r2", "text": "from 0"}\n')  # earlier than b
+    check("0 added")
+    assert ("r2:0", "from 0", "0.jsonl") in _indexed(idx)
+    (src / "b.jsonl").rename(src / "0a.jsonl")  # a rename that moves b before... 0 still wins
+    check("b renamed")
+    (src / "z.md").write_text("a note named like a record")
+    (src / "0.jsonl").write_text('{"id": "z.md", "text": "squatter"}\n{"id": "r2", "text": "x"}\n')
+    check("a record squats a document's name")
+    assert ("z.md:0", "a note named like a record", "z.md") in _indexed(idx)
+    (src / "0.jsonl").unlink()
+    check("no duplicates left")
+    assert main(["index", str(src), "--out", str(idx), "--bm25-only"]) == 0
+    assert "0 changed" in capsys.readouterr().out  # settled: nothing is read again
+
+
+def test_a_folder_that_cannot_be_listed_is_named_not_silently_left_out(
+    tmp_path: Path, capsys, monkeypatch
+) -> None:
+    """os.walk drops a folder it cannot list without a word (a permission error; root
+    reads everything, so the error is made here)."""
+    import os
+
+    src = tmp_path / "n"
+    (src / "locked").mkdir(parents=True)
+    (src / "locked" / "inside.md").write_text("hidden from the walk")
+    (src / "a.md").write_text("a proxy note")
+    scandir = os.scandir
+
+    def refusing(path="."):
+        if Path(path).name == "locked":
+            raise PermissionError(13, "Permission denied", str(path))
+        return scandir(path)
+
+    monkeypatch.setattr(os, "scandir", refusing)
+    assert main(["index", str(src), "--out", str(tmp_path / "idx"), *WHOLE]) == 0
+    captured = capsys.readouterr()
+    assert "skipped locked/: folder not read: Permission denied" in captured.err
+    assert "indexed 1 files" in captured.out

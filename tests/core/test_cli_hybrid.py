@@ -313,3 +313,60 @@ def test_index_and_search_with_the_real_splade_tiny(tmp_path: Path, capsys, hash
                  "--json"]) == 0
     top = _json_lines(capsys.readouterr().out)[0]
     assert top["file"] == "proxy.md" and top["legs"]["sparse"]["rank"] == 1
+
+
+def _hostile_folder(root: Path) -> Path:
+    """What a real folder throws at the dense and sparse legs too."""
+    src = root / "hostile"
+    src.mkdir()
+    (src / "ok.md").write_text("Set the HTTPS proxy with the HTTPS_PROXY variable.\n")
+    (src / "empty.md").write_text("")
+    (src / "scripts.html").write_text("<html><body><script>var a = 1;</script></body></html>")
+    (src / "binary.txt").write_bytes(bytes(range(256)) * 8)
+    (src / "huge.txt").write_text(" ".join(["relayword"] * 30_000))  # no sentence end
+    (src / "blob.md").write_text("Q" * 60_000)  # one giant "word"
+    (src / "records.jsonl").write_text(
+        '{"id": "e", "text": ""}\n{"text": "   "}\n{"id": "r1", "text": "first record"}\n'
+        '{"id": "r1", "text": "same id again"}\n{"text": "\\u0000\\u0001 control bytes"}\n'
+        '{"text": "\\ud83d\\ude00 an emoji pair"}\n')
+    (src / "surrogate.jsonl").write_text('{"text": "a lone \\ud800 surrogate"}\n'
+                                         '{"text": "fine"}\n')
+    return src
+
+
+@pytest.mark.parametrize("whole", [False, True], ids=["chunks", "whole-files"])
+def test_a_hostile_folder_with_the_dense_and_sparse_legs(
+    tmp_path: Path, capsys, hashing_sparse, whole: bool
+) -> None:
+    """Every bad file or record is skipped and named, none reaches a model as an empty
+    or invalid text, and the rest is indexed in all three legs: a lone surrogate in a
+    JSON record ended the run ('utf-8' codec can't encode...), and a record with no text
+    became an empty document with --whole-files (and vanished unnamed without)."""
+    src = _hostile_folder(tmp_path)
+    idx = tmp_path / "idx"
+    flags = [*SPARSE, *(["--whole-files"] if whole else [])]
+    assert main(["index", str(src), "--out", str(idx), *flags]) == 0
+    captured = capsys.readouterr()
+    for line in ["skipped empty.md: no text", "skipped scripts.html: no text",
+                 "skipped binary.txt: looks binary",
+                 "skipped records.jsonl: line 1: no text; record skipped",
+                 "skipped records.jsonl: line 2: no text; record skipped",
+                 "skipped records.jsonl: line 4: id 'r1' is already used by records.jsonl",
+                 "skipped surrogate.jsonl: line 1: the text of the record holds a lone "
+                 "surrogate '\\ud800'"]:
+        assert line in captured.err, line
+    assert "skipped 4 files and 3 records (listed above)" in captured.out
+    encoded = CountingEmbedder.encoded + CountingSparseEmbedder.encoded
+    assert encoded and all(text.strip() for text in encoded)
+    fused, _ = _index.load_index(idx)
+    assert fused.names == ("bm25", "dense", "sparse")
+    assert {len(leg) for leg in fused.searchers} == {len(fused.searchers[0])}
+    files = {d.metadata["file"] for d in fused.searchers[0].docs}
+    assert files == {"ok.md", "huge.txt", "blob.md", "records.jsonl"}
+    assert main(["search", str(idx), "control bytes", "-k", "1", "--json"]) == 0
+    assert _json_lines(capsys.readouterr().out)[0]["text"] == "\x00\x01 control bytes"
+    # A re-run keeps the same index (the record file is read again: it had a duplicate).
+    before = {d.id: d.text for d in fused.searchers[0].docs}
+    assert main(["index", str(src), "--out", str(idx), *flags]) == 0
+    assert "(4 unchanged, 0 changed, 0 new" in capsys.readouterr().out
+    assert {d.id: d.text for d in _index.load_index(idx)[0].searchers[0].docs} == before
