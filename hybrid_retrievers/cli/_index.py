@@ -28,6 +28,7 @@ import argparse
 import hashlib
 import sys
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -49,7 +50,7 @@ from ..ingest import (
 from ..progress import progress as progress_bar
 from ..text.splitting import PARENT_ID_KEY
 from ..types import Doc
-from ._sources import RECORD_SUFFIXES, find_files, read_records
+from ._sources import RECORD_SUFFIXES, SUFFIXES, find_files, read_records
 
 __all__ = ["INGEST_FORMAT", "index_command", "ingest_settings", "load_index"]
 
@@ -68,6 +69,8 @@ class _Found:
     hashes: dict[str, str] = field(default_factory=dict)
     paths: dict[str, Path] = field(default_factory=dict)
     skipped: list[tuple[str, str]] = field(default_factory=list)
+    other_kinds: Counter[str] = field(default_factory=Counter)
+    """Files of kinds that are not read, by suffix (said in one line, not listed)."""
 
 
 def index_command(args: argparse.Namespace) -> int:
@@ -76,7 +79,7 @@ def index_command(args: argparse.Namespace) -> int:
 
     t0 = time.perf_counter()
     found = _Found()
-    files = find_files(args.source, args.out, found.skipped)
+    files = find_files(args.source, args.out, found.skipped, found.other_kinds)
     for path, rel in progress_bar(files, show=True, desc="hashing files", unit="file",
                                   terminal_only=True):
         try:
@@ -138,6 +141,7 @@ def index_command(args: argparse.Namespace) -> int:
                                _CLASHED_KEY: clashed > 0})
     routes.save()
     _report_skipped(found.skipped)
+    _report_other_kinds(found.other_kinds)
     n_chunks = len(searcher.searchers[0])
     elapsed = time.perf_counter() - t0
     legs = " + ".join(str(n) for n in searcher.names)
@@ -168,6 +172,18 @@ def _saved_ingest(out: Path) -> dict[str, Any]:
         return {}
     ingest = settings.get("ingest")
     return ingest if isinstance(ingest, dict) else {}
+
+
+def _report_other_kinds(other_kinds: Counter[str]) -> None:
+    """One line for the files of kinds `index` does not read, so none is left out
+    without a word (``.py`` x 8, no suffix x 3...)."""
+    if not other_kinds:
+        return
+    kinds = ", ".join(f"{suffix} x {n}" for suffix, n in other_kinds.most_common(8))
+    more = len(other_kinds) - 8
+    _err(f"left out {sum(other_kinds.values())} files of kinds index does not read "
+         f"({kinds}{f', {more} more kinds' if more > 0 else ''}); it reads "
+         f"{' '.join(SUFFIXES)}")
 
 
 def _report_skipped(skipped: list[tuple[str, str]]) -> None:

@@ -3,7 +3,8 @@
 What is read (see `hybrid_retrievers.ingest` for how each kind is parsed and chunked):
 
 * ``.txt``, ``.md``, ``.markdown``, ``.rst``, ``.html``, ``.htm``, ``.pdf``, ``.docx``:
-  one source per file;
+  one source per file; the same compressed with gzip (``notes.md.gz``, ``changelog.gz``:
+  see `hybrid_retrievers.ingest.read_document`);
 * ``.jsonl`` (one JSON object per line) and ``.json`` (an object or a list of objects):
   one source per record with a string ``"text"`` (a BEIR ``"title"`` is prepended), an
   optional ``"id"`` / ``"_id"`` (``null`` or absent: a deterministic content id) and an
@@ -23,6 +24,7 @@ from __future__ import annotations
 import json
 import os
 import stat
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -30,22 +32,24 @@ from typing import Any
 from ..documents import check_content
 from ..ids import content_id
 from ..images.loading import IMAGE_SUFFIXES
-from ..ingest import DOCUMENT_SUFFIXES, SourceError
+from ..ingest import COMPRESSED_SUFFIXES, DOCUMENT_SUFFIXES, SourceError
 from ..types import Doc
 
 __all__ = ["RECORD_SUFFIXES", "SUFFIXES", "find_files", "read_records"]
 
 RECORD_SUFFIXES = (".jsonl", ".json")
-SUFFIXES = DOCUMENT_SUFFIXES + RECORD_SUFFIXES + IMAGE_SUFFIXES
+SUFFIXES = DOCUMENT_SUFFIXES + COMPRESSED_SUFFIXES + RECORD_SUFFIXES + IMAGE_SUFFIXES
 
 
-def find_files(source: Path, exclude: Path | None,
-               skipped: list[tuple[str, str]]) -> list[tuple[Path, str]]:
+def find_files(source: Path, exclude: Path | None, skipped: list[tuple[str, str]],
+               other_kinds: Counter[str] | None = None) -> list[tuple[Path, str]]:
     """``(path, name relative to the folder)`` of every file to read, sorted; a single
     file given directly must be readable (`SourceError` otherwise). Files left out
-    inside a folder are appended to ``skipped`` with the reason."""
+    inside a folder are appended to ``skipped`` with the reason; files of a kind that is
+    not read (``.py``, no suffix...) are counted by suffix in ``other_kinds``."""
     if source.is_dir():
-        found = sorted(_walk(source, exclude, skipped), key=lambda item: item[1])
+        found = sorted(_walk(source, exclude, skipped, other_kinds),
+                       key=lambda item: item[1])
         if not found:
             raise SourceError(
                 f"no {', '.join(SUFFIXES)} files under {source}"
@@ -61,8 +65,8 @@ def find_files(source: Path, exclude: Path | None,
     return [(source, source.name)]
 
 
-def _walk(root: Path, exclude: Path | None,
-          skipped: list[tuple[str, str]]) -> Iterator[tuple[Path, str]]:
+def _walk(root: Path, exclude: Path | None, skipped: list[tuple[str, str]],
+          other_kinds: Counter[str] | None = None) -> Iterator[tuple[Path, str]]:
     """Regular files with a known suffix, as (path, path relative to root)."""
     real_root = _real(root)
     skip_dir = _real(exclude) if exclude is not None else None
@@ -79,7 +83,11 @@ def _walk(root: Path, exclude: Path | None,
             if not d.startswith(".") and (skip_dir is None or _real(here / d) != skip_dir)
         )
         for name in sorted(filenames):
-            if name.startswith(".") or not name.lower().endswith(SUFFIXES):
+            if name.startswith("."):
+                continue
+            if not name.lower().endswith(SUFFIXES):
+                if other_kinds is not None:
+                    other_kinds[Path(name).suffix.lower() or "no suffix"] += 1
                 continue
             path = here / name
             rel = path.relative_to(root).as_posix()

@@ -118,3 +118,39 @@ def test_broken_or_bomb_gzip_files_are_refused_by_name(tmp_path: Path) -> None:
     (tmp_path / "bomb.txt.gz").write_bytes(bomb)
     with pytest.raises(SourceError, match=r"bomb\.txt\.gz: inflates to more than 64 MiB"):
         read_document(tmp_path / "bomb.txt.gz")
+
+
+def test_index_reads_real_folders_as_a_user_has_them(tmp_path: Path, capsys) -> None:
+    """Through `hybrid-retrievers index`: a Latin-1 page is indexed, its navigation panel
+    is not a passage, a Markdown comment is not indexed, a `.gz` document is read, and the
+    files of other kinds are counted in one line instead of being left out unsaid."""
+    import json
+
+    from hybrid_retrievers.cli import main
+
+    src = tmp_path / "docs"
+    (src / "html").mkdir(parents=True)
+    (src / "html" / "news.html").write_bytes(LATIN1_PAGE.encode("cp1252"))
+    (src / "html" / "closure.html").write_text(TEXINFO, encoding="utf-8")
+    (src / "guide.md").write_text("# Guide\n<!-- readme-test: skip (setup) -->\nRun the "
+                                  "proxy check.\n", encoding="utf-8")
+    (src / "changelog.gz").write_bytes(gzip.compress(b"Fixed the zeppelin mooring bug.\n"))
+    (src / "tool.py").write_text("print('hi')\n")
+    (src / "LICENSE").write_text("MIT\n")
+    out = tmp_path / "idx"
+    assert main(["index", str(src), "--out", str(out), "--bm25-only"]) == 0
+    err = capsys.readouterr().err
+    assert "left out 2 files of kinds index does not read (" in err
+    assert ".py x 1" in err and "no suffix x 1" in err
+    assert "not UTF-8" not in err
+    for query, file in (("Muñoz café", "html/news.html"), ("zeppelin mooring", "changelog.gz"),
+                        ("fputs stdout", "html/closure.html")):
+        assert main(["search", str(out), query, "-k", "1", "--json"]) == 0
+        hit = json.loads(capsys.readouterr().out.splitlines()[0])
+        assert hit["file"] == file, (query, hit)
+        assert "Previous" not in hit["text"]
+    for query in ("Thread Safety Previous", "readme-test skip"):
+        assert main(["search", str(out), query, "-k", "3", "--json"]) == 0
+        texts = [json.loads(line)["text"] for line in capsys.readouterr().out.splitlines()
+                 if line.startswith("{")]
+        assert not any("Previous:" in t or "readme-test" in t for t in texts), texts
