@@ -86,18 +86,18 @@ def main() -> None:
         if args.dense:
             retrievers["cli dense"] = _Leg(loaded, {"dense": 1.0})
             retrievers["cli hybrid"] = _Leg(loaded, {"bm25": 1.0, "dense": 1.0})
-            embedder = loaded.fused.searchers[1].embedder
+            embedder = loaded.fused.leg("dense").embedder
             texts, ids = [d.text for d in docs], [d.id for d in docs]
             hybrid = FusionSearcher.hybrid(texts, embedder, ids, [d.metadata for d in docs],
                                            dense={"cache": _cache()})
-            api["api dense"], api["api hybrid"] = hybrid.searchers[1], hybrid
+            api["api dense"], api["api hybrid"] = hybrid.leg("dense"), hybrid
             if "sparse" in loaded.names:
                 retrievers["cli sparse"] = _Leg(loaded, {"sparse": 1.0})
                 retrievers["cli hybrid3"] = _Leg(loaded, None)  # the index's own weights
                 three = FusionSearcher.hybrid(texts, embedder, ids, [d.metadata for d in docs],
                                               dense={"cache": _cache()},
                                               sparse=_sparse_encoder())
-                api["api sparse"], api["api hybrid3"] = three.searchers[2], three
+                api["api sparse"], api["api hybrid3"] = three.leg("sparse"), three
         report = evaluate({**retrievers, **api}, ds, k=100, metrics=["ndcg@10", "recall@100"])
         print(report.to_markdown())
         for name in retrievers:

@@ -68,12 +68,12 @@ def build_retrievers(
     if "hybrid3" in names:
         hybrid3 = dense_index(docs, model, progress=progress, cache=cache, log=log, hybrid=True,
                               sparse=encoder)
-        bm25, vector, sparse = hybrid3.searchers
+        bm25, vector, sparse = map(hybrid3.leg, ("bm25", "dense", "sparse"))
         if "hybrid" in names:
             hybrid = FusionSearcher([bm25, vector], names=["bm25", "dense"])
     elif "hybrid" in names:
         hybrid = dense_index(docs, model, progress=progress, cache=cache, log=log, hybrid=True)
-        bm25, vector = hybrid.searchers
+        bm25, vector = hybrid.leg("bm25"), hybrid.leg("dense")
     out: dict[str, object] = {}
     for name in names:
         if name.startswith("bm25"):

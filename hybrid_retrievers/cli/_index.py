@@ -101,7 +101,7 @@ def index_command(args: argparse.Namespace) -> int:
     old, reason = _previous(args, settings)
     if reason:
         print(reason, flush=True)
-    old_docs = old.searchers[0].docs if old is not None else []
+    old_docs = old.leg("bm25").docs if old is not None else []
     indexed = indexed_files(old_docs)
     # The text legs hold the text files and the described images (see _images).
     described, indexed = routes.text_files(images, indexed, old_docs)
@@ -136,13 +136,13 @@ def index_command(args: argparse.Namespace) -> int:
     else:
         searcher = _update(old, plan, new_docs, embedder, sparse, args, found)
     _close_sparse_cache(sparse)
-    n_described = sum(1 for d in searcher.searchers[0].docs if d.metadata.get("type") == "image")
+    n_described = sum(1 for d in searcher.leg("bm25").docs if d.metadata.get("type") == "image")
     _save(searcher, args.out, {**settings, "images": routes.settings(n_described),
                                _CLASHED_KEY: clashed > 0})
     routes.save()
     _report_skipped(found.skipped)
     _report_other_kinds(found.other_kinds)
-    n_chunks = len(searcher.searchers[0])
+    n_chunks = len(searcher.leg("bm25"))
     elapsed = time.perf_counter() - t0
     legs = " + ".join(str(n) for n in searcher.names)
     done = plan_sync(indexed, text)  # without the files that failed to read
@@ -510,10 +510,7 @@ def _update(old: Any, plan: Any, new_docs: list[Doc], embedder: Any, sparse_embe
     """Apply ``plan`` to the loaded indexes: drop, move, add; vectors reused by text."""
     import numpy as np
 
-    from ..fusion import FusionSearcher
-
-    legs = dict(zip(map(str, old.names), old.searchers))
-    lexical, dense, sparse = legs["bm25"], legs.get("dense"), legs.get("sparse")
+    lexical, dense, sparse = old.leg("bm25"), old.leg("dense"), old.leg("sparse")
     gone_files = set(plan.deleted) | set(plan.changed) | set(plan.renamed.values())
     old_docs = [d for d in lexical.docs if d.metadata.get(FILE_KEY) in gone_files]
     reuse: dict[str, Any] = {}
@@ -543,7 +540,7 @@ def _update(old: Any, plan: Any, new_docs: list[Doc], embedder: Any, sparse_embe
     additions = moved + new_docs
     stale = [d.id for d in old_docs]
     if stale:
-        for leg in legs.values():
+        for leg in old.searchers:
             leg.delete([i for i in stale if i in leg])
     if additions:
         lexical.add_docs(additions)
@@ -563,10 +560,7 @@ def _update(old: Any, plan: Any, new_docs: list[Doc], embedder: Any, sparse_embe
             sparse.add_vectors([reuse_sparse[d.text] for d in additions],
                                [d.id for d in additions], [d.metadata for d in additions],
                                texts=[d.text for d in additions])
-    plan_now = old.plan
-    return FusionSearcher(list(old.searchers), names=list(old.names), mode=plan_now.mode,
-                          weights=plan_now.weights, k_rrf=plan_now.k_rrf,
-                          fetch_k=plan_now.fetch_k)
+    return old  # its legs were edited in place; its saved fusion settings stay as they were
 
 
 def _encode_sparse(texts: list[str], embedder: Any) -> list[dict[str, float]]:

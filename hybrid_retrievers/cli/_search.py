@@ -92,8 +92,11 @@ class LoadedIndex:
         self.folder = folder
         self.label = label or str(folder)
         self.fused, self.ingest = load_index(folder, model, sparse_model=sparse_model)
-        self.lexical = self.fused.searchers[0]
+        self.lexical = self.fused.leg("bm25")
         self.names = tuple(str(n) for n in self.fused.names)
+        if self.lexical is None:  # passages, explain and the chunk list need BM25's
+            raise ValueError(f"{folder} has no BM25 leg (legs: {', '.join(self.names)}); "
+                             "search an index written by the index command")
         self._parents: Any = None
         self._reranker_name = reranker
         self._reranker: Any = None
@@ -109,14 +112,10 @@ class LoadedIndex:
 
     def searcher(self, mode: str | None = None, weights: list[float] | None = None) -> Any:
         """The fused searcher with this call's mode and weights."""
-        if mode is None and weights is None:
-            return self.fused
-        from ..fusion import FusionSearcher
-
-        plan = self.fused.plan
-        return FusionSearcher(list(self.fused.searchers), mode=mode or plan.mode,
-                              weights=weights if weights is not None else plan.weights,
-                              names=list(self.fused.names), max_workers=1)
+        changed = {key: value for key, value in (("mode", mode), ("weights", weights))
+                   if value is not None}
+        # max_workers=1: a searcher made per call runs its legs inline, with no thread pool
+        return self.fused.replace(**changed, max_workers=1) if changed else self.fused
 
     def search(self, query: str | None, k: int, *, mode: str | None = None,
                weights: list[float] | None = None, filter: Mapping[str, Any] | None = None,
@@ -240,7 +239,7 @@ class LoadedIndex:
             raise KeyError(f"no chunk {doc_id!r} in {self.label}")
         bm25 = self.lexical.explain(query, doc_id)
         out: dict[str, Any] = {"id": doc_id, "bm25": bm25.as_dict(), "bm25_text": str(bm25)}
-        sparse = dict(zip(self.names, self.fused.searchers)).get("sparse")
+        sparse = self.fused.leg("sparse")
         if sparse is not None and doc_id in sparse:
             why = sparse.explain(query, doc_id)
             out["sparse"], out["sparse_text"] = why.as_dict(), str(why)

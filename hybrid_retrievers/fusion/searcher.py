@@ -20,7 +20,7 @@ from ..filters import check_filter, combine_filters
 from ..persistence.composite import check_weights_restorable, fusion_settings, load_children
 from ..types import Hit, MetadataFilter
 from ..sparse.index import SparseIndex
-from ..validation import check_k, check_queries, check_query
+from ..validation import check_k, check_keywords, check_queries, check_query
 from ..vector.index import VectorIndex
 from .candidates import Dedup
 from .concurrency import CallRunner
@@ -381,6 +381,56 @@ class FusionSearcher:
     def fetch_k(self) -> int | None:
         """Candidates asked of each child (``None``: the default for each ``k``)."""
         return self._plan.fetch_k
+
+    def leg(self, name: str | int) -> Any | None:
+        """The child named ``name`` in `names`, or ``None`` when no child has that name.
+
+        The one way to find a leg: by its name, never by its position, since a recipe
+        built without a leg (``hybrid(..., bm25=False)``) moves the others up. An unnamed
+        child's name is its index. Only this searcher's own children are looked at (not
+        those of a nested `FusionSearcher`).
+
+        Example:
+            >>> from hybrid_retrievers.models import HashingEmbedder
+            >>> dense_only = FusionSearcher.hybrid(["wings make lift"], HashingEmbedder(64),
+            ...                                    bm25=False)
+            >>> type(dense_only.leg("dense")).__name__, dense_only.leg("bm25")
+            ('VectorIndex', None)
+        """
+        if isinstance(name, bool) or not isinstance(name, (str, int)):
+            raise TypeError(f"name must be a leg's name (a str, or an unnamed child's index), "
+                            f"got {type(name).__name__}: {name!r:.80}")
+        names = self._plan.names
+        return self._children[names.index(name)] if name in names else None
+
+    def replace(self, **settings: Any) -> FusionSearcher:
+        """A searcher over the same children with the given settings changed.
+
+        ``settings`` are constructor arguments (``mode``, ``weights``, ``k_rrf``,
+        ``fetch_k``, ``names``, ``max_workers``, ``dedup``); every one not given keeps
+        this searcher's value, so a changed mode or weights never drops the rest of the
+        plan. The children are shared, not copied: an edit to an index shows in both.
+
+        Example:
+            >>> from hybrid_retrievers.models import HashingEmbedder
+            >>> hybrid = FusionSearcher.hybrid(["wings make lift", "cats sleep"],
+            ...                                HashingEmbedder(64), k_rrf=10, fetch_k=5)
+            >>> scored = hybrid.replace(mode="relative_score", weights=[2, 1])
+            >>> scored.plan.mode.value, scored.plan.weights, scored.plan.k_rrf, scored.fetch_k
+            ('relative_score', (2.0, 1.0), 10.0, 5)
+            >>> scored.leg("bm25") is hybrid.leg("bm25")
+            True
+
+        Raises:
+            TypeError: a keyword that is not a setting (naming the nearest one); the
+                constructor's errors for a bad value.
+        """
+        check_keywords("FusionSearcher.replace", settings, _SAVED_ARGUMENTS)
+        plan = self._plan
+        current = {"mode": plan.mode, "weights": plan.weights, "k_rrf": plan.k_rrf,
+                   "fetch_k": plan.fetch_k, "names": plan.names,
+                   "max_workers": self._max_workers, "dedup": plan.dedup}
+        return FusionSearcher(self._children, **{**current, **settings})
 
     def __repr__(self) -> str:
         kids = ", ".join(type(c).__name__ for c in self._children)

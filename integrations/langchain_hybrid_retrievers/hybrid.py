@@ -112,7 +112,7 @@ class HybridRetriever(CoreRetriever):
     @checks_keywords(lambda cls: field_names(cls) | FUSION_KEYWORDS | {"c"})
     def from_texts(
         cls, texts: Iterable[str], embedding: Embeddings | Any, metadatas: Metadatas = None,
-        ids: Ids = None, *, bm25: Mapping[str, Any] | None = None,
+        ids: Ids = None, *, bm25: Mapping[str, Any] | bool | None = None,
         dense: Mapping[str, Any] | None = None,
         sparse: SparseEmbedder | Mapping[str, Any] | None = None, k: int = 4, **fusion: Any,
     ) -> HybridRetriever:
@@ -123,7 +123,7 @@ class HybridRetriever(CoreRetriever):
                 copied, nested values too).
             embedding: a LangChain `Embeddings` or a core `Embedder`.
             bm25: `BM25Index.from_texts` options (``k1``, ``b``, ``method``, ``delta``,
-                ``analyzer``).
+                ``analyzer``); ``False``: no BM25 leg (``bm25`` is then ``None``).
             dense: `VectorIndex.from_texts` options (``metric``, ``batch_size``,
                 ``cache``).
             sparse: the learned sparse leg: its model (a `SparseEmbedder` such as
@@ -161,19 +161,20 @@ class HybridRetriever(CoreRetriever):
     # ------------------------------------------------------------------ children
 
     @property
-    def bm25(self) -> BM25Index:
-        """The core lexical index (the searcher's first child)."""
-        return self.searcher.searchers[0]  # type: ignore[no-any-return]
+    def bm25(self) -> BM25Index | None:
+        """The core BM25 index: the leg named ``"bm25"``, or ``None`` when there is none
+        (built with ``bm25=False``, or with other ``names=``: then ``searcher.leg(name)``)."""
+        return self.searcher.leg("bm25")  # type: ignore[no-any-return]
 
     @property
-    def dense(self) -> VectorIndex:
-        """The core dense index (the searcher's second child)."""
-        return self.searcher.searchers[1]  # type: ignore[no-any-return]
+    def dense(self) -> VectorIndex | None:
+        """The core dense index (the leg named ``"dense"``), or ``None`` without one."""
+        return self.searcher.leg("dense")  # type: ignore[no-any-return]
 
     @property
     def sparse(self) -> SparseIndex | None:
-        """The core learned sparse index (the child named ``"sparse"``), or ``None``."""
-        return leg_named(self.searcher, "sparse")
+        """The core learned sparse index (the leg named ``"sparse"``), or ``None``."""
+        return self.searcher.leg("sparse")  # type: ignore[no-any-return]
 
     # ------------------------------------------------------------------ search
 
@@ -250,12 +251,6 @@ class HybridRetriever(CoreRetriever):
             folder, None if embedding is None else as_embedder(embedding),
             sparse_embedder=sparse_embedding, mmap=mmap)
         return cls(searcher=searcher, **kwargs)
-
-
-def leg_named(searcher: FusionSearcher, name: str) -> Any:
-    """The child of ``searcher`` named ``name`` in the provenance, or ``None``."""
-    names = searcher.names
-    return searcher.searchers[names.index(name)] if name in names else None
 
 
 def check_models(folder: str | os.PathLike[str], method: str, **models: Any) -> None:

@@ -97,7 +97,7 @@ class HybridRetriever(CoreSearcherRetriever[FusionSearcher]):
         docstore: BaseDocumentStore | None = None,
         *,
         embed_model: BaseEmbedding | Any,
-        bm25: Mapping[str, Any] | None = None,
+        bm25: Mapping[str, Any] | bool | None = None,
         dense: Mapping[str, Any] | None = None,
         sparse: SparseEmbedder | Mapping[str, Any] | None = None,
         similarity_top_k: int = 4,
@@ -112,7 +112,7 @@ class HybridRetriever(CoreSearcherRetriever[FusionSearcher]):
         Args:
             embed_model: a LlamaIndex `BaseEmbedding` or a core `Embedder` (required).
             bm25: `BM25Index.from_texts` options (``k1``, ``b``, ``method``, ``delta``,
-                ``analyzer``).
+                ``analyzer``); ``False``: no BM25 leg (``bm25`` is then ``None``).
             dense: `VectorIndex.from_texts` options (``metric``, ``batch_size``,
                 ``cache``).
             sparse: the learned sparse leg: its model (a `SparseEmbedder` such as
@@ -139,20 +139,20 @@ class HybridRetriever(CoreSearcherRetriever[FusionSearcher]):
                    filters=filters, callback_manager=callback_manager, verbose=verbose)
 
     @property
-    def bm25(self) -> BM25Index:
-        """The core lexical index (the searcher's first child)."""
-        return self._searcher.searchers[0]  # type: ignore[no-any-return]
+    def bm25(self) -> BM25Index | None:
+        """The core BM25 index: the leg named ``"bm25"``, or ``None`` when there is none
+        (built with ``bm25=False``, or with other ``names=``: then ``searcher.leg(name)``)."""
+        return self._searcher.leg("bm25")  # type: ignore[no-any-return]
 
     @property
-    def dense(self) -> VectorIndex:
-        """The core dense index (the searcher's second child)."""
-        return self._searcher.searchers[1]  # type: ignore[no-any-return]
+    def dense(self) -> VectorIndex | None:
+        """The core dense index (the leg named ``"dense"``), or ``None`` without one."""
+        return self._searcher.leg("dense")  # type: ignore[no-any-return]
 
     @property
     def sparse(self) -> SparseIndex | None:
-        """The core learned sparse index (the child named ``"sparse"``), or ``None``."""
-        names = self._searcher.names
-        return self._searcher.searchers[names.index("sparse")] if "sparse" in names else None
+        """The core learned sparse index (the leg named ``"sparse"``), or ``None``."""
+        return self._searcher.leg("sparse")  # type: ignore[no-any-return]
 
     def _editable_indexes(self) -> list[Any]:
         return child_leaves(self._searcher)

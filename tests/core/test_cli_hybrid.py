@@ -157,6 +157,36 @@ def test_reindex_touches_only_the_changed_file_and_renames_keep_vectors(
     assert "settings changed (chunk_size 200 -> 50" in capsys.readouterr().out
 
 
+def test_reindex_and_per_call_mode_and_weights_keep_the_saved_fusion_settings(
+    tmp_path: Path, capsys, hashing
+) -> None:
+    # Issue 44: an update rebuilt the fusion from 5 of its 7 settings (dedup and
+    # max_workers were lost), and a per-call mode or weights dropped k_rrf, fetch_k, dedup.
+    from hybrid_retrievers.cli._search import LoadedIndex
+    from hybrid_retrievers.fusion import FusionSearcher
+
+    src = _folder(tmp_path)
+    idx = tmp_path / "idx"
+    assert main(["index", str(src), "--out", str(idx), "--no-cache"]) == 0
+    fused, ingest = _index.load_index(idx)
+    tuned = FusionSearcher(fused.searchers, names=fused.names, weights=[2, 1], k_rrf=7,
+                           fetch_k=9, dedup="content", max_workers=1)
+    _index._save(tuned, idx, ingest)
+    (src / "bread.txt").write_text("Yeast makes bread rise. Sourdough needs a starter.\n")
+    assert main(["index", str(src), "--out", str(idx), "--no-cache"]) == 0
+    assert "1 changed" in capsys.readouterr().out
+    loaded = LoadedIndex(idx)
+    plan = loaded.fused.plan
+    assert (plan.weights, plan.k_rrf, plan.fetch_k, plan.dedup.value) == \
+        ((2.0, 1.0), 7, 9, "content")
+    assert loaded.fused._max_workers == 1
+    for mode, weights in (("relative_score", None), (None, [1.0, 3.0])):
+        per_call = loaded.searcher(mode, weights).plan
+        assert (per_call.k_rrf, per_call.fetch_k, per_call.dedup.value) == (7, 9, "content")
+        assert per_call.mode.value == (mode or "rrf")
+        assert per_call.weights == (tuple(weights) if weights else (2.0, 1.0))
+
+
 def test_mcp_server_round_trip_with_the_sdk_client(tmp_path: Path) -> None:
     pytest.importorskip("mcp")
     import anyio
@@ -243,7 +273,7 @@ def test_reindex_reuses_sparse_vectors_by_text_and_keeps_the_weights(
     idx = tmp_path / "idx"
     assert main(["index", str(src), "--out", str(idx), "--no-cache", *SPARSE]) == 0
     assert hashing_sparse.encoded
-    before = _index.load_index(idx)[0].searchers[2]
+    before = _index.load_index(idx)[0].leg("sparse")
     vectors = dict(zip(before.ids, before.get_vectors(before.ids)))
     hashing_sparse.encoded = []
     (src / "bread.txt").write_text("Yeast makes bread rise. Sourdough needs a starter.\n")
@@ -253,7 +283,7 @@ def test_reindex_reuses_sparse_vectors_by_text_and_keeps_the_weights(
     assert hashing_sparse.encoded == ["Yeast makes bread rise. Sourdough needs a starter."]
     fused = _index.load_index(idx)[0]
     assert fused.plan.weights == (0.5, 1.0, 0.5)  # the update keeps the three-way weights
-    lexical, dense, sparse = fused.searchers
+    lexical, dense, sparse = map(fused.leg, ("bm25", "dense", "sparse"))
     assert sorted(sparse.ids) == sorted(lexical.ids) == sorted(dense.ids)
     moved = [i for i in sparse.ids if i.startswith("aero.rst#")]
     assert moved and all(sparse.get_vectors([i])[0]

@@ -779,3 +779,50 @@ def test_protocol_names_and_numpy_weights(bm25, dense):
     hits = named.search(WING_QUERY, k=2)
     assert hits[0].explanation["fusion"]["sources"][0]["source"] == "aero"
     assert "FusionSearcher([BM25Index, VectorIndex]" in repr(hybrid)
+
+
+# ------------------------------------------------------------ legs by name, replace
+
+
+def test_leg_finds_a_child_by_its_name_only(bm25, dense):
+    named = FusionSearcher([FilteredSource(bm25, {"topic": "aero"}, name="aero"), dense])
+    assert named.leg("aero") is named.searchers[0] and named.leg(1) is dense
+    assert named.leg("dense") is None and named.leg(0) is None  # 0 is named "aero"
+    assert FusionSearcher([bm25, dense], names=["bm25", "dense"]).leg("dense") is dense
+    with pytest.raises(TypeError, match="name must be a leg's name.*got bool"):
+        named.leg(True)  # True == 1, but it is not a name
+
+
+def test_hybrid_without_bm25_has_no_bm25_leg():
+    from hybrid_retrievers.models import HashingEmbedder, HashingSparseEmbedder
+    from hybrid_retrievers.sparse import SparseIndex
+    from hybrid_retrievers.vector import VectorIndex
+
+    legs = FusionSearcher.hybrid([t for _, t, _ in CORPUS], HashingEmbedder(64),
+                                 bm25=False, sparse=HashingSparseEmbedder())
+    assert legs.names == ("dense", "sparse") and legs.leg("bm25") is None
+    assert isinstance(legs.leg("dense"), VectorIndex)
+    assert isinstance(legs.leg("sparse"), SparseIndex)
+
+
+def test_replace_changes_the_settings_given_and_keeps_the_rest(bm25, dense):
+    base = FusionSearcher([bm25, dense], names=["bm25", "dense"], mode="relative_score",
+                          weights=[2, 1], k_rrf=7, fetch_k=9, max_workers=1, dedup="content")
+    rrf = base.replace(mode="rrf", weights=[1, 3])
+    assert rrf.plan.mode is FusionMode.RRF and rrf.plan.weights == (1.0, 3.0)
+    assert (rrf.plan.k_rrf, rrf.fetch_k, rrf.plan.dedup, rrf.names) == \
+        (7, 9, Dedup.CONTENT, ("bm25", "dense"))
+    assert rrf._max_workers == 1
+    assert rrf.searchers == base.searchers and rrf.leg("bm25") is bm25  # shared, not copied
+    assert base.plan.mode is FusionMode.RELATIVE_SCORE and base.plan.weights == (2.0, 1.0)
+    same = base.replace()
+    assert [h.id for h in same.search(WING_QUERY, 5)] == \
+        [h.id for h in base.search(WING_QUERY, 5)]
+    assert rrf.search(WING_QUERY, 5) == base.search(WING_QUERY, 5, mode="rrf", weights=[1, 3])
+    with pytest.raises(TypeError, match=r"replace got unexpected argument\(s\) 'k_rff' "
+                                        r"\(did you mean k_rrf=\?\)"):
+        base.replace(k_rff=10)
+    with pytest.raises(TypeError, match="searchers"):
+        base.replace(searchers=[bm25])  # the children are shared: not a setting
+    with pytest.raises(ValueError, match="weights"):
+        base.replace(weights=[1, 2, 3])

@@ -63,6 +63,10 @@ BUILDERS: dict[str, Contracted] = {
     "fusion-rrf": Contracted(lambda d: FusionSearcher([bm25(d), vector(d)])),
     "fusion-score": Contracted(
         lambda d: FusionSearcher([bm25(d), vector(d)], mode="relative_score")),
+    # the hybrid recipe without its BM25 leg (issue 44): dense + learned sparse
+    "hybrid-no-bm25": Contracted(lambda d: FusionSearcher.hybrid(
+        [x.text for x in d], EMBEDDER, [x.id for x in d], [x.metadata for x in d],
+        bm25=False, sparse=HashingSparseEmbedder())),
     "parent": Contracted(lambda d: ParentChildSearcher.from_docs(
         d, chunk_size=60, chunk_overlap=0), lexical=True),
     "parent-hybrid": Contracted(lambda d: ParentChildSearcher.from_docs(

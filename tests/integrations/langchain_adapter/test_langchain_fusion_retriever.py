@@ -33,7 +33,7 @@ from pydantic import ValidationError
 import langchain_hybrid_retrievers
 from hybrid_retrievers import BM25Index, FusionSearcher, VectorIndex
 from hybrid_retrievers.fusion import default_fetch_k, fuse, lexical_boost_rule
-from hybrid_retrievers.models import HashingEmbedder
+from hybrid_retrievers.models import HashingEmbedder, HashingSparseEmbedder
 from langchain_hybrid_retrievers import (
     BM25Retriever,
     DenseRetriever,
@@ -189,6 +189,20 @@ def test_hybrid_equals_core_fusion_searcher(hybrid: HybridRetriever,
                 assert [d.metadata["fusion"] for d in docs] == [
                     h.explanation["fusion"] for h in hits
                 ]
+
+
+@pytest.mark.parametrize(("bm25", "sparse", "found"), [
+    (False, None, ["NoneType", "VectorIndex", "NoneType"]),
+    (False, HashingSparseEmbedder(), ["NoneType", "VectorIndex", "SparseIndex"]),
+    (None, None, ["BM25Index", "VectorIndex", "NoneType"]),
+])
+def test_legs_are_found_by_name_whichever_are_built(documents: list[Document], bm25: Any,
+                                                    sparse: Any, found: list[str]) -> None:
+    # Issue 44: .bm25/.dense were the first and second child, so without the BM25 leg
+    # .bm25 was the VectorIndex and .dense the SparseIndex.
+    hybrid = HybridRetriever.from_documents(documents, HashingEmbedder(dimension=DIM),
+                                            bm25=bm25, sparse=sparse)
+    assert [type(leg).__name__ for leg in (hybrid.bm25, hybrid.dense, hybrid.sparse)] == found
 
 
 def test_provenance_records_each_child_rank_and_score(hybrid: HybridRetriever) -> None:
@@ -644,7 +658,9 @@ def test_hybrid_settings_are_passed_on(documents: list[Document]) -> None:
     plan = hybrid.searcher.plan
     assert hybrid.k == 2 and plan.fetch_k == 7 and plan.mode.value == "relative_score"
     assert plan.weights == (2.0, 1.0) and plan.names == ("lex", "vec")
-    assert hybrid.bm25.k1 == 1.2 and hybrid.dense.metric == "dot" and hybrid.tags == ["hy"]
+    lexical, dense = hybrid.searcher.leg("lex"), hybrid.searcher.leg("vec")
+    assert lexical.k1 == 1.2 and dense.metric == "dot" and hybrid.tags == ["hy"]
+    assert hybrid.bm25 is None and hybrid.dense is None  # legs go by the names given
     docs = hybrid.invoke(WING_QUERY)
     assert len(docs) == 2 and {s["source"] for s in docs[0].metadata["fusion"]["sources"]} \
         <= {"lex", "vec"}

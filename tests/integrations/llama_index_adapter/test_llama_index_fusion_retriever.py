@@ -28,7 +28,7 @@ from llama_index.core.schema import MetadataMode, NodeWithScore, QueryBundle, Te
 import llama_index_hybrid_retrievers
 from hybrid_retrievers import BM25Index, FusionSearcher, VectorIndex
 from hybrid_retrievers.fusion import lexical_boost_rule
-from hybrid_retrievers.models import HashingEmbedder
+from hybrid_retrievers.models import HashingEmbedder, HashingSparseEmbedder
 from llama_index_hybrid_retrievers import (
     BM25Retriever,
     DenseRetriever,
@@ -119,6 +119,20 @@ def test_hybrid_equals_core_fusion_searcher(hybrid: HybridRetriever) -> None:
             ]
 
 
+@pytest.mark.parametrize(("bm25", "sparse", "found"), [
+    (False, None, ["NoneType", "VectorIndex", "NoneType"]),
+    (False, HashingSparseEmbedder(), ["NoneType", "VectorIndex", "SparseIndex"]),
+    (None, None, ["BM25Index", "VectorIndex", "NoneType"]),
+])
+def test_legs_are_found_by_name_whichever_are_built(nodes: list[TextNode], bm25: Any,
+                                                    sparse: Any, found: list[str]) -> None:
+    # Issue 44: .bm25/.dense were the first and second child, so without the BM25 leg
+    # .bm25 was the VectorIndex and .dense the SparseIndex.
+    hybrid = HybridRetriever.from_defaults(nodes=nodes, embed_model=HashingEmbedder(DIM),
+                                           bm25=bm25, sparse=sparse)
+    assert [type(leg).__name__ for leg in (hybrid.bm25, hybrid.dense, hybrid.sparse)] == found
+
+
 def test_depth_is_resolved_per_call(hybrid: HybridRetriever) -> None:
     core = FusionSearcher([hybrid.bm25, hybrid.dense], names=["bm25", "dense"])
     hybrid.similarity_top_k = 30  # the children are asked max(30, 20), not a frozen 20
@@ -135,7 +149,9 @@ def test_from_defaults_settings(nodes: list[TextNode]) -> None:
     assert hybrid.similarity_top_k == 2 and plan.weights == (2.0, 1.0)
     assert plan.mode.value == "relative_score" and plan.names == ("lex", "vec")
     assert plan.fetch_k == 6
-    assert hybrid.bm25.k1 == 1.2 and hybrid.dense.metric == "dot"
+    lexical, dense = hybrid.searcher.leg("lex"), hybrid.searcher.leg("vec")
+    assert lexical.k1 == 1.2 and dense.metric == "dot"
+    assert hybrid.bm25 is None and hybrid.dense is None  # legs go by the names given
     results = hybrid.retrieve(WING_QUERY)
     assert len(results) == 2 and {r.node.metadata["topic"] for r in results} == {"aero"}
 
