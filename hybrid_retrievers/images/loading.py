@@ -419,6 +419,8 @@ def _decode(pil: Any, data: bytes, label: str, max_pixels: int) -> tuple[Any, st
         raise ImageError(f"{label}: the image is empty (0 bytes)")
     image = _open(pil, data, label)
     fmt = image.format or "?"
+    if fmt == "MPO":  # a JPEG with Multi-Picture data (phone cameras): its first picture
+        fmt = "JPEG"
     if fmt not in SUPPORTED_FORMATS:
         raise ImageError(
             f"{label}: unsupported image format {fmt}; supported: {', '.join(SUPPORTED_FORMATS)}"

@@ -115,6 +115,20 @@ def test_animated_gif_gives_its_first_frame(tmp_path: Path) -> None:
     assert load_image(path).image.getpixel((4, 4))[0] > 200
 
 
+def test_a_phone_jpeg_with_multi_picture_data_loads_its_first_picture() -> None:
+    """Phone cameras write JPEGs with MPF data, which Pillow opens as "MPO": a JPEG to
+    the user, whose first picture is the photo (and is checked like any JPEG)."""
+    first, second = _gradient(), Image.new("RGB", (64, 48), (0, 0, 255))
+    data = _encoded(first, "MPO", save_all=True, append_images=[second])
+    assert Image.open(io.BytesIO(data)).format == "MPO"
+    loaded = load_image(data, name="IMG_0001.jpg")
+    plain = load_image(_encoded(first, "JPEG"), name="plain.jpg")
+    assert loaded.size == (64, 48) and loaded.image.tobytes() == plain.image.tobytes()
+    eoi = data.index(b"\xff\xd9")
+    with pytest.raises(ImageError, match=r"cut\.jpg: truncated or corrupt JPEG data"):
+        load_image(data[: eoi // 2] + data[eoi:], name="cut.jpg")
+
+
 def test_missing_file_names_the_file(tmp_path: Path) -> None:
     with pytest.raises(ImageError, match="not found.*nope.png"):
         load_image(tmp_path / "nope.png")
