@@ -100,15 +100,17 @@ def build_retrievers(
 
 
 def sparse_encoder(model: str | None, *, cache: bool = True, log: Any = print,
-                   model_id: str | None = None) -> tuple[Any, Path]:
+                   model_id: str | None = None, quiet: bool = True) -> tuple[Any, Path]:
     """A `SpladeEncoder` for ``model`` (default: the local splade-tiny) whose document
     vectors come from the on-disk sparse cache, and that cache's folder (where
     `close_sparse_cache` saves what was encoded). ``model_id``: the identity recorded
-    with an index (the same model at another path keeps it)."""
+    with an index (the same model at another path keeps it). ``quiet``: turn
+    transformers' loading bar off now (which imports transformers)."""
     from ..models import SpladeEncoder, local_splade_path
     from ..vector import SparseEmbeddingCache
 
-    _quiet_transformers()
+    if quiet:
+        _quiet_transformers()
     folder = user_cache_dir() / "sparse-embeddings"
     store = _open_cache(SparseEmbeddingCache, folder, "sparse embedding cache", log) \
         if cache else None

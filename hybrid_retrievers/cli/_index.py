@@ -208,14 +208,14 @@ def _embedder(args: argparse.Namespace) -> tuple[Any, str | None, str | None]:
     why = _build.dense_available(args.model)
     if why is not None:
         return None, model, why
+    _build._quiet_transformers()  # the loading bar is noise (a search turns it off as it loads)
     return _make_embedder(model), model, None
 
 
 def _make_embedder(model: str) -> Any:
+    """A `SentenceTransformerEmbedder`, not loaded (nor torch imported) before its first use."""
     from ..models import SentenceTransformerEmbedder
-    from ._build import _quiet_transformers
 
-    _quiet_transformers()
     return SentenceTransformerEmbedder(model, show_progress=False)
 
 
@@ -239,15 +239,17 @@ def _sparse_embedder(args: argparse.Namespace) -> tuple[Any, str | None, str | N
         from ..models import local_splade_path
 
         model = local_splade_path()
+    _build._quiet_transformers()
     return _make_sparse_embedder(model, None, cache=not args.no_cache), model, None
 
 
 def _make_sparse_embedder(model: str, model_id: str | None, *, cache: bool = False) -> Any:
-    """A `SpladeEncoder` (``cache``: reading and filling the CLI's on-disk sparse cache;
-    ``model_id``: the recorded identity, for a model that moved since ``index``)."""
+    """A `SpladeEncoder`, not loaded before its first use (``cache``: reading and filling
+    the CLI's on-disk sparse cache; ``model_id``: the recorded identity, for a model that
+    moved since ``index``)."""
     from ._build import sparse_encoder
 
-    encoder, _ = sparse_encoder(model, cache=cache, log=print, model_id=model_id)
+    encoder, _ = sparse_encoder(model, cache=cache, log=print, model_id=model_id, quiet=False)
     return encoder
 
 
@@ -286,7 +288,8 @@ def load_index(
 
     ``model`` and ``sparse_model`` replace the recorded models (the same models moved to
     another path). A folder written by an older ``index`` (a bare `BM25Index`) loads as
-    a one-leg fusion.
+    a one-leg fusion. Nothing is loaded or imported for the models: each one loads at
+    its leg's first query (the saved manifests answer the dimension and model identity).
     """
     from ..bm25 import BM25Index
     from ..fusion import FusionSearcher

@@ -20,6 +20,7 @@ without images is searched exactly as before.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -100,6 +101,7 @@ class LoadedIndex:
         self._parents: Any = None
         self._reranker_name = reranker
         self._reranker: Any = None
+        self.loads: list[tuple[str, float]] = []  # (leg, seconds): see `load_encoders`
         self.images = open_clip_index(folder, self.ingest, clip_model)
         self.describer, self.describe_timeout = describer, describe_timeout
         self.multimodal = self.images is not None or any(
@@ -121,6 +123,7 @@ class LoadedIndex:
                weights: list[float] | None = None, filter: Mapping[str, Any] | None = None,
                parents: bool = False, rerank: bool = False, image: Any = None) -> list[Hit]:
         """The top ``k`` chunks (or parents, or images) for ``query`` and/or ``image``."""
+        self.load_encoders(weights)
         searcher = self.searcher(mode, weights)
         if parents:
             from ..parent import ParentChildSearcher
@@ -136,6 +139,33 @@ class LoadedIndex:
                 raise ValueError("--rerank needs the query text (a cross-encoder reads text)")
             searcher = RerankingSearcher(searcher, self._rerank(), fetch_k=max(20, k))
         return searcher.search(asked, k, filter=filter)  # type: ignore[no-any-return]
+
+    def load_encoders(self, weights: list[float] | None = None) -> list[tuple[str, float]]:
+        """Load the query encoders of the legs a search with ``weights`` asks (weight
+        above 0) that are not loaded yet; ``(leg, seconds)`` of each one loaded, also
+        added to `loads`.
+
+        `load_index` loads no model: each one loads here, before the first query that
+        needs it, so a BM25-only index or a search weighting the model legs 0 never
+        imports torch, and the command line can say what the load cost (``serve``
+        keeps the models loaded).
+        """
+        plan = self.fused.plan.weights
+        asked = weights if weights is not None else (None if callable(plan) else plan)
+        loaded: list[tuple[str, float]] = []
+        for i, (name, leg) in enumerate(zip(self.names, self.fused.searchers)):
+            encoder = getattr(leg, "embedder", None)
+            if (encoder is None or getattr(encoder, "is_loaded", True)
+                    or (asked is not None and not asked[i] > 0)):
+                continue
+            from ._build import _quiet_transformers
+
+            _quiet_transformers()
+            start = time.perf_counter()
+            encoder.warm_up()
+            loaded.append((name, time.perf_counter() - start))
+        self.loads.extend(loaded)
+        return loaded
 
     def _multimodal(self, searcher: Any, query: str | None, image: Any) -> tuple[Any, Any]:
         """The `MultimodalSearcher` over ``searcher`` and the CLIP index, and the query."""

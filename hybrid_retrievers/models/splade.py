@@ -34,6 +34,30 @@ if TYPE_CHECKING:
 
 __all__ = ["SpladeEncoder"]
 
+DEFAULT_MAX_BATCH_TOKENS = 2048
+"""`SpladeEncoder`'s default token budget per forward pass: 2,048 tokens of BERT-vocabulary
+logits are 250 MB of float32 (32 texts of 250 tokens would be 1 GB, and the pooling step
+used to make two more copies of them)."""
+
+POOLING_CHUNK_TOKENS = 16
+"""Sequence positions pooled at a time by `pool_in_chunks`."""
+
+
+def pool_in_chunks(model: Any, chunk: int = POOLING_CHUNK_TOKENS) -> None:
+    """Make ``model``'s SPLADE pooling run over ``chunk`` token positions at a time.
+
+    sentence-transformers' ``SpladePooling`` masks, activates (``log(1 + ReLU(x))``)
+    and max-pools the whole (texts, tokens, vocabulary) logits at once, making
+    vocabulary-wide copies of every token's logits; with its own ``chunk_size`` option
+    it takes the running maximum over slices of ``chunk`` positions, so the copies are
+    ``chunk`` tokens wide. The vectors are the same to the bit (a maximum does not
+    depend on the order it is taken in, and the per-element steps are unchanged).
+    A pooling module that already has a chunk size keeps it.
+    """
+    for module in getattr(model, "modules", lambda: [])():
+        if type(module).__name__ == "SpladePooling" and not getattr(module, "chunk_size", None):
+            module.chunk_size = chunk
+
 
 class SpladeEncoder(LazyModel):
     """A sentence-transformers ``SparseEncoder`` as a `SparseEmbedder` (``{token: weight}``).
@@ -56,7 +80,12 @@ class SpladeEncoder(LazyModel):
         max_active_dims: keep only the this many largest weights per text (top-k
             pruning: shorter postings, smaller queries); ``None`` keeps the model's own
             setting (usually all non-zero weights). Part of `model_id`.
-        batch_size: texts per forward pass.
+        batch_size: texts per forward pass (at most).
+        max_batch_tokens: tokens per forward pass (at most; texts x longest of them): the
+            masked-language-model head makes one vocabulary-wide row of logits per token
+            (30,522 floats for BERT's vocabulary), so a batch of 32 texts of 250 tokens
+            holds ~1 GB of logits. Texts are grouped by length into batches under this
+            budget (a text longer than it goes alone). See `_batches`.
         device: ``"cpu"``, ``"cuda"``...; ``None`` lets sentence-transformers choose.
         model_id: the identity recorded in caches and saved indexes. Defaults to the name
             or path given (for an instance: its recorded name, else a name valid only in
@@ -85,6 +114,7 @@ class SpladeEncoder(LazyModel):
         query_model: str | os.PathLike[str] | Any | None = None,
         max_active_dims: int | None = None,
         batch_size: int = 32,
+        max_batch_tokens: int = DEFAULT_MAX_BATCH_TOKENS,
         device: str | None = None,
         model_id: str | None = None,
         cache: SparseEmbeddingCache | None = None,
@@ -95,6 +125,7 @@ class SpladeEncoder(LazyModel):
         backend, self._model_kwargs = check_loading_options(
             backend=backend, device=device, model_id=model_id, model_kwargs=model_kwargs)
         check_number(batch_size, "batch_size", low=1, integer=True)
+        check_number(max_batch_tokens, "max_batch_tokens", low=1, integer=True)
         if max_active_dims is not None:
             check_number(max_active_dims, "max_active_dims", low=1, integer=True)
         if cache is not None and not all(
@@ -106,6 +137,7 @@ class SpladeEncoder(LazyModel):
             )
         name, model = _name_or_model(model_name_or_path, backend, "model_name_or_path")
         self.batch_size = batch_size
+        self.max_batch_tokens = max_batch_tokens
         self.device = device
         self.max_active_dims = max_active_dims
         self.cache = cache
@@ -131,7 +163,9 @@ class SpladeEncoder(LazyModel):
                 "SpladeEncoder needs sentence-transformers >= 5 (its SparseEncoder); "
                 "pip install -U 'hybrid-retrievers[models]'"
             )
-        return st.SparseEncoder(self._name, device=self.device, **self._model_kwargs)
+        model = st.SparseEncoder(self._name, device=self.device, **self._model_kwargs)
+        pool_in_chunks(model)
+        return model
 
     @property
     def model_id(self) -> str:
@@ -174,10 +208,43 @@ class SpladeEncoder(LazyModel):
         if not texts:
             return []
         encode = getattr(self.model, f"encode_{side}")
-        out = encode(texts, batch_size=self.batch_size, show_progress_bar=self.show_progress,
-                     convert_to_tensor=True, convert_to_sparse_tensor=True, save_to_cpu=True,
-                     max_active_dims=self.max_active_dims)
-        return self._decode(out.coalesce(), len(texts))
+        out: list[dict[str, float]] = [{} for _ in texts]
+        for batch in self._batches(texts):
+            vectors = encode([texts[i] for i in batch], batch_size=len(batch),
+                             show_progress_bar=self.show_progress, convert_to_tensor=True,
+                             convert_to_sparse_tensor=True, save_to_cpu=True,
+                             max_active_dims=self.max_active_dims)
+            for i, vector in zip(batch, self._decode(vectors.coalesce(), len(batch))):
+                out[i] = vector
+        return out
+
+    def _batches(self, texts: list[str]) -> list[list[int]]:
+        """Positions of ``texts`` in forward passes: sorted by token count, each batch at
+        most `batch_size` texts and `max_batch_tokens` padded tokens (texts x the longest).
+
+        The logits of a batch are (texts, longest, vocabulary) floats, the largest tensor
+        an encoder makes; bounding their count bounds the memory whatever the texts.
+        Sorting by length also wastes less on padding (sentence-transformers sorts within
+        a call too). A model without a tokenizer (an inference-free query route) is given
+        `batch_size` texts at a time.
+        """
+        model = self.model
+        tokenizer = getattr(model, "tokenizer", None)
+        if tokenizer is None or len(texts) == 1:
+            return [list(range(i, min(i + self.batch_size, len(texts))))
+                    for i in range(0, len(texts), self.batch_size)]
+        limit = getattr(model, "max_seq_length", None) or None
+        ids = tokenizer(texts, truncation=limit is not None, max_length=limit)["input_ids"]
+        order = sorted(range(len(texts)), key=lambda i: len(ids[i]))
+        batches: list[list[int]] = []
+        for i in order:  # ascending length: the text added is the batch's longest
+            batch = batches[-1] if batches else None
+            if (batch is None or len(batch) >= self.batch_size
+                    or (len(batch) + 1) * len(ids[i]) > self.max_batch_tokens):
+                batches.append([i])
+            else:
+                batch.append(i)
+        return batches
 
     def _decode(self, embeddings: Any, n: int) -> list[dict[str, float]]:
         """Rows of a coalesced sparse (n, vocabulary) tensor as ``{token: weight}`` dicts."""
@@ -224,6 +291,7 @@ class SpladeEncoder(LazyModel):
         return (
             f"SpladeEncoder({self._name!r}, backend={self.backend!r}, "
             f"max_active_dims={self.max_active_dims}, batch_size={self.batch_size}, "
+            f"max_batch_tokens={self.max_batch_tokens}, "
             f"device={self.device!r}, loaded={self.is_loaded})"
         )
 

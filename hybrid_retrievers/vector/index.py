@@ -678,7 +678,9 @@ class VectorIndex(AtomicSave, DocumentAccess):
         must be finite (and of unit length for a cosine index).
 
         Args:
-            embedder: for text queries and additions; its dimension must match.
+            embedder: for text queries and additions; its dimension must match
+                (checked now when its model is loaded, else at the first query: a
+                lazy model is not loaded just to learn its size).
                 A different ``model_id`` than the saved one warns (same size, maybe
                 another model).
             mmap: memory-map the vectors read-only (not read into memory); the first

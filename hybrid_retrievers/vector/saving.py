@@ -67,7 +67,8 @@ class SavedIndex:
 def read_saved(
     r: IndexReader, embedder: Any, *, mmap: bool, verify: bool, label: Any
 ) -> SavedIndex:
-    """Read and check a saved vector index; ``embedder`` must match its dimension.
+    """Read and check a saved vector index; ``embedder`` must match its dimension (when
+    it is loaded: an embedder whose ``is_loaded`` is False is checked at its first query).
 
     Raises:
         IndexFormatError: a missing, corrupt, foreign or invalid part.
@@ -109,7 +110,11 @@ def read_saved(
     check_unique_ids([d.id for d in docs], where=f"{where}/docs.jsonl")
     positions = {d.id: i for i, d in enumerate(docs)}
     if embedder is not None:
-        emb_dim = embedder_dimension(embedder)
+        # A model not loaded yet (a lazy embedder) is not loaded to learn its size: that
+        # would cost a query-less load seconds; a query vector of another size is refused
+        # when it comes (`search_vector`), and an added one by `add`.
+        emb_dim = None if getattr(embedder, "is_loaded", True) is False \
+            else embedder_dimension(embedder)
         if emb_dim is not None and dim is not None and emb_dim != dim:
             raise ValueError(
                 f"the embedder makes {emb_dim}-d vectors but the index at {str(path)!r} holds "

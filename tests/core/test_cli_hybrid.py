@@ -341,8 +341,12 @@ def test_index_and_search_with_the_real_splade_tiny(tmp_path: Path, capsys, hash
     assert _index.load_index(idx)[1]["sparse_model"] == model
     assert main(["search", str(idx), "how do I configure a proxy server", "-k", "1",
                  "--json"]) == 0
-    top = _json_lines(capsys.readouterr().out)[0]
+    captured = capsys.readouterr()
+    top = _json_lines(captured.out)[0]
     assert top["file"] == "proxy.md" and top["legs"]["sparse"]["rank"] == 1
+    # The model loaded for this query: stderr says so and points to serve.
+    assert "loading the query models took sparse" in captured.err
+    assert f"hybrid-retrievers serve {idx}` keeps them loaded" in captured.err
 
 
 def _hostile_folder(root: Path) -> Path:

@@ -193,6 +193,7 @@ def test_inference_free_model_weighs_query_tokens_from_its_table(
     ({"max_active_dims": 0}, ValueError, "max_active_dims"),
     ({"max_active_dims": 2.5}, TypeError, "max_active_dims"),
     ({"batch_size": 0}, ValueError, "batch_size"),
+    ({"max_batch_tokens": 0}, ValueError, "max_batch_tokens"),
     ({"backend": "tpu"}, ValueError, "backend must be one of"),
     ({"model_id": " "}, ValueError, "model_id"),
     ({"cache": EmbeddingCache()}, TypeError, "SparseEmbeddingCache"),
@@ -220,3 +221,63 @@ def test_bad_models_and_inputs_are_refused(encoder: SpladeEncoder) -> None:
 def test_construction_loads_nothing() -> None:
     enc = SpladeEncoder("no/such-model-anywhere")
     assert not enc.is_loaded and enc.model_id == "no/such-model-anywhere"
+
+
+# ---------------------------------------------------------------- memory-bounded batches
+
+def _texts() -> list[str]:
+    from hybrid_retrievers.datasets import load_dataset
+
+    texts = [d.text for d in list(load_dataset("cranfield").corpus.values())[:16]]
+    return texts + [" ".join(texts[:8]), "x", *DOCS]  # one over 512 tokens (truncated)
+
+
+def test_token_budget_batches_give_the_plain_encoders_vectors() -> None:
+    """Token-budgeted, length-sorted batches and chunked pooling give the vectors of
+    sentence-transformers' own ``encode_document`` (32 texts a batch, whole-tensor
+    pooling): the same tokens, weights within 1e-5 (batches of other shapes round
+    differently in the matrix products; measured 5e-6 at most on 99 Cranfield texts)."""
+    from sentence_transformers import SparseEncoder
+
+    path, texts = _splade(), _texts()
+    plain = SparseEncoder(path, device="cpu")
+    assert all(m.chunk_size is None for m in plain.modules()
+               if type(m).__name__ == "SpladePooling")
+    reference = SpladeEncoder(plain)  # the loaded model as given: its own pooling
+    budgeted = SpladeEncoder(path, device="cpu", max_batch_tokens=600)
+    assert reference._batches(texts) != budgeted._batches(texts)
+    expected = [dict(pairs) for pairs in plain.decode(plain.encode_document(texts,
+                                                                              batch_size=32))]
+    for want, got in zip(expected, budgeted.embed_documents(texts)):
+        assert got.keys() == want.keys()
+        assert max(abs(got[t] - w) for t, w in want.items()) < 1e-5
+
+
+def test_batches_hold_every_text_once_within_the_token_budget(encoder: SpladeEncoder) -> None:
+    texts = _texts()
+    small = SpladeEncoder(encoder.model, batch_size=8, max_batch_tokens=700)
+    batches = small._batches(texts)
+    assert sorted(i for b in batches for i in b) == list(range(len(texts)))
+    lengths = [len(ids) for ids in encoder.model.tokenizer(
+        texts, truncation=True, max_length=encoder.model.max_seq_length)["input_ids"]]
+    assert max(lengths) == encoder.model.max_seq_length  # the long text is truncated
+    for batch in batches:
+        assert len(batch) <= 8
+        assert len(batch) == 1 or len(batch) * max(lengths[i] for i in batch) <= 700
+    assert [len(b) for b in batches if len(b) == 1]  # the longest goes alone
+
+
+def test_chunked_pooling_gives_the_same_vectors_to_the_bit() -> None:
+    """`pool_in_chunks` changes only how much of the logits is activated at once."""
+    from sentence_transformers import SparseEncoder
+
+    from hybrid_retrievers.models.splade import pool_in_chunks
+
+    texts = _texts()[:12]
+    model = SparseEncoder(_splade(), device="cpu")
+    whole = model.encode_document(texts, batch_size=12, convert_to_tensor=True).to_dense()
+    pool_in_chunks(model, 3)
+    assert [m.chunk_size for m in model.modules() if type(m).__name__ == "SpladePooling"] == [3]
+    chunked = model.encode_document(texts, batch_size=12, convert_to_tensor=True).to_dense()
+    assert bool((whole == chunked).all())
+    assert SpladeEncoder(_splade()).model[1].chunk_size == 16  # what the encoder loads with
