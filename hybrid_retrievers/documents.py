@@ -5,14 +5,17 @@ content-id fallbacks and their error messages are identical for BM25, dense and 
 other index. Every index also keeps them the same way: a `DocTable` (documents in
 index order, id -> position, the filter-mask memo) is the document half of an index
 snapshot, and `DocumentAccess` gives an index over such a snapshot its read-only
-``len``/``in``/``get``/``ids``/``docs``.
+``len``/``in``/``get``/``ids``/``docs``. Every index edits them the same way too:
+`EditableIndex` writes ``add``/``add_docs``/``upsert``/``upsert_docs``/``delete`` once
+(checks, writer lock, snapshot swap) over the hooks where the indexes differ.
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Hashable, Iterable, Mapping, Set
 from types import MappingProxyType
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 from numpy.typing import NDArray
@@ -21,10 +24,10 @@ from .filters import cached_equality_mask, filter_mask
 from .gcpause import paused_gc
 from .ids import content_id
 from .types import Doc, MetadataFilter
-from .validation import check_str_items
+from .validation import check_id_list, check_keywords, check_str_items, keyword_names
 
 __all__ = ["make_docs", "check_docs", "check_new_ids", "check_texts_argument", "check_unicode",
-           "check_content", "DocTable", "DocumentAccess"]
+           "check_content", "DocTable", "DocumentAccess", "EditableIndex"]
 
 _NO_METADATA: Mapping[str, Any] = MappingProxyType({})  # shared: read-only, so safe
 
@@ -125,6 +128,127 @@ class DocumentAccess:
     def docs(self) -> list[Doc]:
         """Documents in index order (a copy of the list; documents are immutable)."""
         return list(self._state.docs)
+
+
+class EditableIndex(DocumentAccess):
+    """The editing methods of an index over `DocTable` snapshots, written once.
+
+    `add`, `add_docs`, `upsert`, `upsert_docs` and `delete` behave alike on every index:
+    an edit is all-or-nothing (a bad document, a clashing id or an unknown id to delete
+    leaves the index as it was), and a search running meanwhile sees the index before it
+    or after it, never a mix. The slow part of an edit, the *payload* (a model's vectors),
+    is computed before the writer lock is taken; under it the ids are checked against
+    the current snapshot, a new snapshot is built off to the side (`_written`,
+    `_deleted`) and published with one reference swap. Writers are serialised by
+    ``_lock``; readers never take it.
+
+    An index gives three hooks, and the names of its own edit options:
+
+    * ``_payload(docs, show_progress, **options)``: what `_written` needs of ``docs``
+      beyond the documents, computed outside the lock (vectors, or for BM25 the
+      tokenising settings: token ids depend on the snapshot written, so texts are
+      tokenised under the lock).
+    * ``_written(state, docs, payload, rows)``: a new snapshot, ``state`` with ``docs``
+      added (``rows`` None) or upserted (``docs[j]`` at position ``rows[j]``, see
+      `DocTable.upsert_rows`); ``state`` is left as it was.
+    * ``_deleted(state, alive)``: a new snapshot of ``state``'s documents where ``alive``.
+    * ``_edit_options``: keywords of ``_payload`` besides ``show_progress`` (`BM25Index`:
+      ``n_jobs``); any other keyword is a TypeError naming it before any work.
+
+    Example:
+        >>> from hybrid_retrievers import BM25Index
+        >>> index = BM25Index.from_texts(["a cat", "a dog"], ids=["c", "d"])
+        >>> index.add(["a bird"], ids=["b"]), index.upsert(["a black cat"], ids=["c"])
+        (['b'], ['c'])
+        >>> index.delete(["d"]); index.ids, index.get("c").text
+        (['c', 'b'], 'a black cat')
+    """
+
+    __slots__ = ()
+    _lock: threading.RLock
+    _edit_options: ClassVar[frozenset[str]] = frozenset()
+
+    def add(self, texts: Iterable[str], ids: Iterable[str] | None = None,
+            metadatas: Iterable[Mapping[str, Any] | None] | None = None, *,
+            show_progress: bool = False, **options: Any) -> list[str]:
+        """Add texts and return their ids; an id already in the index is an error.
+
+        Missing ids become content ids (`make_docs`), numbered past those the index
+        holds. ``options``: the index's own (`BM25Index`: ``n_jobs``).
+        """
+        self._check_options("add", options)
+        docs = make_docs(texts, ids, metadatas, taken=self._state.positions)
+        return self.add_docs(docs, show_progress=show_progress, **options)
+
+    def add_docs(
+        self, docs: Iterable[Doc], *, show_progress: bool = False, **options: Any
+    ) -> list[str]:
+        """Add `Doc` objects and return their ids; an id already in the index is an error."""
+        self._check_options("add_docs", options)
+        docs = check_docs(docs)
+        self._state.check_new(docs)  # before the payload, which may take a model's time
+        return self._write(docs, self._payload(docs, show_progress, **options), upsert=False)
+
+    def upsert(self, texts: Iterable[str], ids: Iterable[str] | None = None,
+               metadatas: Iterable[Mapping[str, Any] | None] | None = None, *,
+               show_progress: bool = False, **options: Any) -> list[str]:
+        """Insert or replace: existing ids get the new text and metadata in place.
+
+        A replaced document keeps its position (so ties still go to the earlier
+        document); new ids are appended. The index is then exactly one built from the
+        resulting documents (for BM25: the same N, avgdl and idf, so the same scores).
+        Without ids, content ids are used, so upserting an unchanged text (and metadata)
+        replaces it with itself.
+        """
+        self._check_options("upsert", options)
+        return self.upsert_docs(make_docs(texts, ids, metadatas), show_progress=show_progress,
+                                **options)
+
+    def upsert_docs(
+        self, docs: Iterable[Doc], *, show_progress: bool = False, **options: Any
+    ) -> list[str]:
+        """`upsert` for `Doc` objects."""
+        self._check_options("upsert_docs", options)
+        docs = check_docs(docs)
+        return self._write(docs, self._payload(docs, show_progress, **options), upsert=True)
+
+    def delete(self, ids: Iterable[str]) -> None:
+        """Remove documents by id; if any id is unknown nothing is removed (KeyError)."""
+        ids = check_id_list(ids)
+        with self._lock:
+            state = self._state
+            alive = state.kept_after_delete(ids)
+            if alive is not None:
+                self._state = self._deleted(state, alive)
+
+    def _write(self, docs: list[Doc], payload: Any, *, upsert: bool) -> list[str]:
+        """Publish checked ``docs`` with their ``payload``; return their ids. Under the
+        lock, against the snapshot being replaced: an add refuses held ids, an upsert
+        finds each document's row."""
+        with self._lock:
+            state = self._state
+            if not upsert:
+                state.check_new(docs)
+            if docs:
+                rows = state.upsert_rows(docs) if upsert else None
+                self._state = self._written(state, docs, payload, rows)
+        return [d.id for d in docs]
+
+    def _check_options(self, method: str, options: Mapping[str, Any]) -> None:
+        """Refuse keywords neither ``method`` nor this index's payload takes, naming them."""
+        if options:
+            check_keywords(f"{type(self).__name__}.{method}", options,
+                           keyword_names(getattr(type(self), method)) | self._edit_options)
+
+    def _payload(self, docs: list[Doc], show_progress: bool, **options: Any) -> Any:
+        raise NotImplementedError
+
+    def _written(self, state: Any, docs: list[Doc], payload: Any,
+                 rows: NDArray[np.int64] | None) -> DocTable:
+        raise NotImplementedError
+
+    def _deleted(self, state: Any, alive: NDArray[np.bool_]) -> DocTable:
+        raise NotImplementedError
 
 
 def make_docs(

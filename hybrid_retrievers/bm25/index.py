@@ -24,17 +24,17 @@ import threading
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Self
+from typing import Any, NamedTuple, Self
 
 import numpy as np
 from numpy.typing import NDArray
 
-from ..documents import DocumentAccess, check_docs, make_docs
+from ..documents import EditableIndex, check_docs, make_docs
 from ..persistence import AtomicSave, IndexReader, read_index
 from ..query import Query, Syntax, as_query
 from ..text import Analyzer
 from ..types import Doc, Hit, MetadataFilter
-from ..validation import check_id_list, check_k, check_queries
+from ..validation import check_k, check_queries
 from .chunking import resolve_n_jobs, token_chunks
 from .collection_stats import CollectionStats
 from .explanation import BM25Explanation, explain
@@ -57,7 +57,7 @@ __all__ = ["BM25Index", "FORMAT_VERSION"]
 _IMPACT = ImpactParams()  # BM25F views store saturated pseudo-tfs: scored as impacts
 
 
-class BM25Index(AtomicSave, DocumentAccess):
+class BM25Index(AtomicSave, EditableIndex):
     """A BM25 index over documents, with incremental updates, explanations and persistence.
 
     Parameters: pass either ``params=BM25Params(...)`` or the separate keywords
@@ -223,95 +223,32 @@ class BM25Index(AtomicSave, DocumentAccess):
             raise ValueError("cannot build a BM25 index from an empty corpus; pass at least one text")
         index = cls(analyzer=analyzer, params=params, method=method, k1=k1, b=b, delta=delta,
                     epsilon=epsilon, backend=backend, positions=positions, fields=fields)
-        index._state = index._written(index._state, docs, None, show_progress=show_progress,
-                                      n_jobs=jobs)
+        index._state = index._written(index._state, docs, _Tokenising(show_progress, jobs), None)
         return index
 
-    def add(
-        self,
-        texts: Iterable[str],
-        ids: Iterable[str] | None = None,
-        metadatas: Iterable[Mapping[str, Any] | None] | None = None,
-        *,
-        show_progress: bool = False,
-        n_jobs: int = 1,
-    ) -> list[str]:
-        """Add texts and return their ids; an id already in the index is an error."""
-        docs = make_docs(texts, ids, metadatas, taken=self._state.positions)
-        return self.add_docs(docs, show_progress=show_progress, n_jobs=n_jobs)
+    # ------------------------------------------------------------------ editing
 
-    def add_docs(
-        self, docs: Iterable[Doc], *, show_progress: bool = False, n_jobs: int = 1
-    ) -> list[str]:
-        """Add documents and return their ids; N, avgdl and idf are updated for all."""
-        jobs = resolve_n_jobs(n_jobs)
-        docs = check_docs(docs)
-        with self._lock:
-            state = self._state
-            state.check_new(docs)
-            if docs:
-                self._state = self._written(state, docs, None, show_progress=show_progress,
-                                            n_jobs=jobs)
-        return [d.id for d in docs]
+    # `add`, `add_docs`, `upsert`, `upsert_docs` and `delete` are `EditableIndex`'s, over
+    # the hooks below. ``n_jobs`` (here and in `from_docs`): processes that tokenise.
+    _edit_options = frozenset({"n_jobs"})
 
-    def upsert(
-        self,
-        texts: Iterable[str],
-        ids: Iterable[str] | None = None,
-        metadatas: Iterable[Mapping[str, Any] | None] | None = None,
-        *,
-        show_progress: bool = False,
-        n_jobs: int = 1,
-    ) -> list[str]:
-        """Insert or replace: existing ids get the new text and metadata in place.
-
-        A replaced document keeps its position (so ties still go to the earlier
-        document); new ids are appended. Scores afterwards are exactly those of an
-        index rebuilt from the resulting documents. Without ids, content ids are
-        used, so upserting an unchanged text (and metadata) replaces it with itself.
-        """
-        return self.upsert_docs(make_docs(texts, ids, metadatas), show_progress=show_progress,
-                                n_jobs=n_jobs)
-
-    def upsert_docs(
-        self, docs: Iterable[Doc], *, show_progress: bool = False, n_jobs: int = 1
-    ) -> list[str]:
-        """`upsert` for `Doc` objects."""
-        jobs = resolve_n_jobs(n_jobs)
-        docs = check_docs(docs)
-        with self._lock:
-            state = self._state
-            if docs:
-                self._state = self._written(state, docs, state.upsert_rows(docs),
-                                            show_progress=show_progress, n_jobs=jobs)
-        return [d.id for d in docs]
-
-    def delete(self, ids: Iterable[str]) -> None:
-        """Remove documents by id; if any id is unknown nothing is removed."""
-        ids = check_id_list(ids)
-        with self._lock:
-            state = self._state
-            alive = state.kept_after_delete(ids)
-            if alive is None:
-                return
-            new = compacted(state, alive)
-            if state.fields is not None:
-                new.fields = {f: compacted(fs, alive) for f, fs in state.fields.items()}
-            self._state = new
+    def _payload(self, docs: list[Doc], show_progress: bool, *, n_jobs: int = 1) -> _Tokenising:
+        """How to tokenise ``docs``: token ids depend on the vocabulary of the snapshot
+        being written, so the texts are tokenised under the writer lock (`_written`)."""
+        return _Tokenising(show_progress, resolve_n_jobs(n_jobs))
 
     def _written(
         self,
         state: Snapshot,
         docs: list[Doc],
+        payload: _Tokenising,
         rows: NDArray[np.int64] | None,
-        *,
-        show_progress: bool,
-        n_jobs: int,
     ) -> Snapshot:
         """A new snapshot: ``state`` with ``docs[j]`` at position ``rows[j]`` (see `written`).
 
         The texts are tokenised chunk by chunk (in ``n_jobs`` processes), never all at once.
         """
+        show_progress, n_jobs = payload
         vocab = dict(state.vocab)
         chunks = token_chunks(self._analyzer, [d.text for d in docs],
                               n_jobs=n_jobs, show_progress=show_progress, vocab=vocab)
@@ -323,6 +260,12 @@ class BM25Index(AtomicSave, DocumentAccess):
                 field_vocab = dict(fs.vocab)
                 new.fields[f] = written(fs, docs, token_chunks(
                     self._analyzer, texts, n_jobs=n_jobs, vocab=field_vocab), rows, field_vocab)
+        return new
+
+    def _deleted(self, state: Snapshot, alive: NDArray[np.bool_]) -> Snapshot:
+        new = compacted(state, alive)
+        if state.fields is not None:
+            new.fields = {f: compacted(fs, alive) for f, fs in state.fields.items()}
         return new
 
     def _query_terms(self, query: str) -> tuple[list[str], list[int]]:
@@ -783,3 +726,9 @@ class BM25Index(AtomicSave, DocumentAccess):
         st = self._state
         return st.nbytes() + self._cache(st).nbytes()
 
+
+class _Tokenising(NamedTuple):
+    """The payload of a BM25 edit (`EditableIndex`): how `BM25Index._written` tokenises."""
+
+    show_progress: bool
+    n_jobs: int

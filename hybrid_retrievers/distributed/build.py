@@ -153,29 +153,40 @@ def build_bm25_shards(
         index_args["fields"] = check_fields(fields)
         check_method(checked)
     root = _prepare_root(path)
-    if num_cpus is None:
-        num_cpus = fair_cpus(ray, n_shards, 1.0)
-    Builder = ray.remote(_BM25ShardBuilder)
-    builders = [
-        Builder.options(num_cpus=num_cpus, scheduling_strategy=place).remote(
-            analyzer.to_config(), index_args)
-        for place in spread_strategies(ray, n_shards)
-    ]
-    try:
-        n_docs = _stream_to_builders(ray, corpus, builders, batch_size, text_column, id_column)
-        if n_docs == 0:
-            raise ValueError("cannot build a BM25 index from an empty corpus")
-        parts = _get(ray, [b.finish.remote(str(root / shard_folder(i)))
-                           for i, b in enumerate(builders)])
-    finally:
-        for b in builders:
-            ray.kill(b)
+    n_docs, parts = _run_builders(ray, _BM25ShardBuilder, (analyzer.to_config(), index_args),
+                                  "BM25", corpus, root, n_shards=n_shards, num_cpus=num_cpus,
+                                  batch_size=batch_size, text_column=text_column,
+                                  id_column=id_column)
     stats = CollectionStats.merge(parts)  # the reduce step: global N, lengths, df
     stats.save(root / "stats")
     manifest = ShardedManifest("bm25", [shard_folder(i) for i in range(n_shards)], n_docs, n_docs,
                                params={"bm25": {**index_args, "analyzer": analyzer.to_config()}})
     manifest.write(root)
     return manifest
+
+
+def _run_builders(
+    ray: Any, builder: type, args: tuple[Any, ...], kind: str, corpus: Any, root: Path, *,
+    n_shards: int, num_cpus: float | None, batch_size: int, text_column: str, id_column: str,
+) -> tuple[int, list[Any]]:
+    """One ``builder`` actor per shard (made with ``args``): the corpus is streamed to
+    them by id, then each writes its shard under ``root``. Returns the number of
+    documents and what each shard's ``finish`` returned; the actors are killed whatever
+    happens. ``kind`` names the index in the empty-corpus error."""
+    if num_cpus is None:
+        num_cpus = fair_cpus(ray, n_shards, 1.0)
+    Builder = ray.remote(builder)
+    builders = [Builder.options(num_cpus=num_cpus, scheduling_strategy=place).remote(*args)
+                for place in spread_strategies(ray, n_shards)]
+    try:
+        n_docs = _stream_to_builders(ray, corpus, builders, batch_size, text_column, id_column)
+        if n_docs == 0:
+            raise ValueError(f"cannot build a {kind} index from an empty corpus")
+        return n_docs, _get(ray, [b.finish.remote(str(root / shard_folder(i)))
+                                  for i, b in enumerate(builders)])
+    finally:
+        for b in builders:
+            ray.kill(b)
 
 
 def _stream_to_builders(
@@ -545,22 +556,10 @@ def build_sparse_shards(
     else:
         ray = _ray()
         root = _prepare_root(path)
-        if num_cpus is None:
-            num_cpus = fair_cpus(ray, n_shards, 1.0)
-        Builder = ray.remote(_SparseShardBuilder)
-        builders = [Builder.options(num_cpus=num_cpus, scheduling_strategy=place).remote(
-                        embedder_factory, batch_size)
-                    for place in spread_strategies(ray, n_shards)]
-        try:
-            n_docs = _stream_to_builders(ray, corpus, builders, read_batch_size, text_column,
-                                         id_column)
-            if n_docs == 0:
-                raise ValueError("cannot build a sparse index from an empty corpus")
-            ids = _get(ray, [b.finish.remote(str(root / shard_folder(i)))
-                             for i, b in enumerate(builders)])
-        finally:
-            for b in builders:
-                ray.kill(b)
+        n_docs, ids = _run_builders(ray, _SparseShardBuilder, (embedder_factory, batch_size),
+                                    "sparse", corpus, root, n_shards=n_shards,
+                                    num_cpus=num_cpus, batch_size=read_batch_size,
+                                    text_column=text_column, id_column=id_column)
         model_id = model_id if model_id is not None else next((m for m in ids if m), None)
     if n_docs == 0:
         raise ValueError("cannot build a sparse index from an empty corpus")

@@ -21,9 +21,9 @@ from collections.abc import Sequence
 from enum import Enum
 
 from ..types import Hit
-from ..validation import check_k_rrf, check_names, check_weights, parse_enum
-from .candidates import Dedup, check_limit, check_rankings
-from .rank import DEFAULT_K_RRF, _rrf
+from ..validation import parse_enum
+from .candidates import Dedup
+from .rank import DEFAULT_K_RRF, _checked_arguments, _rrf
 from .score import Combination, Normalization, _score_fusion
 
 __all__ = ["FusionMode", "fuse"]
@@ -86,14 +86,9 @@ def fuse(
             `score_fusion` reject.
     """
     chosen = parse_enum(FusionMode, mode, "mode")
-    rankings = check_rankings(rankings)
-    n = len(rankings)
-    k_value = check_k_rrf(k_rrf, "k_rrf")
-    w = check_weights(weights, n)
-    labels = check_names(names, n)
-    dd = parse_enum(Dedup, dedup, "dedup")
-    top = check_limit(limit)
-    return _fuse(rankings, chosen, w, k_value, labels, dd, top)
+    checked, k_value, w, labels, dd, top = _checked_arguments(rankings, k_rrf, weights, names,
+                                                              dedup, limit)
+    return _fuse(checked, chosen, w, k_value, labels, dd, top)
 
 
 def _fuse(

@@ -71,14 +71,21 @@ def reciprocal_rank_fusion(
         ValueError: no rankings, a weights/names length mismatch, a negative, NaN or
             all-zero weight, ``k_rrf <= 0``.
     """
+    return _rrf(*_checked_arguments(rankings, k_rrf, weights, names, dedup, limit))
+
+
+def _checked_arguments(
+    rankings: Any, k_rrf: Any, weights: Any, names: Any, dedup: Any, limit: Any
+) -> tuple[list[Sequence[Hit]], float, list[float], list[Any], Dedup, int | None]:
+    """The arguments of `reciprocal_rank_fusion` (and `fusion.modes.fuse`) checked, in
+    `_rrf`'s order, or the error of the first bad one."""
     rankings = check_rankings(rankings)
     n = len(rankings)
     k_value = check_k_rrf(k_rrf, "k_rrf")
     w = check_weights(weights, n)
     labels = check_names(names, n)
     mode = parse_enum(Dedup, dedup, "dedup")
-    top = check_limit(limit)
-    return _rrf(rankings, k_value, w, labels, mode, top)
+    return rankings, k_value, w, labels, mode, check_limit(limit)
 
 
 def _rrf(

@@ -30,7 +30,7 @@ from ..bm25.params import Backend, BM25Backend, ImpactParams
 from ..bm25.postings import Snapshot, compacted, written
 from ..bm25.score_cache import ScoreCache
 from ..bm25.scratch import Scratch
-from ..documents import DocumentAccess, check_docs, make_docs
+from ..documents import EditableIndex, check_docs, make_docs
 from ..persistence import AtomicSave, IndexReader, read_index
 from ..progress import progress
 from ..query import Query, Syntax, as_query
@@ -48,7 +48,7 @@ __all__ = ["SparseIndex"]
 _SCORER = ImpactParams()
 
 
-class SparseIndex(AtomicSave, DocumentAccess):
+class SparseIndex(AtomicSave, EditableIndex):
     """A learned sparse index: exact dot-product top-k over ``{token: weight}`` vectors.
 
     Documents are encoded by a `SparseEmbedder` (SPLADE through
@@ -166,24 +166,8 @@ class SparseIndex(AtomicSave, DocumentAccess):
 
     # ------------------------------------------------------------------ editing
 
-    def add(
-        self,
-        texts: Iterable[str],
-        ids: Iterable[str] | None = None,
-        metadatas: Iterable[Mapping[str, Any] | None] | None = None,
-        *,
-        show_progress: bool = False,
-    ) -> list[str]:
-        """Encode and add texts; return their ids (an id already in the index is an error)."""
-        docs = make_docs(texts, ids, metadatas, taken=self._state.positions)
-        return self.add_docs(docs, show_progress=show_progress)
-
-    def add_docs(self, docs: Iterable[Doc], *, show_progress: bool = False) -> list[str]:
-        """Encode and add `Doc` objects; return their ids."""
-        docs = check_docs(docs)
-        self._state.check_new(docs)
-        vectors = self._encode(docs, show_progress)  # outside the lock: the model is slow
-        return self._add(docs, vectors)
+    # `add`, `add_docs`, `upsert`, `upsert_docs` and `delete` are `EditableIndex`'s, over
+    # the hooks below; the ``*_vectors`` methods give the payload themselves.
 
     def add_vectors(
         self,
@@ -197,35 +181,7 @@ class SparseIndex(AtomicSave, DocumentAccess):
         """Add pre-encoded vectors (as `from_vectors`); return their ids."""
         checked = _checked_vectors(vectors, vocabulary)
         docs = _docs_for(checked, ids, metadatas, texts, taken=self._state.positions)
-        return self._add(docs, checked)
-
-    def _add(self, docs: list[Doc], vectors: SparseVectors) -> list[str]:
-        with self._lock:
-            state = self._state
-            state.check_new(docs)
-            if docs:
-                self._state = self._written(state, docs, vectors, None)
-        return [d.id for d in docs]
-
-    def upsert(
-        self,
-        texts: Iterable[str],
-        ids: Iterable[str] | None = None,
-        metadatas: Iterable[Mapping[str, Any] | None] | None = None,
-        *,
-        show_progress: bool = False,
-    ) -> list[str]:
-        """Insert or replace: existing ids get the new text, vector and metadata in place.
-
-        A replaced document keeps its position (ties still go to the earlier document);
-        new ids are appended. The index is then exactly one built from the result.
-        """
-        return self.upsert_docs(make_docs(texts, ids, metadatas), show_progress=show_progress)
-
-    def upsert_docs(self, docs: Iterable[Doc], *, show_progress: bool = False) -> list[str]:
-        """`upsert` for `Doc` objects."""
-        docs = check_docs(docs)
-        return self._upsert(docs, self._encode(docs, show_progress))
+        return self._write(docs, checked, upsert=False)
 
     def upsert_vectors(
         self,
@@ -240,23 +196,12 @@ class SparseIndex(AtomicSave, DocumentAccess):
         if ids is None:
             raise TypeError("upsert_vectors needs ids= (which documents to insert or replace)")
         checked = _checked_vectors(vectors, vocabulary)
-        return self._upsert(_docs_for(checked, ids, metadatas, texts, taken=None), checked)
+        return self._write(_docs_for(checked, ids, metadatas, texts, taken=None), checked,
+                           upsert=True)
 
-    def _upsert(self, docs: list[Doc], vectors: SparseVectors) -> list[str]:
-        with self._lock:
-            state = self._state
-            if docs:
-                self._state = self._written(state, docs, vectors, state.upsert_rows(docs))
-        return [d.id for d in docs]
-
-    def delete(self, ids: Iterable[str]) -> None:
-        """Remove documents by id; if any id is unknown nothing is removed."""
-        ids = check_id_list(ids)
-        with self._lock:
-            state = self._state
-            alive = state.kept_after_delete(ids)
-            if alive is not None:
-                self._state = compacted(state, alive)
+    def _payload(self, docs: list[Doc], show_progress: bool) -> SparseVectors:
+        """The vectors of ``docs``' texts (outside the writer lock: the model is slow)."""
+        return self._encode(docs, show_progress)
 
     def _written(self, state: Snapshot, docs: list[Doc], vectors: SparseVectors,
                  rows: NDArray[np.int64] | None) -> Snapshot:
@@ -265,6 +210,9 @@ class SparseIndex(AtomicSave, DocumentAccess):
             raise ValueError(f"got {len(vectors)} vectors for {len(docs)} documents")
         vocab = dict(state.vocab)
         return written(state, docs, vector_chunks(vectors, vocab), rows, vocab)
+
+    def _deleted(self, state: Snapshot, alive: NDArray[np.bool_]) -> Snapshot:
+        return compacted(state, alive)
 
     def _encode(self, docs: list[Doc], show_progress: bool) -> SparseVectors:
         """The checked vectors of ``docs``' texts, ``batch_size`` texts per model call."""

@@ -54,17 +54,18 @@ def encode_docs(
 
 
 def inserted(
-    st: Snapshot, docs: list[Doc], matrix: NDArray[np.float32], dim: int, *, replace: bool
+    st: Snapshot, docs: list[Doc], matrix: NDArray[np.float32], dim: int,
+    rows: NDArray[np.int64] | None,
 ) -> Snapshot:
     """A new snapshot with ``docs`` (rows of ``matrix``, already ``dim``-d and normalised
-    as the index stores them) added; with ``replace``, documents whose ids ``st`` holds
-    are replaced in place, else an id ``st`` holds is an error."""
-    if not replace:
-        st.check_new(docs)
+    as the index stores them): appended when ``rows`` is None (ids ``st`` does not hold),
+    else each at ``rows[j]`` (`DocTable.upsert_rows`): a held id's row is replaced in
+    place, a new id appended."""
+    if rows is None:
         old, new = [], list(range(len(docs)))
     else:
-        old = [j for j, d in enumerate(docs) if d.id in st.positions]
-        new = [j for j, d in enumerate(docs) if d.id not in st.positions]
+        held = rows < len(st.docs)
+        old, new = np.flatnonzero(held).tolist(), np.flatnonzero(~held).tolist()
     return edited(st, docs, matrix, old, new, dim)
 
 

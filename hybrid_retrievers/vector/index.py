@@ -31,11 +31,11 @@ from typing import Any, Self
 import numpy as np
 from numpy.typing import NDArray
 
-from ..documents import DocumentAccess, check_docs, make_docs
+from ..documents import EditableIndex, check_docs, make_docs
 from ..optional import require
 from ..persistence import AtomicSave, IndexReader, read_index
 from ..types import Doc, Hit, MetadataFilter
-from ..validation import check_id_list, check_k, check_number, check_queries, check_query
+from ..validation import check_k, check_number, check_queries, check_query
 from .ann import HNSWConfig
 from .editing import (
     Metadatas,
@@ -63,7 +63,7 @@ from .snapshot import GraphLineage, Snapshot, graph_of
 __all__ = ["VectorIndex", "METRICS", "FORMAT_VERSION"]
 
 
-class VectorIndex(AtomicSave, DocumentAccess):
+class VectorIndex(AtomicSave, EditableIndex):
     """Dense vectors of documents, exact top-k search, edits, filters and persistence.
 
     Concurrency: any number of threads may search while one thread edits. A search
@@ -83,9 +83,11 @@ class VectorIndex(AtomicSave, DocumentAccess):
     approximate search give a document the same score and ties the same order.
 
     `save` records the metric, dimension and model identity; an ANN graph is not saved,
-    only its parameters (it is rebuilt on the first approximate search). `save` and the
-    document accessors (``len``, ``in``, `get`, `ids`, `docs`) are shared with
-    `BM25Index` (`AtomicSave`, `DocumentAccess`).
+    only its parameters (it is rebuilt on the first approximate search). `save`, the
+    document accessors (``len``, ``in``, `get`, `ids`, `docs`) and the edits (`add`,
+    `add_docs`, `upsert`, `upsert_docs`, `delete`) are shared with `BM25Index`
+    (`AtomicSave`, `EditableIndex`). Texts are encoded through the `EmbeddingCache` when
+    one is given, so upserting an unchanged text costs no model call.
 
     Example:
         >>> from hybrid_retrievers.models import HashingEmbedder
@@ -293,17 +295,8 @@ class VectorIndex(AtomicSave, DocumentAccess):
 
     # ------------------------------------------------------------------ editing
 
-    def add(self, texts: Iterable[str], ids: Iterable[str] | None = None,
-            metadatas: Metadatas = None, *, show_progress: bool = False) -> list[str]:
-        """Encode and add texts; return their ids. An id already in the index is an error."""
-        docs = make_docs(texts, ids, metadatas, taken=self._state.positions)
-        return self.add_docs(docs, show_progress=show_progress)
-
-    def add_docs(self, docs: Iterable[Doc], *, show_progress: bool = False) -> list[str]:
-        """Encode and add documents; return their ids. An existing id is an error."""
-        docs = check_docs(docs)
-        self._state.check_new(docs)
-        return self._insert(docs, self._encode(docs, show_progress), replace=False)
+    # `add`, `add_docs`, `upsert`, `upsert_docs` and `delete` are `EditableIndex`'s, over
+    # the hooks below; the ``*_vectors`` and ``*_images`` methods give the payload themselves.
 
     def add_vectors(self, vectors: Any, ids: Iterable[str] | None = None,
                     metadatas: Metadatas = None, texts: Iterable[str] | None = None, *,
@@ -316,7 +309,7 @@ class VectorIndex(AtomicSave, DocumentAccess):
                 f"got {matrix.shape[0]} vectors but {len(docs)} documents; pass one each"
             )
         self._state.check_new(docs)
-        return self._insert(docs, matrix, replace=False)
+        return self._write(docs, self._stored(docs, matrix), upsert=False)
 
     def add_images(self, images: Iterable[Any], ids: Iterable[str | None] | None = None,
                    metadatas: Metadatas = None, texts: Iterable[str | None] | None = None, *,
@@ -331,56 +324,40 @@ class VectorIndex(AtomicSave, DocumentAccess):
         docs, matrix = image_documents(embedder, images, ids, metadatas, texts,
                                        taken=self._state.positions, dimension=self._dim,
                                        show_progress=show_progress)
-        return self._insert(docs, matrix, replace=False)
-
-    def upsert(self, texts: Iterable[str], ids: Iterable[str] | None = None,
-               metadatas: Metadatas = None, *, show_progress: bool = False) -> list[str]:
-        """Insert or replace: existing ids get the new text, metadata and vector in place.
-
-        Without ids, content ids are used, so upserting an unchanged text (and metadata)
-        replaces the document with itself (and, with a cache, costs no model call).
-        """
-        return self.upsert_docs(make_docs(texts, ids, metadatas), show_progress=show_progress)
-
-    def upsert_docs(self, docs: Iterable[Doc], *, show_progress: bool = False) -> list[str]:
-        """`upsert` for `Doc` objects."""
-        docs = check_docs(docs)
-        return self._insert(docs, self._encode(docs, show_progress), replace=True)
+        return self._write(docs, self._stored(docs, matrix), upsert=False)
 
     def upsert_vectors(self, vectors: Any, ids: Iterable[str] | None = None,
                        metadatas: Metadatas = None,
                        texts: Iterable[str] | None = None) -> list[str]:
         """`upsert` with precomputed vectors."""
         matrix, docs = vectors_and_docs(vectors, ids, metadatas, texts, "upsert_vectors")
-        return self._insert(docs, matrix, replace=True)
+        return self._write(docs, self._stored(docs, matrix), upsert=True)
 
-    def delete(self, ids: Iterable[str]) -> None:
-        """Remove documents by id; if any id is unknown nothing is removed (KeyError)."""
-        ids = check_id_list(ids)
-        with self._lock:
-            st = self._state
-            alive = st.kept_after_delete(ids)
-            if alive is None:
-                return
-            self._state = deleted(st, alive)
+    def _payload(self, docs: list[Doc], show_progress: bool) -> NDArray[np.float32]:
+        """The stored vectors of ``docs``' texts, through the cache (outside the lock)."""
+        matrix = encode_docs(self._embedder, docs, cache=self._cache,
+                             batch_size=self._batch_size, show_progress=show_progress,
+                             dimension=self._dim)
+        return self._stored(docs, matrix)
 
-    def _encode(self, docs: list[Doc], show_progress: bool) -> NDArray[np.float32]:
-        return encode_docs(self._embedder, docs, cache=self._cache, batch_size=self._batch_size,
-                           show_progress=show_progress, dimension=self._dim)
-
-    def _insert(self, docs: list[Doc], matrix: NDArray[np.float32], *, replace: bool) -> list[str]:
-        """Publish ``docs`` with their vectors ``matrix`` (normalised here for cosine)."""
+    def _stored(self, docs: list[Doc], matrix: NDArray[np.float32]) -> NDArray[np.float32]:
+        """``matrix`` as the index stores it (checked, normalised for cosine)."""
         if not docs:
-            return []
+            return matrix
         self._check_dimension_of(matrix)
-        if self._metric == "cosine":
-            matrix = normalize(matrix)
-        with self._lock:
-            if self._dim is None:
-                self._dim = int(matrix.shape[1])
-            self._check_dimension_of(matrix)  # another thread may have set it first
-            self._state = inserted(self._state, docs, matrix, self._dim, replace=replace)
-        return [d.id for d in docs]
+        return normalize(matrix) if self._metric == "cosine" else matrix
+
+    def _written(self, state: Snapshot, docs: list[Doc], matrix: NDArray[np.float32],
+                 rows: NDArray[np.int64] | None) -> Snapshot:
+        """A new snapshot with ``docs`` and their stored vectors (`editing.inserted`); the
+        first vectors of an index without a dimension set it."""
+        if self._dim is None:
+            self._dim = int(matrix.shape[1])
+        self._check_dimension_of(matrix)  # another thread may have set it first
+        return inserted(state, docs, matrix, self._dim, rows)
+
+    def _deleted(self, state: Snapshot, alive: NDArray[np.bool_]) -> Snapshot:
+        return deleted(state, alive)
 
     def _check_dimension_of(self, matrix: NDArray[np.float32]) -> None:
         if self._dim is not None and matrix.shape[1] != self._dim:
