@@ -15,14 +15,12 @@ import pytest
 PIL = pytest.importorskip("PIL.Image")
 
 from hybrid_retrievers import BM25Index, Hit  # noqa: E402
-from hybrid_retrievers.images import (  # noqa: E402
-    ROUTES,
-    ImageError,
+from hybrid_retrievers.fusion import (  # noqa: E402
+    MULTIMODAL_ROUTES,
     ImageQuery,
     MultimodalSearcher,
-    image_id,
-    load_image,
 )
+from hybrid_retrievers.images import ImageError, image_id, load_image  # noqa: E402
 
 RED = PIL.new("RGB", (16, 16), (220, 20, 20))
 BLUE = PIL.new("RGB", (16, 16), (20, 20, 220))
@@ -114,7 +112,7 @@ def test_text_and_image_together_use_every_route(index) -> None:
     searcher = MultimodalSearcher.from_index(index, images=CaptionImageIndex(),
                                              describer=lambda image, prompt: "red boxes")
     hits = searcher.search(ImageQuery(text="the message queue", image=BLUE), k=4)
-    assert hits[0].explanation["multimodal"]["routes"] == list(ROUTES)
+    assert hits[0].explanation["multimodal"]["routes"] == list(MULTIMODAL_ROUTES)
 
 
 def test_weights_as_a_mapping_switch_routes_off(index) -> None:
@@ -134,7 +132,7 @@ def test_bad_queries_and_setups_are_clear(index, tmp_path) -> None:
         searcher.search_image(RED)
     with pytest.raises(ValueError, match="needs text, an image, or both"):
         ImageQuery(text="  ")
-    with pytest.raises(TypeError, match="str or a hybrid_retrievers.images.ImageQuery"):
+    with pytest.raises(TypeError, match="str or a hybrid_retrievers.fusion.ImageQuery"):
         searcher.search(42)  # type: ignore[arg-type]
     bad = tmp_path / "notes.png"
     bad.write_text("not an image")
@@ -191,9 +189,10 @@ def test_format_context_marks_image_results(index) -> None:
 def test_the_searcher_and_context_examples_run() -> None:
     import doctest
 
-    from hybrid_retrievers.images import context, searcher
+    from hybrid_retrievers.fusion import multimodal
+    from hybrid_retrievers.images import context
 
-    assert sum(doctest.testmod(m).failed for m in (context, searcher)) == 0
+    assert sum(doctest.testmod(m).failed for m in (context, multimodal)) == 0
 
 
 def test_an_image_found_by_both_routes_carries_its_description(index) -> None:
