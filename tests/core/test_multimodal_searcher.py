@@ -106,6 +106,23 @@ def test_an_image_query_runs_the_clip_and_the_description_routes(index) -> None:
     assert info["routes"] == ["image", "described_image"]
     assert info["query_image_description"].startswith("a diagram of red boxes")
     assert seen == [load_image(RED).sha256] and images.image_queries == seen
+    # a source's index is its route's place in MULTIMODAL_ROUTES, as a FusionSearcher
+    # child's is its place among the children, whichever routes ran
+    sources = hits[0].explanation["fusion"]["sources"]
+    assert [s["index"] for s in sources] == [MULTIMODAL_ROUTES.index(s["source"]) for s in sources] \
+        == [3, 4]
+
+
+def test_each_image_query_gets_its_own_description_across_threads(index) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    names = {load_image(RED).sha256: "red boxes", load_image(BLUE).sha256: "queue retries"}
+    searcher = MultimodalSearcher.from_index(
+        index, describer=lambda image, prompt: names[image.sha256])
+    with ThreadPoolExecutor(8) as pool:
+        answers = list(pool.map(lambda img: searcher.search_image(img, k=1), [RED, BLUE] * 16))
+    described = [hits[0].explanation["multimodal"]["query_image_description"] for hits in answers]
+    assert described == ["red boxes", "queue retries"] * 16
 
 
 def test_text_and_image_together_use_every_route(index) -> None:
