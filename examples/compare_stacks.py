@@ -14,7 +14,7 @@ from _stand_in_models import MINILM
 from hybrid_retrievers import BM25Index, FusionSearcher, VectorIndex
 from hybrid_retrievers.datasets import load_dataset
 from hybrid_retrievers.evaluation import evaluate
-from hybrid_retrievers.evaluation.beir import BeirDataset
+from hybrid_retrievers.datasets import BeirDataset
 from hybrid_retrievers.models import SentenceTransformerEmbedder
 
 full = load_dataset("cranfield")

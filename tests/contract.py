@@ -60,7 +60,7 @@ BAD_K: list[tuple[Any, type[Exception], str]] = [
 ]
 """``(k, error, message pattern)``: what `hybrid_retrievers.validation.check_k` raises."""
 
-_NOT_A_QUERY = r"query must be a str( or a hybrid_retrievers(\.images)?\.(Image)?Query)?, got "
+_NOT_A_QUERY = r"query must be a str( or a hybrid_retrievers(\.fusion)?\.(Image)?Query)?, got "
 
 BAD_QUERIES: list[tuple[Any, type[Exception], str]] = [
     (None, TypeError, _NOT_A_QUERY + "NoneType"),

@@ -8,7 +8,10 @@
   imports in function bodies and behind ``TYPE_CHECKING`` (a circle marks one thing cut
   into files that still need each other). ``from package import name`` is an edge to the
   submodule ``package.name`` when that is a module, else to the package's face
-  (``__init__``).
+  (``__init__``). Importing ``a.b.c`` also runs the faces ``a`` and ``a.b`` first, as
+  Python does, so it is an edge to each face that does not enclose the importer (an import
+  from inside ``a.b`` finds ``a.b`` already running). With every deferred import counted
+  as an edge, no circle also means no deferred import holds one open.
 
 The imports are read from the source with ``ast`` (nothing is executed), so a violation
 anywhere, even in a function body or behind ``TYPE_CHECKING``, fails this test. Every file
@@ -80,11 +83,20 @@ def _project_module(name: str) -> str | None:
     return name or None
 
 
+def package_faces(importer: str, target: str) -> list[str]:
+    """The package faces Python runs before ``target`` for an import in ``importer``: each
+    enclosing package of ``target`` that does not also enclose ``importer``."""
+    parts = target.split(".")
+    faces = (".".join(parts[:i]) for i in range(1, len(parts)))
+    return [f for f in faces if f in MODULES and not f"{importer}.".startswith(f"{f}.")]
+
+
 def import_graph() -> dict[str, dict[str, int]]:
     """module -> {imported project module: first line importing it}.
 
     ``import a.b`` is an edge to ``a.b``; ``from p import n`` to ``p.n`` when that is a
-    module, else to ``p`` (a package's face is its ``__init__``).
+    module, else to ``p`` (a package's face is its ``__init__``); and every import is also
+    an edge to the package faces Python runs on the way (`package_faces`).
     """
     graph: dict[str, dict[str, int]] = {name: {} for name in MODULES}
     for name, path in MODULES.items():
@@ -92,8 +104,11 @@ def import_graph() -> dict[str, dict[str, int]]:
             targets = [f"{module}.{n}" if f"{module}.{n}" in MODULES else module
                        for n in names] or [module]
             for target in map(_project_module, targets):
-                if target is not None and target != name:
-                    graph[name].setdefault(target, line)
+                if target is None:
+                    continue
+                for reached in [target, *package_faces(name, target)]:
+                    if reached != name:
+                        graph[name].setdefault(reached, line)
     return graph
 
 
@@ -187,6 +202,16 @@ def test_the_import_graph_has_no_circles() -> None:
             "module that defines it, never from its own package's face nor from a face that "
             "imports it back (merge the halves of one job, or move the shared part into a "
             "leaf module):\n" + "\n".join(report), pytrace=False)
+
+
+def test_a_submodule_import_runs_the_package_faces_outside_the_importer() -> None:
+    assert package_faces("hybrid_retrievers.vector.images", "hybrid_retrievers.images.loading") \
+        == ["hybrid_retrievers.images"]
+    assert package_faces("hybrid_retrievers.images.describe",
+                         "hybrid_retrievers.images.loading") == []
+    graph = import_graph()
+    assert "hybrid_retrievers.images" in graph["hybrid_retrievers.vector.images"]
+    assert "hybrid_retrievers.datasets" in graph["hybrid_retrievers.evaluation.runner"]
 
 
 def test_the_circle_finder_sees_a_deferred_back_edge() -> None:

@@ -169,7 +169,7 @@ class LoadedIndex:
 
     def _multimodal(self, searcher: Any, query: str | None, image: Any) -> tuple[Any, Any]:
         """The `MultimodalSearcher` over ``searcher`` and the CLIP index, and the query."""
-        from ..images import ImageQuery, MultimodalSearcher
+        from ..fusion import ImageQuery, MultimodalSearcher
 
         if image is not None and not self.takes_query_images:
             raise ValueError(f"--image: {self.label} holds no CLIP image vectors (index with "

@@ -1,4 +1,4 @@
-"""Bundled test collections and a loader that also takes any BEIR folder.
+"""Bundled test collections and the BEIR-format loader (``beir``: `load_beir`, `BeirDataset`).
 
 The package ships a gzip-compressed copy of Cranfield (1400 docs, 225 queries, 1612 graded
 judgments; see ``cranfield/SOURCE.md``) so the demo and the tests run from a clone or an
@@ -19,9 +19,9 @@ import os
 from importlib import resources
 from pathlib import Path
 
-from hybrid_retrievers.evaluation.beir import BeirDataset, load_beir
+from .beir import BeirDataset, load_beir
 
-__all__ = ["available_datasets", "load_dataset"]
+__all__ = ["BeirDataset", "available_datasets", "load_beir", "load_dataset"]
 
 _BUNDLED = ("cranfield",)
 
@@ -37,7 +37,7 @@ def load_dataset(name_or_path: str | os.PathLike[str], split: str = "test") -> B
     A plain string that equals a bundled name (case-insensitive) loads the bundled copy, even
     if a folder of that name exists in the working directory; pass ``Path("cranfield")`` or
     ``"./cranfield"`` to load such a folder instead. Any other string or ``os.PathLike`` is
-    read with :func:`hybrid_retrievers.evaluation.load_beir`.
+    read with `load_beir`.
 
     Args:
         name_or_path: ``"cranfield"`` or the path of a BEIR folder.

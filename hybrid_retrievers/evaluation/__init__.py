@@ -1,4 +1,7 @@
-"""Evaluation: trec_eval-compatible ranking metrics and the BEIR-format loader.
+"""Evaluation: trec_eval-compatible ranking metrics, runs, significance and tuning.
+
+`BeirDataset` and `load_beir` live in `hybrid_retrievers.datasets` (beside the bundled
+collections) and are re-exported here, where evaluation code looks for them.
 
 Example:
     >>> from hybrid_retrievers.evaluation import evaluate_run
@@ -8,7 +11,7 @@ Example:
 
 from __future__ import annotations
 
-from hybrid_retrievers.evaluation.beir import BeirDataset, load_beir
+from hybrid_retrievers.datasets import BeirDataset, load_beir
 from hybrid_retrievers.evaluation.callers import Ranking, RankingCallable
 from hybrid_retrievers.evaluation.metrics import (
     DEFAULT_METRICS,

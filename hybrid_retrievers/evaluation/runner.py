@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from ..progress import progress
-from .beir import BeirDataset
+from ..datasets import BeirDataset, load_dataset
 from .callers import Ranking, batch_caller_for, caller_for
 from .metrics import evaluate_run, per_query_metrics
 from .significance import DEFAULT_PERMUTATIONS, Significance, paired_test, significance_note
@@ -296,8 +296,6 @@ def evaluate(
     if latency_queries is not None:
         latency_queries = check_k(latency_queries, name="latency_queries")
     if isinstance(dataset, (str, Path)):
-        from ..datasets import load_dataset
-
         dataset = load_dataset(dataset)
     if not isinstance(dataset, BeirDataset):
         raise TypeError(f"dataset must be a BeirDataset, name or path, got {type(dataset).__name__}")

@@ -58,7 +58,7 @@ import numpy as np
 
 from ..progress import progress
 from ..validation import check_number
-from .beir import BeirDataset
+from ..datasets import BeirDataset, load_dataset
 from .significance import Significance, paired_test
 
 __all__ = ["SPACE_KEYS", "FoldChoice", "TuningResult", "cross_validate", "tune"]
@@ -251,8 +251,6 @@ def tune(
     from .runner import evaluate
 
     if isinstance(dataset, (str, os.PathLike)):
-        from ..datasets import load_dataset
-
         dataset = load_dataset(dataset)
     if not isinstance(dataset, BeirDataset):
         raise TypeError(f"dataset must be a BeirDataset, name or path, got "

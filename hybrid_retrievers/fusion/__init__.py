@@ -3,17 +3,20 @@
 Pure functions over ranked lists of `Hit` (`reciprocal_rank_fusion`, `score_fusion`,
 `fuse`) and a `Searcher` that queries its children concurrently and fuses their answers
 (`FusionSearcher`, with `FilteredSource` for one index under several filters and
-`lexical_boost_rule` for query-dependent weights). `FusionPlan` (``plan.py``: per-call
+`lexical_boost_rule` / `visual_intent_rule` for query-dependent weights), and
+`MultimodalSearcher`, which fuses text and image queries over text, image descriptions
+and CLIP vectors. `FusionPlan` (``plan.py``: per-call
 weights, fetch depth, active children, checks) and `CallRunner` / `gather_calls`
 (``concurrency.py``: children run at once, errors name the child) are the steps every
 fusion shares (``variants.py``: an LLM's query variants for multi-query fusion);
-`FusionSearcher` and the framework adapters' ``FusionRetriever`` use them, so fusion is
-planned in one place.
+`FusionSearcher`, `MultimodalSearcher` and the framework adapters' ``FusionRetriever``
+use them, so fusion is planned in one place.
 
 Modules: ``candidates`` (identity, dedup, ties, provenance), ``rank`` (RRF), ``score``
 (normalisations, score fusion), ``modes`` (`FusionMode`, `fuse`), ``rules``
-(`lexical_boost_rule`), ``plan``, ``concurrency``, ``searcher`` (`FusionSearcher`, its
-hybrid recipe and save/load), ``saved`` (the saved format) and ``variants`` (an LLM's
+(`lexical_boost_rule`, `visual_intent_rule`), ``plan``, ``concurrency``, ``searcher``
+(`FusionSearcher`, its hybrid recipe and save/load), ``multimodal``
+(`MultimodalSearcher`, `ImageQuery`), ``saved`` (the saved format) and ``variants`` (an LLM's
 query variants, `generate_query_variants`).
 
 Conventions, shared by every mode:
@@ -73,7 +76,14 @@ from .legs import LEG_FAMILIES, hybrid_mode, hybrid_weights
 from .modes import FusionMode, fuse
 from .plan import FusionCall, FusionPlan
 from .rank import DEFAULT_K_RRF, reciprocal_rank_fusion
-from .rules import EXACT_MATCH_PATTERN, LexicalBoostRule, lexical_boost_rule
+from .rules import (
+    EXACT_MATCH_PATTERN,
+    VISUAL_WORDS,
+    LexicalBoostRule,
+    VisualIntentRule,
+    lexical_boost_rule,
+    visual_intent_rule,
+)
 from .score import (
     Combination,
     Normalization,
@@ -89,6 +99,13 @@ from .searcher import (
     FusionSearcher,
     combine_filters,
     default_fetch_k,
+)
+from .multimodal import (
+    IMAGE_ROUTES,
+    MULTIMODAL_ROUTES,
+    ImageQuery,
+    MultimodalSearcher,
+    default_multimodal_rule,
 )
 from .variants import (
     DEFAULT_QUERY_GEN_PROMPT,
@@ -112,14 +129,21 @@ __all__ = [
     "FusionMode",
     "FusionPlan",
     "FusionSearcher",
+    "IMAGE_ROUTES",
+    "ImageQuery",
     "LEG_FAMILIES",
     "LexicalBoostRule",
+    "MULTIMODAL_ROUTES",
+    "MultimodalSearcher",
     "Normalization",
     "QueryVariants",
+    "VISUAL_WORDS",
+    "VisualIntentRule",
     "agenerate_query_variants",
     "check_query_prompt",
     "combine_filters",
     "default_fetch_k",
+    "default_multimodal_rule",
     "dist_based_normalize",
     "fuse",
     "gather_calls",
@@ -134,5 +158,6 @@ __all__ = [
     "reciprocal_rank_fusion",
     "run_calls",
     "score_fusion",
+    "visual_intent_rule",
     "z_score_normalize",
 ]

@@ -1,4 +1,4 @@
-"""Images: load and check them, describe them for text search, and fuse by visual intent.
+"""Images: load and check them, describe them for text search, and format them for a prompt.
 
 Multimodal retrieval has two routes from an image to a ranked list, and this package
 serves both:
@@ -21,11 +21,13 @@ Modules:
   `Describer`, with a timeout and a fallback per image);
 * ``description_cache``: `DescriptionCache` (descriptions by describer, prompt and
   content hash, saved as checksummed JSON);
-* ``intent``: `visual_intent_rule` (visual words in a query shift the fusion weights
-  toward the image sources);
-* ``searcher``: `MultimodalSearcher` (text and image queries over every route, fused by
-  intent);
 * ``context``: `format_context` (the RAG prompt's context with image results marked).
+
+This package is a leaf below the indexes (`VectorIndex.from_images` and
+`hybrid_retrievers.models.ClipEmbedder` load images through it). Searching sits above
+them, in `hybrid_retrievers.fusion`: `MultimodalSearcher` (text and image queries over
+every route, fused by intent), `ImageQuery` and `visual_intent_rule` (visual words in a
+query shift the fusion weights toward the image sources).
 
 Importing this package is cheap: Pillow is imported when the first image is loaded.
 """
@@ -33,14 +35,6 @@ Importing this package is cheap: Pillow is imported when the first image is load
 from __future__ import annotations
 
 from .context import format_context
-from .intent import VISUAL_WORDS, VisualIntentRule, visual_intent_rule
-from .searcher import (
-    IMAGE_ROUTES,
-    ROUTES,
-    ImageQuery,
-    MultimodalSearcher,
-    default_multimodal_rule,
-)
 from .describe import (
     DEFAULT_DESCRIPTION_PROMPT,
     DescriptionError,
@@ -74,22 +68,15 @@ __all__ = [
     "DEFAULT_DESCRIPTION_PROMPT",
     "DEFAULT_MAX_BYTES",
     "DEFAULT_MAX_PIXELS",
-    "IMAGE_ROUTES",
     "IMAGE_SUFFIXES",
     "SUPPORTED_FORMATS",
-    "VISUAL_WORDS",
     "DescriptionCache",
     "DescriptionError",
     "DescriptionReport",
     "Describer",
     "ImageError",
     "ImageInput",
-    "ImageQuery",
     "LoadedImage",
-    "MultimodalSearcher",
-    "ROUTES",
-    "VisualIntentRule",
-    "default_multimodal_rule",
     "SkippedImage",
     "describe_image",
     "describe_images",
@@ -101,5 +88,4 @@ __all__ = [
     "image_metadata",
     "load_image",
     "load_images",
-    "visual_intent_rule",
 ]

@@ -24,21 +24,25 @@ at the end, so a bad image anywhere leaves the index unchanged.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
 from ..documents import check_new_ids, make_docs
+from ..images.loading import (
+    DEFAULT_MAX_PIXELS,
+    LoadedImage,
+    check_image_list,
+    image_caption,
+    image_id,
+    image_metadata,
+    load_image,
+    per_image,
+)
 from ..progress import progress
 from ..types import Doc
 from .embedding import check_matrix
-
-if TYPE_CHECKING:
-    from ..images.loading import LoadedImage
-
-# `hybrid_retrievers.images` is imported inside the functions: its face imports the
-# multimodal searcher, which imports fusion, which imports this package (VectorIndex).
 
 __all__ = ["IMAGE_BATCH", "embed_query_image",
            "image_embedder", "image_documents"]
@@ -101,14 +105,6 @@ def image_documents(
         ValueError: an empty list, lengths that differ, duplicate or taken given ids.
         hybrid_retrievers.images.ImageError: an image that cannot be loaded (named).
     """
-    from ..images.loading import (
-        DEFAULT_MAX_PIXELS,
-        check_image_list,
-        image_metadata,
-        load_image,
-        per_image,
-    )
-
     sources = check_image_list(images)
     if not sources:
         raise ValueError("images is empty; pass at least one image")
@@ -170,8 +166,6 @@ def _default_ids(out_ids: list[str | None], loaded: list[LoadedImage], start: in
     """Fill ``out_ids[start:]``'s ``None`` items with image ids, ``#n``-suffixed when the
     same image came before (in this call, or already in the index); ``used`` (every id
     taken so far) grows with them."""
-    from ..images.loading import image_id
-
     for j, item in enumerate(loaded, start):
         if out_ids[j] is not None:
             continue
@@ -189,6 +183,4 @@ def _document_text(image: LoadedImage, metadata: Mapping[str, Any], text: Any, i
         if not isinstance(text, str):
             raise TypeError(f"texts[{i}] must be a str or None, got {type(text).__name__}")
         return text
-    from ..images.loading import image_caption
-
     return image_caption(metadata) or image.name

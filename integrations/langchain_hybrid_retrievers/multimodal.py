@@ -14,7 +14,7 @@ tool built on ``invoke(str)``). So an image travels in one of two string-friendl
   image file or a data URI is an error saying so.
 
 Routing, fusion by visual intent and provenance are the core's (see
-`hybrid_retrievers.images.MultimodalSearcher`); this module converts documents, adapts a
+`hybrid_retrievers.fusion.MultimodalSearcher`); this module converts documents, adapts a
 LangChain chat model into a describer and wires callbacks (a describer's model call is
 a child run of the retrieval) and async.
 """
@@ -32,13 +32,8 @@ from langchain_core.documents import Document
 from langchain_core.runnables import Runnable
 from pydantic import field_validator
 
-from hybrid_retrievers.images import (
-    ImageError,
-    ImageInput,
-    ImageQuery,
-    MultimodalSearcher,
-    load_image,
-)
+from hybrid_retrievers.fusion import ImageQuery, MultimodalSearcher
+from hybrid_retrievers.images import ImageError, ImageInput, load_image
 from hybrid_retrievers.integration import keyword_names
 from hybrid_retrievers.types import Hit
 
@@ -92,7 +87,7 @@ class _MultimodalBase(CoreRetriever):
     def _check_searcher(cls, value: Any) -> MultimodalSearcher:
         if not isinstance(value, MultimodalSearcher):
             raise TypeError(
-                "searcher must be a hybrid_retrievers.images.MultimodalSearcher, got "
+                "searcher must be a hybrid_retrievers.fusion.MultimodalSearcher, got "
                 f"{type(value).__name__}; build one with {cls.__name__}.from_index(...) or "
                 f"{cls.__name__}.from_components(...)")
         return value

@@ -30,11 +30,7 @@ from llama_index.core.image_retriever import BaseImageRetriever
 from llama_index.core.multi_modal_llms.base import MultiModalLLM
 from llama_index.core.schema import BaseNode, ImageNode, NodeWithScore, QueryBundle, QueryType
 
-from hybrid_retrievers.images import (
-    ROUTES,
-    ImageQuery,
-    MultimodalSearcher,
-)
+from hybrid_retrievers.fusion import MULTIMODAL_ROUTES, ImageQuery, MultimodalSearcher
 from hybrid_retrievers.integration import keyword_names
 from hybrid_retrievers.types import Doc, Hit
 
@@ -280,10 +276,10 @@ class _RouteSubset:
     def __call__(self, text: str) -> list[float]:
         rule = self.rule
         if isinstance(rule, Mapping):
-            values = [float(rule.get(r, 0.0)) for r in ROUTES]
+            values = [float(rule.get(r, 0.0)) for r in MULTIMODAL_ROUTES]
         else:
             values = list(rule(text) if callable(rule) else rule)
-        return [w if r in self.routes else 0.0 for r, w in zip(ROUTES, values)]
+        return [w if r in self.routes else 0.0 for r, w in zip(MULTIMODAL_ROUTES, values)]
 
 
 def _text_bundle(query: QueryType) -> QueryBundle:

@@ -15,14 +15,12 @@ import pytest
 PIL = pytest.importorskip("PIL.Image")
 
 from hybrid_retrievers import BM25Index, Hit  # noqa: E402
-from hybrid_retrievers.images import (  # noqa: E402
-    ROUTES,
-    ImageError,
+from hybrid_retrievers.fusion import (  # noqa: E402
+    MULTIMODAL_ROUTES,
     ImageQuery,
     MultimodalSearcher,
-    image_id,
-    load_image,
 )
+from hybrid_retrievers.images import ImageError, image_id, load_image  # noqa: E402
 
 RED = PIL.new("RGB", (16, 16), (220, 20, 20))
 BLUE = PIL.new("RGB", (16, 16), (20, 20, 220))
@@ -108,13 +106,30 @@ def test_an_image_query_runs_the_clip_and_the_description_routes(index) -> None:
     assert info["routes"] == ["image", "described_image"]
     assert info["query_image_description"].startswith("a diagram of red boxes")
     assert seen == [load_image(RED).sha256] and images.image_queries == seen
+    # a source's index is its route's place in MULTIMODAL_ROUTES, as a FusionSearcher
+    # child's is its place among the children, whichever routes ran
+    sources = hits[0].explanation["fusion"]["sources"]
+    assert [s["index"] for s in sources] == [MULTIMODAL_ROUTES.index(s["source"]) for s in sources] \
+        == [3, 4]
+
+
+def test_each_image_query_gets_its_own_description_across_threads(index) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    names = {load_image(RED).sha256: "red boxes", load_image(BLUE).sha256: "queue retries"}
+    searcher = MultimodalSearcher.from_index(
+        index, describer=lambda image, prompt: names[image.sha256])
+    with ThreadPoolExecutor(8) as pool:
+        answers = list(pool.map(lambda img: searcher.search_image(img, k=1), [RED, BLUE] * 16))
+    described = [hits[0].explanation["multimodal"]["query_image_description"] for hits in answers]
+    assert described == ["red boxes", "queue retries"] * 16
 
 
 def test_text_and_image_together_use_every_route(index) -> None:
     searcher = MultimodalSearcher.from_index(index, images=CaptionImageIndex(),
                                              describer=lambda image, prompt: "red boxes")
     hits = searcher.search(ImageQuery(text="the message queue", image=BLUE), k=4)
-    assert hits[0].explanation["multimodal"]["routes"] == list(ROUTES)
+    assert hits[0].explanation["multimodal"]["routes"] == list(MULTIMODAL_ROUTES)
 
 
 def test_weights_as_a_mapping_switch_routes_off(index) -> None:
@@ -134,7 +149,7 @@ def test_bad_queries_and_setups_are_clear(index, tmp_path) -> None:
         searcher.search_image(RED)
     with pytest.raises(ValueError, match="needs text, an image, or both"):
         ImageQuery(text="  ")
-    with pytest.raises(TypeError, match="str or a hybrid_retrievers.images.ImageQuery"):
+    with pytest.raises(TypeError, match="str or a hybrid_retrievers.fusion.ImageQuery"):
         searcher.search(42)  # type: ignore[arg-type]
     bad = tmp_path / "notes.png"
     bad.write_text("not an image")
@@ -191,9 +206,10 @@ def test_format_context_marks_image_results(index) -> None:
 def test_the_searcher_and_context_examples_run() -> None:
     import doctest
 
-    from hybrid_retrievers.images import context, searcher
+    from hybrid_retrievers.fusion import multimodal
+    from hybrid_retrievers.images import context
 
-    assert sum(doctest.testmod(m).failed for m in (context, searcher)) == 0
+    assert sum(doctest.testmod(m).failed for m in (context, multimodal)) == 0
 
 
 def test_an_image_found_by_both_routes_carries_its_description(index) -> None:

@@ -17,7 +17,7 @@ import pytest
 from hybrid_retrievers.bm25 import BM25Index
 from hybrid_retrievers.fusion import FusionSearcher
 from hybrid_retrievers.hyde import HyDE, HyDESearcher
-from hybrid_retrievers.images import MultimodalSearcher
+from hybrid_retrievers.fusion import MultimodalSearcher
 from hybrid_retrievers.models import HashingEmbedder, HashingSparseEmbedder
 from hybrid_retrievers.parent import ParentChildSearcher
 from hybrid_retrievers.rerank import (

@@ -6,7 +6,7 @@ import pytest
 
 from hybrid_retrievers import BM25Index, FusionSearcher
 from hybrid_retrievers.fusion import FilteredSource, lexical_boost_rule
-from hybrid_retrievers.images import VISUAL_WORDS, VisualIntentRule, visual_intent_rule
+from hybrid_retrievers.fusion import VISUAL_WORDS, VisualIntentRule, visual_intent_rule
 
 
 @pytest.mark.parametrize("query", [
@@ -94,6 +94,7 @@ def test_fusion_searcher_takes_the_rule_and_shows_the_weights() -> None:
 def test_the_images_modules_examples_run() -> None:
     import doctest
 
-    from hybrid_retrievers.images import intent, loading
+    from hybrid_retrievers.fusion import rules
+    from hybrid_retrievers.images import loading
 
-    assert sum(doctest.testmod(m).failed for m in (intent, loading)) == 0
+    assert sum(doctest.testmod(m).failed for m in (rules, loading)) == 0

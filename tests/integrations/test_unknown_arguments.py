@@ -40,7 +40,7 @@ import llama_index.retrievers.hybrid as li_retrievers
 import llama_index_hybrid_retrievers as li
 from hybrid_retrievers import BM25Index, SparseIndex
 from hybrid_retrievers.fusion import FusionSearcher
-from hybrid_retrievers.images import MultimodalSearcher
+from hybrid_retrievers.fusion import MultimodalSearcher
 from hybrid_retrievers.models import HashingEmbedder, HashingSparseEmbedder
 from hybrid_retrievers.vector import VectorIndex
 

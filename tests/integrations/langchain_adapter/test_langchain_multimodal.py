@@ -21,13 +21,8 @@ from langchain_core.runnables import RunnableLambda  # noqa: E402
 from langchain_tests.integration_tests import RetrieversIntegrationTests  # noqa: E402
 
 from hybrid_retrievers.fusion import FilteredSource, FusionSearcher  # noqa: E402
-from hybrid_retrievers.images import (  # noqa: E402
-    ImageError,
-    MultimodalSearcher,
-    format_context,
-    load_image,
-    visual_intent_rule,
-)
+from hybrid_retrievers.fusion import MultimodalSearcher, visual_intent_rule  # noqa: E402
+from hybrid_retrievers.images import ImageError, format_context, load_image  # noqa: E402
 from image_corpus import (  # noqa: E402
     DESCRIPTIONS,
     CaptionImageIndex,
@@ -217,7 +212,7 @@ def test_bad_images_are_errors_naming_the_file(corpus, tmp_path: Path) -> None:
 
 
 def test_bad_setups_are_clear(corpus) -> None:
-    with pytest.raises(TypeError, match="searcher must be a hybrid_retrievers.images"):
+    with pytest.raises(TypeError, match="searcher must be a hybrid_retrievers.fusion"):
         MultimodalRetriever(searcher=corpus.index)
     with pytest.raises(ValueError, match="must differ from 'multimodal'"):
         MultimodalRetriever.from_index(corpus.index, score_key="multimodal")

@@ -23,13 +23,8 @@ from llama_index.core.schema import ImageNode, NodeWithScore, QueryBundle, TextN
 from llama_index.core.vector_stores.types import MetadataFilter, MetadataFilters  # noqa: E402
 
 from hybrid_retrievers.fusion import FilteredSource, FusionSearcher  # noqa: E402
-from hybrid_retrievers.images import (  # noqa: E402
-    ImageError,
-    MultimodalSearcher,
-    format_context,
-    load_image,
-    visual_intent_rule,
-)
+from hybrid_retrievers.fusion import MultimodalSearcher, visual_intent_rule  # noqa: E402
+from hybrid_retrievers.images import ImageError, format_context, load_image  # noqa: E402
 from image_corpus import (  # noqa: E402
     DESCRIPTIONS,
     CaptionImageIndex,

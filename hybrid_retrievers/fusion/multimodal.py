@@ -25,8 +25,17 @@ provenance (which routes found it, at which rank, with which weight) and, under
 ``"multimodal"``, the routes asked, their weights, the visual words that moved them and
 the query image's description.
 
+The fusion is planned by a `FusionPlan` over the five routes, as `FusionSearcher` plans
+its children's: the plan checks ``mode``, ``k_rrf`` and ``fetch_k``, resolves each
+query's weights (a route that cannot answer the query gets 0 and is not run) and fuses.
+The ``described_image`` route's two lists (the description searched as text and among the
+image descriptions) are fused first, by RRF, by a two-list plan: one ranking per route,
+so that route weighs as one route in the final fusion.
+
 Concurrency: the routes run at once (`CallRunner`, as `FusionSearcher` children do);
-the searcher keeps no per-search state, so many threads may search it at once.
+each route returns what it found (the ``described_image`` route also returns the
+description it searched for), and the searcher keeps no per-search state, so many
+threads may search it at once.
 """
 
 from __future__ import annotations
@@ -34,23 +43,26 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..filters import check_filter
-from ..fusion import DEFAULT_K_RRF, CallRunner, FilteredSource, FusionMode, default_fetch_k, fuse
+from ..images.describe import DEFAULT_DESCRIPTION_PROMPT, describe_image
+from ..images.description_cache import DescriptionCache
+from ..images.loading import ImageError, ImageInput, LoadedImage, load_image
 from ..timeout import DEFAULT_LLM_TIMEOUT
 from ..types import Doc, Hit, MetadataFilter
-from ..validation import check_k, check_k_rrf, check_query, check_weights, parse_enum
-from .intent import VisualIntentRule, visual_intent_rule
-from .loading import ImageError, ImageInput, LoadedImage, load_image
+from ..validation import check_k, check_query, check_weights
+from .concurrency import CallRunner
+from .modes import FusionMode
+from .plan import FusionPlan
+from .rank import DEFAULT_K_RRF
+from .rules import VisualIntentRule, visual_intent_rule
+from .searcher import FilteredSource
 
-if TYPE_CHECKING:
-    from .describe import DescriptionCache
-
-__all__ = ["IMAGE_ROUTES", "ROUTES", "ImageQuery", "MultimodalSearcher",
+__all__ = ["IMAGE_ROUTES", "MULTIMODAL_ROUTES", "ImageQuery", "MultimodalSearcher",
            "default_multimodal_rule"]
 
-ROUTES = ("text", "descriptions", "images", "image", "described_image")
+MULTIMODAL_ROUTES = ("text", "descriptions", "images", "image", "described_image")
 """The routes of `MultimodalSearcher`, in the order its weights are given."""
 
 IMAGE_ROUTES = ("descriptions", "images", "image")
@@ -64,7 +76,7 @@ def default_multimodal_rule() -> VisualIntentRule:
     """The default weights of `MultimodalSearcher`: text leads (1 : 0.5 per image route)
     until a visual word multiplies the image routes by 4 (see `visual_intent_rule`)."""
     return visual_intent_rule(
-        image_sources=[ROUTES.index(r) for r in IMAGE_ROUTES], boost=4.0,
+        image_sources=[MULTIMODAL_ROUTES.index(r) for r in IMAGE_ROUTES], boost=4.0,
         base_weights=_BASE_WEIGHTS)
 
 
@@ -128,7 +140,7 @@ class MultimodalSearcher:
                 `FilteredSource` of the text index with ``{"type": "image"}``).
             describer: describes a query image for the ``described_image`` route
                 (``describer(image, prompt) -> str``; the adapters wrap chat models).
-            weights: a rule ``weights(query_text) -> 5 weights`` in `ROUTES` order, 5
+            weights: a rule ``weights(query_text) -> 5 weights`` in `MULTIMODAL_ROUTES` order, 5
                 weights, or a mapping route -> weight (missing routes 0); default
                 `default_multimodal_rule`.
             mode: the fusion mode (RRF by default: it fuses by rank, so short image
@@ -154,12 +166,12 @@ class MultimodalSearcher:
         self.text, self.images, self.descriptions = text, images, descriptions
         self.describer = describer
         self.weights = default_multimodal_rule() if weights is None else _check_route_weights(weights)
-        self.mode = parse_enum(FusionMode, mode, "mode")
-        self.k_rrf = check_k_rrf(k_rrf, "k_rrf")
-        self.fetch_k = None if fetch_k is None else check_k(fetch_k, "fetch_k")
+        self.plan = FusionPlan(len(MULTIMODAL_ROUTES), mode=mode, k_rrf=k_rrf, fetch_k=fetch_k,
+                               names=MULTIMODAL_ROUTES)
+        self._described_plan = FusionPlan(2, k_rrf=k_rrf, names=["text", "descriptions"])
         self.prompt, self.timeout, self.cache = prompt, timeout, cache
         self._runner = CallRunner(None if max_workers is None else check_k(max_workers, "max_workers"),
-                                  size=len(ROUTES), name="MultimodalSearcher")
+                                  size=len(MULTIMODAL_ROUTES), name="MultimodalSearcher")
 
     @classmethod
     def from_index(
@@ -181,31 +193,32 @@ class MultimodalSearcher:
         if isinstance(query, str):
             query = ImageQuery(text=check_query(query))
         elif not isinstance(query, ImageQuery):
-            raise TypeError("query must be a str or a hybrid_retrievers.images.ImageQuery, got "
+            raise TypeError("query must be a str or a hybrid_retrievers.fusion.ImageQuery, got "
                             f"{type(query).__name__}")
-        k = check_k(k)
+        check_k(k)
         check_filter(filter)
         text = (query.text or "").strip()
         loaded = None if query.image is None else _load_query_image(query.image)
-        weights = self._route_weights(text)
-        fetch = self.fetch_k or default_fetch_k(k)
-        described: dict[str, str] = {}
-        calls: list[tuple[str, Callable[[], list[Hit]]]] = []
-        for route in self._routes(bool(text), loaded is not None):
-            if weights[route] > 0:
-                calls.append((route, self._call(route, text, loaded, fetch, filter, described)))
-        if not calls:
+        runnable = self._routes(bool(text), loaded is not None)
+        by_route = self._route_weights(text)
+        weights = [by_route[r] if r in runnable else 0.0 for r in MULTIMODAL_ROUTES]
+        if not any(weights):
             raise ValueError(self._no_route_message(bool(text), loaded is not None))
-        lists = self._runner.run([c for _, c in calls], lambda j: f"route {calls[j][0]!r}")
-        names = [route for route, _ in calls]
-        fused = fuse(lists, self.mode, weights=[weights[r] for r in names], k_rrf=self.k_rrf,
-                     names=names, limit=k)
-        info = {"routes": names, "weights": {r: weights[r] for r in names},
-                "visual_words": self._visual_words(text)}
+        call = self.plan.resolve(text, k, weights=weights, check=False)
+        calls = [self._call(MULTIMODAL_ROUTES[i], text, loaded, call.fetch_k, filter)
+                 for i in call.active]
+        answers = self._runner.run(calls, lambda j: f"route {MULTIMODAL_ROUTES[call.active[j]]!r}")
+        lists = [hits for hits, _ in answers]
+        fused = self.plan.fuse(call, lists)
+        names = [MULTIMODAL_ROUTES[i] for i in call.active]
+        info: dict[str, Any] = {"routes": names, "weights": {r: call.weights[i] for r, i in
+                                                             zip(names, call.active)},
+                                "visual_words": self._visual_words(text)}
         if loaded is not None:
             info["query_image"] = loaded.name
-        if described:
-            info["query_image_description"] = described["text"]
+        description = next((d for _, d in answers if d is not None), None)
+        if description is not None:
+            info["query_image_description"] = description
         # An image found by CLIP and by its description is one result; it carries the
         # description (what a RAG prompt can read), not the CLIP document's caption.
         described_docs = {hit.id: hit.doc for route, hits in zip(names, lists)
@@ -238,38 +251,40 @@ class MultimodalSearcher:
         return out
 
     def _call(self, route: str, text: str, image: LoadedImage | None, fetch: int,
-              filter: MetadataFilter | None, described: dict[str, str]) -> Callable[[], list[Hit]]:
+              filter: MetadataFilter | None) -> Callable[[], tuple[list[Hit], str | None]]:
+        """Route ``route`` as a call returning its hits and, for ``described_image``, the
+        description it searched for (else ``None``)."""
         if route == "text":
-            return lambda: self.text.search(text, fetch, filter=filter)
+            return lambda: (self.text.search(text, fetch, filter=filter), None)
         if route == "descriptions":
-            return lambda: self.descriptions.search(text, fetch, filter=filter)
+            return lambda: (self.descriptions.search(text, fetch, filter=filter), None)
         if route == "images":
-            return lambda: self.images.search(text, fetch, filter=filter)
+            return lambda: (self.images.search(text, fetch, filter=filter), None)
         if route == "image":
-            return lambda: self.images.search_image(image, fetch, filter=filter)
+            return lambda: (self.images.search_image(image, fetch, filter=filter), None)
+        return lambda: self._described_image(image, fetch, filter)
 
-        def described_image() -> list[Hit]:
-            from .describe import DEFAULT_DESCRIPTION_PROMPT, describe_image
-
-            description = describe_image(image, self.describer,
-                                         prompt=self.prompt or DEFAULT_DESCRIPTION_PROMPT,
-                                         timeout=self.timeout, cache=self.cache)
-            described["text"] = description
-            lists = [self.text.search(description, fetch, filter=filter)]
-            if self.descriptions is not None:  # similar images, by their descriptions
-                lists.append(self.descriptions.search(description, fetch, filter=filter))
-            if len(lists) == 1:
-                return lists[0]
-            return fuse(lists, FusionMode.RRF, k_rrf=self.k_rrf,
-                        names=["text", "descriptions"], limit=fetch)
-        return described_image
+    def _described_image(self, image: LoadedImage | None, fetch: int,
+                         filter: MetadataFilter | None) -> tuple[list[Hit], str]:
+        """The query image's description, searched as text and (when there is a
+        descriptions searcher) among the image descriptions, the two fused by RRF."""
+        description = describe_image(image, self.describer,
+                                     prompt=self.prompt or DEFAULT_DESCRIPTION_PROMPT,
+                                     timeout=self.timeout, cache=self.cache)
+        hits = self.text.search(description, fetch, filter=filter)
+        if self.descriptions is None:
+            return hits, description
+        similar = self.descriptions.search(description, fetch, filter=filter)  # similar images
+        call = self._described_plan.resolve(description, fetch, check=False)
+        return self._described_plan.fuse(call, [hits, similar]), description
 
     def _route_weights(self, text: str) -> dict[str, float]:
         rule = self.weights
         if isinstance(rule, Mapping):
-            return {r: float(rule.get(r, 0.0)) for r in ROUTES}
+            return {r: float(rule.get(r, 0.0)) for r in MULTIMODAL_ROUTES}
         values = rule(text) if callable(rule) else rule
-        return dict(zip(ROUTES, check_weights(list(values), len(ROUTES), "weights(query)")))
+        checked = check_weights(list(values), len(MULTIMODAL_ROUTES), "weights(query)")
+        return dict(zip(MULTIMODAL_ROUTES, checked))
 
     def _visual_words(self, text: str) -> list[str]:
         rule = self.weights
@@ -310,14 +325,16 @@ class _NotOfType:
 
 def _check_route_weights(weights: Any) -> Any:
     if isinstance(weights, Mapping):
-        unknown = sorted(set(weights) - set(ROUTES))
+        unknown = sorted(set(weights) - set(MULTIMODAL_ROUTES))
         if unknown:
-            raise ValueError(f"unknown routes {unknown} in weights; the routes are {list(ROUTES)}")
-        check_weights([weights.get(r, 0.0) for r in ROUTES], len(ROUTES), "weights")
+            raise ValueError(f"unknown routes {unknown} in weights; the routes are "
+                             f"{list(MULTIMODAL_ROUTES)}")
+        check_weights([weights.get(r, 0.0) for r in MULTIMODAL_ROUTES], len(MULTIMODAL_ROUTES),
+                      "weights")
         return dict(weights)
     if callable(weights):
         return weights
     if isinstance(weights, Sequence) and not isinstance(weights, (str, bytes)):
-        return check_weights(weights, len(ROUTES), "weights")
+        return check_weights(weights, len(MULTIMODAL_ROUTES), "weights")
     raise TypeError(f"weights must be a rule, 5 weights or a mapping route -> weight, got "
                     f"{type(weights).__name__}")
