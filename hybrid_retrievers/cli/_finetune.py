@@ -19,7 +19,7 @@ from typing import Any
 __all__ = ["EXAMPLES", "add_arguments", "finetune"]
 
 EXAMPLES = """examples:
-  hybrid-retrievers finetune cranfield --mine titles --out minilm-cranfield
+  hybrid-retrievers finetune cranfield --mine titles --max-steps 10 --max-seq-length 64 --out minilm-cranfield
   hybrid-retrievers finetune cranfield --pairs qrels --folds 2 --out minilm-qrels
   hybrid-retrievers finetune docs/ --pairs pairs.jsonl --eval my-beir-folder --out tuned
   hybrid-retrievers eval cranfield --retriever dense --dense-model minilm-cranfield
@@ -47,7 +47,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-steps", type=int, default=None, help="stop after N steps")
     p.add_argument("--batch-size", type=int, default=32, help="pairs per step (default 32)")
     p.add_argument("--max-seq-length", type=int, default=128,
-                   help="tokens per text (default 128)")
+                   help="tokens per training text (default 128; 64 about halves a step; "
+                        "the saved model keeps its base's limit)")
     p.add_argument("--negatives", type=int, default=1,
                    help="BM25 hard negatives per pair (default 1; 0: in-batch only)")
     p.add_argument("--max-pairs", type=int, default=None, help="keep at most N mined pairs")
