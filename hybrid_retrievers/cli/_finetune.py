@@ -19,7 +19,7 @@ from typing import Any
 __all__ = ["EXAMPLES", "add_arguments", "finetune"]
 
 EXAMPLES = """examples:
-  hybrid-retrievers finetune cranfield --mine titles --out minilm-cranfield
+  hybrid-retrievers finetune cranfield --mine titles --max-steps 10 --max-seq-length 64 --out minilm-cranfield
   hybrid-retrievers finetune cranfield --pairs qrels --folds 2 --out minilm-qrels
   hybrid-retrievers finetune docs/ --pairs pairs.jsonl --eval my-beir-folder --out tuned
   hybrid-retrievers eval cranfield --retriever dense --dense-model minilm-cranfield
@@ -47,7 +47,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-steps", type=int, default=None, help="stop after N steps")
     p.add_argument("--batch-size", type=int, default=32, help="pairs per step (default 32)")
     p.add_argument("--max-seq-length", type=int, default=128,
-                   help="tokens per text (default 128)")
+                   help="tokens per training text (default 128; 64 about halves a step; "
+                        "the saved model keeps its base's limit)")
     p.add_argument("--negatives", type=int, default=1,
                    help="BM25 hard negatives per pair (default 1; 0: in-batch only)")
     p.add_argument("--max-pairs", type=int, default=None, help="keep at most N mined pairs")
@@ -64,7 +65,8 @@ def finetune(args: argparse.Namespace) -> int:
     """Run the ``finetune`` command."""
     from ..evaluation import BeirDataset
     from ..models import fine_tune_embedder, local_minilm_path, split_queries
-    from ._build import _quiet_transformers
+    from ..models.evaluate_tuned import eval_backend
+    from ._build import _quiet_transformers, close_embedding_cache, open_embedding_cache
 
     base = args.base or local_minilm_path()
     if base is None:
@@ -102,12 +104,22 @@ def finetune(args: argparse.Namespace) -> int:
     else:
         pairs = None
     _quiet_transformers()
+    # The base model's corpus vectors come from (and go to) the cache demo / eval / index
+    # use: the evaluation encodes on the backend they chose for it, so the key matches.
+    store = open_embedding_cache(_say) if held is not None else None
+    cached = store.size(_base_model_id(base)) if store is not None else 0
     result = fine_tune_embedder(
         base, output_dir=args.out, pairs=pairs, corpus=corpus, mine=args.mine,
         negatives=args.negatives, epochs=args.epochs, max_steps=args.max_steps,
         batch_size=args.batch_size, max_seq_length=args.max_seq_length,
-        eval_dataset=held, seed=args.seed, max_pairs=args.max_pairs, show_progress=True,
-        log=lambda line: print(line, flush=True))
+        # Bars only on a terminal, where each redraws in place: a log gets the lines alone.
+        eval_dataset=held, seed=args.seed, max_pairs=args.max_pairs,
+        show_progress=sys.stderr.isatty(),
+        log=_say, eval_cache=store)
+    if store is not None:
+        close_embedding_cache(store, cached, _say, suffix=(
+            f" Those are the base model's, on backend {eval_backend(base)!r} for base and tuned "
+            "alike; the tuned model's are new."))
     print(f"\nSaved the tuned model to {result.model_path} (card: "
           f"{result.model_path / 'model_card.json'})")
     if result.report is not None:
@@ -122,6 +134,18 @@ def finetune(args: argparse.Namespace) -> int:
     print(f"\nUse it: hybrid-retrievers eval {args.eval or args.corpus} --retriever dense "
           f"--retriever hybrid --dense-model {result.model_path}")
     return 0
+
+
+def _say(line: str) -> None:
+    """Print one line of the run's log now (the run takes minutes)."""
+    print(line, flush=True)
+
+
+def _base_model_id(base: str) -> str:
+    """The cache key of ``base``'s vectors in the before/after evaluation."""
+    from ..models.evaluate_tuned import eval_backend, eval_embedder
+
+    return eval_embedder(base, eval_backend(base)).model_id
 
 
 def _dataset_or_none(corpus: str) -> Any:

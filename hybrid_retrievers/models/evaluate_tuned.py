@@ -1,7 +1,11 @@
 """The before/after measurement of a fine-tuned bi-encoder: dense and hybrid, with significance.
 
-The base and the tuned model each encode the evaluation corpus (float32, so the
-comparison is of the models, not of a backend) into a `VectorIndex`, fused with one shared
+The base and the tuned model each encode the evaluation corpus into a `VectorIndex` on one
+backend: the one ``backend="auto"`` picks for the base (bfloat16 autocast for
+all-MiniLM-L6-v2 on a CPU with native bfloat16, else float32), so the comparison is of the
+models, not of two backends, and the base model's vectors are the ones ``demo``, ``eval``
+and ``index`` already put in the CLI's `EmbeddingCache` (same model, same backend: the same
+cache key). Each is fused with one shared
 `BM25Index` by the hybrid recipe's RRF; `evaluate` runs all four rows on the same
 held-out queries, and every tuned row is tested against its base row with the paired
 randomization test (`EvaluationReport.significance`).
@@ -11,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["EVAL_METRICS", "evaluate_before_after"]
+__all__ = ["EVAL_METRICS", "eval_backend", "eval_embedder", "evaluate_before_after"]
 
 EVAL_METRICS = ("ndcg@10", "recall@10", "recall@100")
 """The metrics of the before/after report."""
@@ -19,11 +23,14 @@ EVAL_METRICS = ("ndcg@10", "recall@10", "recall@100")
 
 def evaluate_before_after(
     base: str, tuned: str, dataset: Any, *, show_progress: bool = False, cache: Any = None,
+    backend: str | None = None,
 ) -> tuple[Any, dict[str, Any]]:
     """``(report, {"dense ndcg@10": Significance, ...})`` of ``base`` and ``tuned`` on ``dataset``.
 
     ``cache``: an `EmbeddingCache` for the base model's document vectors (several tuning
     runs over one corpus then encode it with the base model once).
+    ``backend``: the `SentenceTransformerEmbedder` backend of both models (default: what
+    `eval_backend` picks for ``base``).
 
     Example:
         >>> report, sig = evaluate_before_after(base, tuned, ds)  # doctest: +SKIP
@@ -34,13 +41,13 @@ def evaluate_before_after(
     from ..evaluation import evaluate
     from ..fusion import FusionSearcher
     from ..vector import VectorIndex
-    from .sentence_transformers import SentenceTransformerEmbedder
 
+    backend = backend or eval_backend(base)
     docs = list(dataset.corpus.values())
     bm25 = BM25Index.from_docs(docs)
     rows: dict[str, Any] = {}
     for label, path in (("base", base), ("tuned", tuned)):
-        embedder = SentenceTransformerEmbedder(path, backend="torch", batch_size=64)
+        embedder = eval_embedder(path, backend)
         dense = VectorIndex.from_docs(docs, embedder=embedder, show_progress=show_progress,
                                       cache=cache if label == "base" else None)
         rows[f"dense ({label})"] = dense
@@ -53,3 +60,29 @@ def evaluate_before_after(
                                                              metric)
                     for kind in ("dense", "hybrid") for metric in EVAL_METRICS}
     return report, significance
+
+
+def eval_backend(base: str) -> str:
+    """The backend both models of the before/after evaluation run on: ``"auto"``'s choice
+    for ``base`` (the CLI's default for it, so its cached vectors are reused).
+
+    Example:
+        >>> eval_backend("some/unchecked-model")
+        'torch'
+    """
+    from .backends import resolve_backend
+
+    return resolve_backend("auto", base, None)[0]
+
+
+def eval_embedder(model: str, backend: str) -> Any:
+    """The `SentenceTransformerEmbedder` of ``model`` in the evaluation (not loaded yet: its
+    ``model_id`` is the key of its vectors in an `EmbeddingCache`).
+
+    Example:
+        >>> eval_embedder("some/model", "torch").model_id
+        'some/model'
+    """
+    from .sentence_transformers import SentenceTransformerEmbedder
+
+    return SentenceTransformerEmbedder(model, backend=backend, batch_size=64)

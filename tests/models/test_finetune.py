@@ -97,6 +97,10 @@ def test_the_loop_end_to_end(base: str, tmp_path: Path) -> None:
     before = SentenceTransformer(base, device="cpu").encode(texts)
     after = SentenceTransformer(str(folder), device="cpu").encode(texts)
     assert after.shape == before.shape and not np.allclose(after, before, atol=1e-4)
+    # Trained on 32-token inputs, it reads documents as far as its base does.
+    assert card["hyperparameters"]["max_seq_length"] == 32
+    assert SentenceTransformer(str(folder)).max_seq_length == \
+        SentenceTransformer(base).max_seq_length > 32
     # The report: four rows on the held-out queries, significance tuned vs base.
     report = result.report
     assert report.names == ["dense (base)", "dense (tuned)", "hybrid (base)", "hybrid (tuned)"]
@@ -167,3 +171,52 @@ def test_a_base_that_is_not_a_bi_encoder_is_refused(tmp_path: Path) -> None:
     (tmp_path / "empty").mkdir()
     with pytest.raises(ValueError, match="is not a model folder"):
         _tune(str(tmp_path / "empty"), tmp_path / "out")
+
+
+def test_the_base_models_vectors_come_from_the_cache(base: str, tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """The before/after encodes the corpus with the base model only when the cache lacks it:
+    both models are evaluated on the backend ``"auto"`` picks for the base (as demo and
+    eval encode it), so the demo's vectors match; the tuned model's are new."""
+    from hybrid_retrievers.models import backends
+    from hybrid_retrievers.vector import EmbeddingCache
+
+    # As for all-MiniLM-L6-v2 on this CPU: "auto" picks bfloat16 (the model_id says so).
+    monkeypatch.setattr(backends, "bf16_checked", lambda model: True)
+    monkeypatch.setattr(backends, "cpu_has_native_bf16", lambda: True)
+    cache = EmbeddingCache()
+    demo_embedder = SentenceTransformerEmbedder(base)  # what demo / eval build
+    assert demo_embedder.backend == "torch-bf16"
+    cache.embed(demo_embedder, [d.text for d in DOCS])
+    cache.hits = cache.misses = 0
+    lines: list[str] = []
+    _tune(base, tmp_path / "tuned", eval_cache=cache, log=lines.append)
+    assert (cache.hits, cache.misses) == (len(DOCS), 0)
+    assert cache.model_ids == [demo_embedder.model_id]  # the tuned model's are not kept
+    estimate = next(line for line in lines if line.startswith("Estimated training time"))
+    assert f"encoding {len(DOCS)} documents: 0 base, {len(DOCS)} tuned; {len(DOCS)} base " \
+           "vectors cached" in estimate
+
+
+def test_the_output_is_ours_alone(base: str, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                  recwarn: pytest.WarningsRecorder) -> None:
+    """One bar of steps and our log lines: no trainer metrics dict, no "Computing widget
+    examples" bar, no pin_memory warning, readable wording."""
+    lines: list[str] = []
+    _tune(base, tmp_path / "tuned", log=lines.append, show_progress=True, eval_dataset=None)
+    captured = capsys.readouterr()
+    text = captured.out + captured.err
+    assert "train_runtime" not in text and "{'" not in text
+    assert "Computing widget examples" not in text
+    assert "Training:" in captured.err  # our bar of steps
+    assert not [w for w in recwarn if "pin_memory" in str(w.message)]
+    expected = len(mine_pairs(DOCS, "titles"))
+    assert lines[0] == f"Training pairs: {expected}, mined from the corpus (titles)"
+    assert any(line.startswith("Trained 3 steps in ") for line in lines)
+
+
+def test_bf16_training_is_recorded(base: str, tmp_path: Path) -> None:
+    assert _tune(base, tmp_path / "f", eval_dataset=None, max_steps=1).card[
+        "hyperparameters"]["bf16"] is False
+    assert _tune(base, tmp_path / "b", eval_dataset=None, max_steps=1, bf16=True).card[
+        "hyperparameters"]["bf16"] is True

@@ -4,6 +4,7 @@ then ``eval --dense-model`` on the tuned folder; and its argument errors."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -52,14 +53,26 @@ def test_finetune_then_eval_the_tuned_model(base: str, small_beir: str, tmp_path
                                             capsys: pytest.CaptureFixture[str],
                                             monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HYBRID_RETRIEVERS_CACHE_DIR", str(tmp_path / "cache"))
+    # eval (like demo) caches the base model's corpus vectors; finetune reads them back.
+    assert main(["eval", small_beir, "--retriever", "dense", "--dense-model", base,
+                 "--max-queries", "2"]) == 0
+    capsys.readouterr()
     out = tmp_path / "tuned"
     code = main(["finetune", small_beir, "--mine", "titles", "--base", base, "--out", str(out),
                  "--max-steps", "2", "--batch-size", "4", "--max-pairs", "40",
                  "--max-seq-length", "32"])
-    text = capsys.readouterr().out
+    captured = capsys.readouterr()
+    text = captured.out
     assert code == 0, text
     assert "cran200: 200 documents;" in text and "held out for evaluation" in text
     assert "Estimated training time:" in text and "Trained 2 steps" in text
+    assert re.search(r"Training pairs: \d+, mined from the corpus \(titles\)\n", text)
+    assert "(encoding 200 documents: 0 base, 200 tuned; 200 base vectors cached)" in text
+    assert "Embeddings: 200 distinct texts read from the EmbeddingCache" in text
+    assert ", 0 encoded (the cache held 200 vectors of this model)" in text
+    assert "Evaluated base and tuned in " in text
+    assert "train_runtime" not in text + captured.err
+    assert "Computing widget examples" not in captured.err
     assert "| dense (tuned) |" in text and "dense ndcg@10: tuned - base = " in text
     card = json.loads((out / "model_card.json").read_text(encoding="utf-8"))
     assert card["evaluation"]["queries"] > 5 and card["pairs"]["count"] <= 40
