@@ -8,12 +8,12 @@ like one rebuilt from scratch.
 
 This class is a façade: it holds the current snapshot, the analyzer, the parameters
 (`BM25Params`), the backend (`Backend`), the collection statistics, the writer lock
-and the per-thread scratch buffers, and hands them to functions next door, one job per
-module: `postings` (the snapshot: documents and term-major postings, and how edits make
-new ones), `score_cache` (idf, norms and bounds per snapshot), `matching` (the tuned
-scoring loop with MaxScore pruning), `kernels` (the compiled top-k kernels),
-`explanation` (per-term explanations), `saving` (the file format), `scoring` (the BM25
-variants), `params` (parameters and backend) and `collection_stats` (corpus-wide
+and the per-thread scratch buffers, and hands them to functions, one job per module: the
+engine's (`hybrid_retrievers.inverted`: `postings`, the snapshot and how edits make new
+ones; `score_cache`, idf, norms and bounds per snapshot; `matching`, the tuned scoring
+loop with MaxScore pruning; `kernels`, the compiled top-k kernels) and BM25's next door
+(`explanation`, per-term explanations; `saving`, the file format; `scoring`, the BM25
+variants; `params`, the parameters; `fields`, BM25F; `collection_stats`, corpus-wide
 statistics for shards).
 """
 
