@@ -17,7 +17,7 @@ pytest.importorskip("numba")
 
 from hybrid_retrievers import BM25Index  # noqa: E402
 from hybrid_retrievers.inverted import Backend  # noqa: E402
-from hybrid_retrievers.inverted import _numba as _bm25_kernels  # noqa: E402
+from hybrid_retrievers.inverted import _numba as _compiled  # noqa: E402
 from hybrid_retrievers.inverted import _numba_batch  # noqa: E402
 from hybrid_retrievers.inverted import kernels  # noqa: E402
 from hybrid_retrievers.inverted.kernels import BlockMax, NormCodes  # noqa: E402
@@ -229,7 +229,7 @@ def test_norm_codes_and_their_fallback(method: str, backend: Backend) -> None:
     held = _held(index, NormCodes)
     if backend.strategy == "taat":
         codes = np.asarray(held.doc_codes)
-        assert (codes == _bm25_kernels.NO_CODE).any() and (codes != _bm25_kernels.NO_CODE).any()
+        assert (codes == _compiled.NO_CODE).any() and (codes != _compiled.NO_CODE).any()
         stored = np.asarray(held.weight_ptr) >= 0
         if stored_mode:
             assert stored.any() and not stored.all() and held.weights.size > 0
