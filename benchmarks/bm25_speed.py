@@ -184,9 +184,9 @@ def ours_engine(stop: list[str], kernel: bool = True, n_jobs: int = 1) -> Engine
     ``n_jobs``); queries stay single-threaded.
     """
     from hybrid_retrievers import Analyzer, BM25Index
-    from hybrid_retrievers.bm25 import kernels
+    from hybrid_retrievers.inverted import kernels
 
-    # "auto": the kernels from BM25Backend.min_docs documents on (numpy below), as by default.
+    # "auto": the kernels from Backend.min_docs documents on (numpy below), as by default.
     backend = "auto" if kernel else "numpy"
 
     def build(texts: list[str], ids: list[str]) -> Any:

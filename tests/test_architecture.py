@@ -218,3 +218,34 @@ def test_the_circle_finder_sees_a_deferred_back_edge() -> None:
     graph = {"a": {"b": 1}, "b": {"c": 2}, "c": {"a": 3}, "d": {"a": 4}}
     assert circles(graph) == [["a", "b", "c"]]
     assert circles({"a": {"b": 1}, "b": {}}) == []
+
+
+def _in(module: str, package: str) -> bool:
+    return module == package or module.startswith(package + ".")
+
+
+def _reached_from(graph: dict[str, dict[str, int]], package: str) -> set[str]:
+    """Every module the modules of ``package`` import, directly or through others."""
+    seen: set[str] = set()
+    todo = [m for m in graph if _in(m, package)]
+    while todo:
+        for target in graph[todo.pop()]:
+            if target not in seen:
+                seen.add(target)
+                todo.append(target)
+    return seen
+
+
+def test_the_engine_knows_neither_index() -> None:
+    """`inverted` (the engine) reaches no module of `bm25` or `sparse`, at any depth:
+    both indexes sit on it, and learned sparse runs without loading BM25's modules."""
+    graph = import_graph()
+    engine = "hybrid_retrievers.inverted"
+    assert any(_in(m, engine) for m in graph)
+    reached = _reached_from(graph, engine)
+    assert not {m for m in reached
+                if _in(m, "hybrid_retrievers.bm25") or _in(m, "hybrid_retrievers.sparse")}
+    sparse_reaches = {m for m in _reached_from(graph, "hybrid_retrievers.sparse")
+                      if _in(m, "hybrid_retrievers.bm25")}
+    assert not sparse_reaches, f"sparse reaches BM25's modules: {sorted(sparse_reaches)}"
+    assert "hybrid_retrievers.inverted.postings" in _reached_from(graph, "hybrid_retrievers.sparse")

@@ -47,8 +47,8 @@ from numpy.typing import NDArray
 from ..persistence import IndexFormatError, IndexReader, IndexWriter, atomic_index_dir, read_index
 
 if TYPE_CHECKING:
-    from .postings import Snapshot
-    from .scoring import Variant
+    from ..inverted.postings import Snapshot
+    from ..inverted.scorer import Variant
 
 
 class _HoldsSnapshot(Protocol):

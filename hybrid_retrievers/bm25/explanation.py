@@ -12,10 +12,11 @@ from typing import Any
 
 import numpy as np
 
+from ..inverted.postings import Snapshot
+from ..inverted.score_cache import ScoreCache
+from ..inverted.scorer import length_norm
 from .params import BM25Params
-from .postings import Snapshot
-from .score_cache import ScoreCache
-from .scoring import BM25Method, length_norm
+from .scoring import BM25Method
 
 __all__ = ["TermContribution", "BM25Explanation", "explain"]
 

@@ -15,22 +15,22 @@ title and the body is not counted as two independent pieces of evidence, which s
 per-field BM25 scores would do (§3.5's argument). Here ``b_f`` is the index's ``b`` for
 every field.
 
-Storage and kernels (the design): each field keeps its own raw postings (`Snapshot`,
-the one postings structure, so edits, positions and saving are the same code), field
-"text" being the index's main snapshot of `Doc.text`. What depends on weights, lengths
-and N is derived: `combined` builds, for one weight vector, a term-major snapshot over
-the union vocabulary whose float32 posting value is ``tfw(tf̃)`` (the pseudo-tf
-saturated), which the impact scorer (`params.ImpactParams`) scores with query weights
-``qtf · idf``: so the compiled kernels, MaxScore, filters and operator masks all run
-on it unchanged. It costs one pass over all fields' postings (scipy's COO -> CSR sum)
-per index version and weight vector, and is kept (the build-time weights, and the last
-few per-query weights), so per-query weights cost a rebuild the first time they are
-used and nothing after: what a tuning loop over weights wants. Positions (phrases) are
-kept per field: a phrase matches within one field. Weights decide scores only: a field
-weighted 0 adds nothing (so a document matching only there is no hit), while operators'
-constraints (`operators.admitted`: required, excluded, phrases, minimum-should-match)
-read every field's own postings, weighted 0 or not. A shard of a larger corpus scores with
-the corpus-wide N, df (over all fields) and per-field average lengths (`CollectionStats`
+Storage and kernels (the design): each field keeps its own raw postings (`Snapshot`, the
+one postings structure, so edits, positions and saving are the same code), field "text"
+being the index's main snapshot of `Doc.text`. What depends on weights, lengths and N is
+derived: `combined` builds, for one weight vector, a term-major snapshot over the union
+vocabulary whose float32 posting value is ``tfw(tf̃)`` (the pseudo-tf saturated), which
+the engine's impact scorer (`inverted.scorer.ImpactScorer`) scores with query weights
+``qtf · idf``: so the compiled kernels, MaxScore, filters and operator masks all run on
+it unchanged. It costs one pass over all fields' postings (scipy's COO -> CSR sum) per
+index version and weight vector, and is kept (the build-time weights, and the last few
+per-query weights), so per-query weights cost a rebuild the first time they are used and
+nothing after: what a tuning loop over weights wants. Positions (phrases) are kept per
+field: a phrase matches within one field. Weights decide scores only: a field weighted 0
+adds nothing (so a document matching only there is no hit), while operators' constraints
+(`operators.admitted`: required, excluded, phrases, minimum-should-match) read every
+field's own postings, weighted 0 or not. A shard of a larger corpus scores with the
+corpus-wide N, df (over all fields) and per-field average lengths (`CollectionStats`
 with ``field_lengths``), so fielded Ray shards score like one index. Not yet: per-field
 ``b_f``.
 
@@ -57,13 +57,14 @@ from typing import TYPE_CHECKING, Any, Protocol
 import numpy as np
 from numpy.typing import NDArray
 
+from ..inverted.postings import Snapshot, live_terms, offsets
+from ..inverted.scorer import length_norm
 from ..types import Doc
 from .params import BM25Params
-from .postings import Snapshot, live_terms, offsets
-from .scoring import BM25Method, length_norm
+from .scoring import BM25Method
 
 if TYPE_CHECKING:
-    from .scoring import Variant
+    from ..inverted.scorer import Variant
 
 
 class CollectionStats(Protocol):

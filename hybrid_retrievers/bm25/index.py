@@ -7,13 +7,13 @@ cache rebuilt lazily after ``add`` or ``delete``, so an edited index scores exac
 like one rebuilt from scratch.
 
 This class is a façade: it holds the current snapshot, the analyzer, the parameters
-(`BM25Params`), the backend (`BM25Backend`), the collection statistics, the writer lock
-and the per-thread scratch buffers, and hands them to functions next door, one job per
-module: `postings` (the snapshot: documents and term-major postings, and how edits make
-new ones), `score_cache` (idf, norms and bounds per snapshot), `matching` (the tuned
-scoring loop with MaxScore pruning), `kernels` (the compiled top-k kernels),
-`explanation` (per-term explanations), `saving` (the file format), `scoring` (the BM25
-variants), `params` (parameters and backend) and `collection_stats` (corpus-wide
+(`BM25Params`), the backend (`Backend`), the collection statistics, the writer lock
+and the per-thread scratch buffers, and hands them to functions, one job per module: the
+engine's (`hybrid_retrievers.inverted`: `postings`, the snapshot and how edits make new
+ones; `score_cache`, idf, norms and bounds per snapshot; `matching`, the tuned scoring
+loop with MaxScore pruning; `kernels`, the compiled top-k kernels) and BM25's next door
+(`explanation`, per-term explanations; `saving`, the file format; `scoring`, the BM25
+variants; `params`, the parameters; `fields`, BM25F; `collection_stats`, corpus-wide
 statistics for shards).
 """
 
@@ -35,26 +35,28 @@ from ..query import Query, Syntax, as_query
 from ..text import Analyzer
 from ..types import Doc, Hit, MetadataFilter
 from ..validation import check_k, check_queries
-from .chunking import resolve_n_jobs, token_chunks
+from ..inverted.backend import Backend, BackendName
+from ..inverted.build import resolve_n_jobs, token_chunks
+from ..inverted.matching import match, match_many, query_ids, ranked_matches
+from ..inverted.operators import AnalysedQuery, admitted, analysed
+from ..inverted.postings import Snapshot, compacted, written
+from ..inverted.score_cache import ScoreCache
+from ..inverted.scorer import ImpactScorer
+from ..inverted.scratch import Scratch
 from .collection_stats import CollectionStats
 from .explanation import BM25Explanation, explain
 from .fields import TEXT, FieldedExplanation, check_fields, check_method, combined, \
     explain_fields, field_text, query_field_weights
-from .matching import match, match_many, query_ids, ranked_matches
-from .operators import AnalysedQuery, admitted, analysed
-from .params import Backend, BM25Backend, BM25Params, ImpactParams, params_from
-from .postings import Snapshot, compacted, written
+from .params import BM25Params, params_from
 from .saving import FORMAT_VERSION
 from .saving import read as read_files
 from .saving import read_fields
 from .saving import write as write_files
-from .score_cache import ScoreCache
 from .scoring import BM25Method
-from .scratch import Scratch
 
 __all__ = ["BM25Index", "FORMAT_VERSION"]
 
-_IMPACT = ImpactParams()  # BM25F views store saturated pseudo-tfs: scored as impacts
+_IMPACT = ImpactScorer()  # BM25F views store saturated pseudo-tfs: scored as impacts
 
 
 class BM25Index(AtomicSave, EditableIndex):
@@ -64,7 +66,7 @@ class BM25Index(AtomicSave, EditableIndex):
     ``method=``, ``k1=``, ``b=``, ``delta=``, ``epsilon=`` (the common spelling), never
     both; keywords left out take `BM25Params`'s defaults (``"lucene"``, 1.5, 0.75, the
     variant's delta, Robertson's 0.25 idf floor).
-    ``backend`` (``"auto"``, ``"numba"``, ``"numpy"`` or a `BM25Backend`) chooses how
+    ``backend`` (``"auto"``, ``"numba"``, ``"numpy"`` or a `Backend`) chooses how
     queries are scored; it changes the speed, never the hits, and is not saved.
 
     Concurrency: any number of threads may search while one thread edits. Every
@@ -98,14 +100,14 @@ class BM25Index(AtomicSave, EditableIndex):
         b: float | None = None,
         delta: float | None = None,
         epsilon: float | None = None,
-        backend: Backend | BM25Backend = "auto",
+        backend: BackendName | Backend = "auto",
         positions: bool = False,
         fields: Mapping[str, float] | None = None,
     ) -> None:
         """Create an empty index; most users call `from_texts` or `from_docs` instead."""
         self._params = params_from(params, method=method, k1=k1, b=b, delta=delta,
                                    epsilon=epsilon)
-        self._backend = BM25Backend.of(backend)
+        self._backend = Backend.of(backend)
         if analyzer is None:
             analyzer = Analyzer()
         if not isinstance(analyzer, Analyzer):
@@ -162,7 +164,7 @@ class BM25Index(AtomicSave, EditableIndex):
         b: float | None = None,
         delta: float | None = None,
         epsilon: float | None = None,
-        backend: Backend | BM25Backend = "auto",
+        backend: BackendName | Backend = "auto",
         show_progress: bool = False,
         n_jobs: int = 1,
         positions: bool = False,
@@ -192,7 +194,7 @@ class BM25Index(AtomicSave, EditableIndex):
         b: float | None = None,
         delta: float | None = None,
         epsilon: float | None = None,
-        backend: Backend | BM25Backend = "auto",
+        backend: BackendName | Backend = "auto",
         show_progress: bool = False,
         n_jobs: int = 1,
         positions: bool = False,
@@ -405,7 +407,7 @@ class BM25Index(AtomicSave, EditableIndex):
     ) -> list[list[Hit]]:
         """`search` for each query, in order, all on the same snapshot of the index.
 
-        Without a filter and with the compiled kernels in use (`BM25Backend`), the whole
+        Without a filter and with the compiled kernels in use (`Backend`), the whole
         batch is scored in one compiled call (`kernels.match_top_k_many`): the same hits,
         without the per-query Python overhead (at 100k documents bm25_speed's batch went
         from 3,635 to 7,314 queries/s). Structured queries (a `Query`, or ``syntax``
@@ -627,7 +629,7 @@ class BM25Index(AtomicSave, EditableIndex):
         *,
         mmap: bool = False,
         verify: bool = False,
-        backend: Backend | BM25Backend = "auto",
+        backend: BackendName | Backend = "auto",
     ) -> Self:
         """Read an index saved by `save`; nothing in it is trusted before it is checked.
 
@@ -649,7 +651,7 @@ class BM25Index(AtomicSave, EditableIndex):
             IndexFormatError: the directory is missing, corrupt, truncated, foreign,
                 structurally invalid or from a newer format version.
         """
-        backend = BM25Backend.of(backend)
+        backend = Backend.of(backend)
         return read_index(
             path, kind="bm25", max_version=FORMAT_VERSION,
             read=lambda r: cls._from_reader(r, mmap=mmap, verify=verify, backend=backend),
@@ -657,7 +659,7 @@ class BM25Index(AtomicSave, EditableIndex):
 
     @classmethod
     def _from_reader(cls, r: IndexReader, *, mmap: bool = False, verify: bool = False,
-                     backend: Backend | BM25Backend = "auto") -> Self:
+                     backend: BackendName | Backend = "auto") -> Self:
         """The index in an opened saved directory (composite indexes read theirs too)."""
         state, params, analyzer = read_files(r, mmap=mmap, verify=verify)
         weights = read_fields(r, state, mmap=mmap, verify=verify)
@@ -686,7 +688,7 @@ class BM25Index(AtomicSave, EditableIndex):
         return self._params
 
     @property
-    def backend(self) -> BM25Backend:
+    def backend(self) -> Backend:
         """How queries are scored (compiled kernels or numpy; not saved)."""
         return self._backend
 

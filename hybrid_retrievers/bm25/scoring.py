@@ -1,8 +1,7 @@
 """BM25 variants as small pure functions: one idf and one term-frequency weight each.
 
-The inverted-index engine (postings, kernels, matching) also serves learned sparse
-indexes through one more `Variant`, `IMPACT`: its posting value is a float32 weight,
-its idf is 1 and there is no length norm, so a score is a plain dot product.
+Each is a `Variant` of the inverted-index engine (`hybrid_retrievers.inverted.scorer`),
+which also holds the length norm and the learned sparse indexes' impact scorer.
 
 A BM25 score is ``Σ_t qtf(t) · idf(t) · tfw(tf(t, d), norm(d))`` with the length
 norm ``norm(d) = 1 - b + b·|d|/avgdl``. Variants differ in the idf and in the
@@ -51,16 +50,16 @@ from __future__ import annotations
 import functools
 import math
 
-from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from enum import Enum
 
 import numpy as np
 from numpy.typing import NDArray
 
+from ..inverted.scorer import Variant
+
 __all__ = [
     "BM25Method",
-    "Variant",
     "get_variant",
     "idf_lucene",
     "idf_robertson",
@@ -73,10 +72,6 @@ __all__ = [
     "tfw_bm25plus",
     "absent_bm25l",
     "absent_bm25plus",
-    "length_norm",
-    "IMPACT",
-    "idf_impact",
-    "tfw_impact",
     "DEFAULT_DELTA",
     "OKAPI_EPSILON",
 ]
@@ -117,14 +112,6 @@ _ALIASES = {"okapi": "robertson", "bm25plus": "bm25+", "bm25_plus": "bm25+"}
 
 DEFAULT_DELTA = {BM25Method.BM25L: 0.5, BM25Method.BM25PLUS: 1.0}
 """Default ``delta`` per variant (Lv & Zhai 2011; rank_bm25 and bm25s use the same)."""
-
-
-def length_norm(doc_len: FloatArray, avgdl: float, b: float) -> FloatArray:
-    """Document length normalisation ``1 - b + b·|d|/avgdl`` shared by every variant.
-
-    ``avgdl`` is 0 only when every document is empty; no term matches anything then.
-    """
-    return 1.0 - b + b * (doc_len / avgdl if avgdl > 0 else doc_len * 0.0)
 
 
 def idf_lucene(df: FloatArray, n_docs: int) -> FloatArray:
@@ -196,48 +183,6 @@ def absent_bm25plus(k1: float, delta: float) -> float:
     return delta
 
 
-def idf_impact(df: FloatArray, n_docs: int) -> FloatArray:
-    """The impact scorer's idf: 1 for every term (a learned weight already holds it)."""
-    return np.ones_like(df)
-
-
-def tfw_impact(tf: FloatArray, norm: FloatArray, k1: float, delta: float) -> FloatArray:
-    """The impact scorer's weight: the stored posting value itself, no length norm.
-
-    With it the engine scores ``Σ_t q_w(t) · d_w(t, d)``, the dot product of learned
-    sparse vectors (SPLADE: Formal, Piwowarski & Clinchant 2021; impact indexes:
-    Anh & Moffat 2005, Mackenzie et al. 2021).
-    """
-    return tf
-
-
-IdfFn = Callable[[FloatArray, int], FloatArray]
-TfwFn = Callable[[FloatArray, FloatArray, float, float], FloatArray]
-AbsentFn = Callable[[float, float], float]
-
-
-@dataclass(frozen=True)
-class Variant:
-    """An idf function, a tf weight, and the weight of absent terms (None: they add 0).
-
-    ``absent(k1, delta)`` is ``tfw(0, ·)``, written out: it does not depend on the
-    length norm, and it is defined where ``tfw``'s formula is 0/0 at tf = 0 (BM25+ at
-    k1 = 0, or any norm of 0). ``epsilon`` is the Robertson idf floor bound into ``idf``
-    (``None`` for the other variants).
-    """
-
-    method: BM25Method | str
-    idf: IdfFn
-    tfw: TfwFn
-    absent: AbsentFn | None
-    epsilon: float | None = None
-
-    @property
-    def scores_absent_terms(self) -> bool:
-        """BM25L and BM25+ give a term a document lacks a non-zero weight."""
-        return self.absent is not None
-
-
 _VARIANTS = {
     BM25Method.LUCENE: Variant(BM25Method.LUCENE, idf_lucene, tfw_lucene, None),
     BM25Method.TEXTBOOK: Variant(BM25Method.TEXTBOOK, idf_lucene, tfw_robertson, None),
@@ -248,10 +193,6 @@ _VARIANTS = {
     BM25Method.BM25PLUS: Variant(BM25Method.BM25PLUS, idf_bm25plus, tfw_bm25plus,
                                  absent_bm25plus),
 }
-
-
-IMPACT = Variant("impact", idf_impact, tfw_impact, None)
-"""The impact scorer (learned sparse indexes): posting values are weights, idf is 1."""
 
 
 def get_variant(method: BM25Method | str, epsilon: float | None = None) -> Variant:

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from ..bm25.postings import Snapshot
+from ..inverted.postings import Snapshot
 
 __all__ = ["SparseTermContribution", "SparseExplanation", "explain"]
 

@@ -1,15 +1,14 @@
 """SparseIndex: a learned sparse (SPLADE-style) index on the inverted-index engine (the façade).
 
-One engine, two scorers. The postings, snapshots and edits (`bm25.postings`), the
-per-thread buffers (`bm25.scratch`), the scoring loop with MaxScore pruning and metadata
-filters (`bm25.matching`) and the compiled TAAT / block-max MaxScore kernels
-(`bm25.kernels`) are the ones `BM25Index` runs on; this index stores a float32 impact
-per (term, document) where BM25 stores a term frequency, and scores with the impact
-scorer (`bm25.params.ImpactParams`): a query token's weight in place of idf·count, the
-stored impact in place of the tf weight, no length norm. A score is the exact dot
-product ``Σ_t q_w(t) · d_w(t, d)`` over the query's tokens, summed in float32 in query
-order, on every path. The engine's modules live under ``bm25/`` for history; they are
-the inverted-index engine of both indexes.
+One engine, two scorers. The postings, snapshots and edits (`inverted.postings`), the
+per-thread buffers (`inverted.scratch`), the scoring loop with MaxScore pruning and
+metadata filters (`inverted.matching`) and the compiled TAAT / block-max MaxScore
+kernels (`inverted.kernels`) are the ones `BM25Index` runs on; this index stores a
+float32 impact per (term, document) where BM25 stores a term frequency, and scores with
+the engine's impact scorer (`inverted.scorer.ImpactScorer`): a query token's weight in
+place of idf·count, the stored impact in place of the tf weight, no length norm. A score
+is the exact dot product ``Σ_t q_w(t) · d_w(t, d)`` over the query's tokens, summed in
+float32 in query order, on every path.
 """
 
 from __future__ import annotations
@@ -24,13 +23,14 @@ from typing import Any, Self
 import numpy as np
 from numpy.typing import NDArray
 
-from ..bm25.matching import match_many, query_ids, ranked_matches
-from ..bm25.operators import AnalysedQuery, admitted
-from ..bm25.params import Backend, BM25Backend, ImpactParams
-from ..bm25.postings import Snapshot, compacted, written
-from ..bm25.score_cache import ScoreCache
-from ..bm25.scratch import Scratch
 from ..documents import EditableIndex, check_docs, make_docs
+from ..inverted.backend import Backend, BackendName
+from ..inverted.matching import match_many, query_ids, ranked_matches
+from ..inverted.operators import AnalysedQuery, admitted
+from ..inverted.postings import Snapshot, compacted, written
+from ..inverted.score_cache import ScoreCache
+from ..inverted.scorer import ImpactScorer
+from ..inverted.scratch import Scratch
 from ..persistence import AtomicSave, IndexReader, read_index
 from ..progress import progress
 from ..query import Query, Syntax, as_query
@@ -45,7 +45,7 @@ from .vectors import CheckedVector, SparseVectors, SparseVectorsBuilder, check_v
 
 __all__ = ["SparseIndex"]
 
-_SCORER = ImpactParams()
+_SCORER = ImpactScorer()
 
 
 class SparseIndex(AtomicSave, EditableIndex):
@@ -58,7 +58,7 @@ class SparseIndex(AtomicSave, EditableIndex):
     largest dot products, ties to the earlier document, exactly as exhaustive scoring
     would (the compiled kernels prune with per-block impact bounds, never changing the
     hits). Metadata filters apply before top-k. ``backend`` (``"auto"``, ``"numba"``,
-    ``"numpy"`` or a `BM25Backend`) changes the speed, never the hits.
+    ``"numpy"`` or a `Backend`) changes the speed, never the hits.
 
     Concurrency: as `BM25Index`: searches read one immutable snapshot; edits (`add`,
     `upsert`, `delete`) build a new one off to the side and publish it with one
@@ -79,12 +79,12 @@ class SparseIndex(AtomicSave, EditableIndex):
         self,
         *,
         embedder: SparseEmbedder | None = None,
-        backend: Backend | BM25Backend = "auto",
+        backend: BackendName | Backend = "auto",
         batch_size: int = 32,
     ) -> None:
         """Create an empty index; most users call `from_texts` or `from_vectors` instead."""
         self._embedder = _check_embedder(embedder)
-        self._backend = BM25Backend.of(backend)
+        self._backend = Backend.of(backend)
         self._batch_size = check_number(batch_size, "batch_size", low=1, integer=True)
         self._model_id: str | None = _model_id_of(self._embedder)
         self._lock = threading.RLock()  # serialises writers; readers never take it
@@ -103,7 +103,7 @@ class SparseIndex(AtomicSave, EditableIndex):
         embedder: SparseEmbedder,
         batch_size: int = 32,
         show_progress: bool = False,
-        backend: Backend | BM25Backend = "auto",
+        backend: BackendName | Backend = "auto",
     ) -> SparseIndex:
         """Encode ``texts`` with ``embedder`` (``batch_size`` at a time) and index them.
 
@@ -122,7 +122,7 @@ class SparseIndex(AtomicSave, EditableIndex):
         embedder: SparseEmbedder,
         batch_size: int = 32,
         show_progress: bool = False,
-        backend: Backend | BM25Backend = "auto",
+        backend: BackendName | Backend = "auto",
     ) -> SparseIndex:
         """Index `Doc` objects (ids and metadata kept), encoding their texts."""
         if embedder is None:
@@ -143,7 +143,7 @@ class SparseIndex(AtomicSave, EditableIndex):
         texts: Iterable[str] | None = None,
         vocabulary: Sequence[str] | None = None,
         embedder: SparseEmbedder | None = None,
-        backend: Backend | BM25Backend = "auto",
+        backend: BackendName | Backend = "auto",
     ) -> SparseIndex:
         """Index pre-encoded sparse vectors: ``{token: weight}`` mappings, or a scipy sparse
         matrix (rows = documents) with ``vocabulary`` naming its columns.
@@ -305,7 +305,7 @@ class SparseIndex(AtomicSave, EditableIndex):
 
         Queries are encoded in one call when the embedder has ``embed_queries``. Without
         a filter and with the compiled kernels in use, the batch is scored in one
-        compiled call (`bm25.kernels.match_top_k_many`): the same hits as one by one.
+        compiled call (`inverted.kernels.match_top_k_many`): the same hits as one by one.
         What the batch saves is the Python work around each kernel call (~0.1 ms a
         query), so it gains most where the kernel is cheap: 100k SPLADE-shaped
         documents with 30-token queries spend ~0.35 ms a query (mean) in the kernel, and
@@ -406,7 +406,7 @@ class SparseIndex(AtomicSave, EditableIndex):
         *,
         mmap: bool = False,
         verify: bool = False,
-        backend: Backend | BM25Backend = "auto",
+        backend: BackendName | Backend = "auto",
     ) -> Self:
         """Read an index saved by `save`; nothing in it is trusted before it is checked.
 
@@ -426,7 +426,7 @@ class SparseIndex(AtomicSave, EditableIndex):
             IndexFormatError: missing, corrupt, truncated, foreign, invalid or newer.
             ValueError: ``embedder``'s ``model_id`` differs from the saved one.
         """
-        backend = BM25Backend.of(backend)
+        backend = Backend.of(backend)
         embedder = _check_embedder(embedder)
 
         def build(r: IndexReader) -> Self:
@@ -498,7 +498,7 @@ class SparseIndex(AtomicSave, EditableIndex):
         return self._model_id
 
     @property
-    def backend(self) -> BM25Backend:
+    def backend(self) -> Backend:
         """How queries are scored (compiled kernels or numpy; not saved)."""
         return self._backend
 

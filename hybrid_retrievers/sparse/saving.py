@@ -5,7 +5,7 @@ layout, checksums and atomic writes): ``docs.jsonl``, ``vocabulary.json`` (token
 term-id order), the impact postings as ``.npy`` arrays (``postings_indptr``,
 ``postings_docs``, ``postings_weights`` in float32, ``doc_lengths``: each document's
 number of tokens), written and checked by the same code as BM25's postings
-(`bm25.saving.write_postings` / `read_postings`), and a checksummed manifest with the
+(`inverted.saving.write_postings` / `read_postings`), and a checksummed manifest with the
 model identity (``model_id``) and the embedder's class name.
 """
 
@@ -14,8 +14,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..bm25.postings import Snapshot
-from ..bm25.saving import read_postings, write_postings
+from ..inverted.postings import Snapshot
+from ..inverted.saving import read_postings, write_postings
 from ..persistence import IndexFormatError, IndexReader, IndexWriter
 
 __all__ = ["FORMAT_VERSION", "KIND", "write", "read"]

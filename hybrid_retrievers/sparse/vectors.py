@@ -27,8 +27,8 @@ from typing import Any, NamedTuple
 import numpy as np
 from numpy.typing import NDArray
 
-from ..bm25.chunking import CHUNK_DOCS, TokenChunk
-from ..bm25.params import MAX_IMPACT
+from ..inverted.build import CHUNK_DOCS, TokenChunk
+from ..inverted.scorer import MAX_IMPACT
 
 __all__ = ["CheckedVector", "SparseVectors", "SparseVectorsBuilder", "check_vector",
            "check_vectors", "csr_vectors", "vector_chunks", "is_sparse_matrix"]

@@ -16,11 +16,11 @@ import pytest
 pytest.importorskip("numba")
 
 from hybrid_retrievers import BM25Index  # noqa: E402
-from hybrid_retrievers.bm25 import BM25Backend  # noqa: E402
-from hybrid_retrievers.bm25 import _numba as _bm25_kernels  # noqa: E402
-from hybrid_retrievers.bm25 import _numba_batch  # noqa: E402
-from hybrid_retrievers.bm25 import kernels  # noqa: E402
-from hybrid_retrievers.bm25.kernels import BlockMax, NormCodes  # noqa: E402
+from hybrid_retrievers.inverted import Backend  # noqa: E402
+from hybrid_retrievers.inverted import _numba as _compiled  # noqa: E402
+from hybrid_retrievers.inverted import _numba_batch  # noqa: E402
+from hybrid_retrievers.inverted import kernels  # noqa: E402
+from hybrid_retrievers.inverted.kernels import BlockMax, NormCodes  # noqa: E402
 from hybrid_retrievers.bm25 import CollectionStats  # noqa: E402
 from hybrid_retrievers.selection import top_k  # noqa: E402
 
@@ -28,20 +28,20 @@ METHODS = ["lucene", "robertson", "bm25l", "bm25+", "textbook", "atire"]
 
 STRATEGIES = {
     # The kernels at every size ("numba"), so small test corpora take them too.
-    "taat": BM25Backend("numba", strategy="taat"),
+    "taat": Backend("numba", strategy="taat"),
     # Dense accumulation cut into chunks of 97 documents, so chunk edges fall inside
     # posting blocks; plain "taat" keeps the default, one chunk for these corpora.
-    "taat-chunked": BM25Backend("numba", strategy="taat", taat_chunk_docs=97),
+    "taat-chunked": Backend("numba", strategy="taat", taat_chunk_docs=97),
     # Stored weights for every list of 3 or more postings, so the test corpora mix both
     # ways of weighing.
-    "taat-stored": BM25Backend("numba", strategy="taat", taat_chunk_docs=97,
+    "taat-stored": Backend("numba", strategy="taat", taat_chunk_docs=97,
                                stored_weights_df=3),
-    "maxscore": BM25Backend("numba", strategy="maxscore"),
+    "maxscore": Backend("numba", strategy="maxscore"),
 }
 
 
 @pytest.fixture(params=list(STRATEGIES))
-def backend(request: pytest.FixtureRequest) -> BM25Backend:
+def backend(request: pytest.FixtureRequest) -> Backend:
     """Each test that takes it runs once per kernel strategy."""
     return STRATEGIES[request.param]
 
@@ -96,7 +96,7 @@ def _check(index: BM25Index, queries: list[str], ks=(1, 3, 10, 50, 10_000)) -> N
 
 
 @pytest.mark.parametrize("method", METHODS)
-def test_kernel_equals_exhaustive(method: str, backend: BM25Backend) -> None:
+def test_kernel_equals_exhaustive(method: str, backend: Backend) -> None:
     rng = np.random.default_rng(METHODS.index(method))
     index = BM25Index.from_texts(_texts(rng, 2500), method=method, backend=backend)
     queries = _queries(rng, 40)
@@ -109,7 +109,7 @@ def test_kernel_equals_exhaustive(method: str, backend: BM25Backend) -> None:
 
 
 @pytest.mark.parametrize("method", ["lucene", "bm25+"])
-def test_kernel_after_edits(method: str, backend: BM25Backend) -> None:
+def test_kernel_after_edits(method: str, backend: Backend) -> None:
     rng = np.random.default_rng(7)
     index = BM25Index.from_texts(_texts(rng, 1500), ids=[f"d{i}" for i in range(1500)],
                                  method=method, k1=1.2, b=0.6, backend=backend)
@@ -123,7 +123,7 @@ def test_kernel_after_edits(method: str, backend: BM25Backend) -> None:
     _check(index, queries, ks=(1, 10, 3000))
 
 
-def test_ties_go_to_the_earlier_document(backend: BM25Backend) -> None:
+def test_ties_go_to_the_earlier_document(backend: Backend) -> None:
     # Identical documents score identically: the earliest ones must win, in order.
     texts = ["alpha beta", "beta gamma", "alpha beta", "gamma", "alpha beta"] * 400
     index = BM25Index.from_texts(texts, ids=[f"d{i}" for i in range(len(texts))],
@@ -141,7 +141,7 @@ def test_one_batch_mixes_both_kernels_and_is_cut_into_calls(monkeypatch) -> None
     # "auto" with a low MaxScore threshold sends some queries of one batch to MaxScore
     # and the rest to TAAT; a small cell budget cuts the batch into several kernel calls.
     rng = np.random.default_rng(17)
-    index = BM25Index.from_texts(_texts(rng, 3000), backend=BM25Backend(
+    index = BM25Index.from_texts(_texts(rng, 3000), backend=Backend(
         "numba", strategy="auto", maxscore_min_postings=200, batch_cells=64))
     queries = _queries(rng, 30) + ["w0", "w0 w350", "absentterm", "w1 w2 w3 w4"]
     calls = []
@@ -156,7 +156,7 @@ def test_one_batch_mixes_both_kernels_and_is_cut_into_calls(monkeypatch) -> None
         assert pruned.any() and not pruned.all()
 
 
-def test_collection_stats_and_parameters(backend: BM25Backend) -> None:
+def test_collection_stats_and_parameters(backend: Backend) -> None:
     rng = np.random.default_rng(11)
     texts = _texts(rng, 1200)
     index = BM25Index.from_texts(texts[:600], method="bm25l", k1=0.9, b=0.3, delta=0.7,
@@ -168,7 +168,7 @@ def test_collection_stats_and_parameters(backend: BM25Backend) -> None:
     _check(index, _queries(rng, 25), ks=(1, 10, 1000))
 
 
-def test_memory_mapped_index(tmp_path, backend: BM25Backend) -> None:
+def test_memory_mapped_index(tmp_path, backend: Backend) -> None:
     rng = np.random.default_rng(5)
     BM25Index.from_texts(_texts(rng, 800), method="robertson").save(tmp_path / "index")
     # read-only mapped postings; the backend is a runtime choice, given to load
@@ -188,10 +188,10 @@ def test_numpy_backend_never_uses_the_kernels() -> None:
 def test_small_indexes_keep_the_numpy_path_on_auto() -> None:
     rng = np.random.default_rng(4)
     texts = _texts(rng, 300)
-    index = BM25Index.from_texts(texts, backend=BM25Backend(min_docs=301))
+    index = BM25Index.from_texts(texts, backend=Backend(min_docs=301))
     index.search("w1 w2 w3", k=5)
     assert _held(index, BlockMax) is None and _held(index, NormCodes) is None
-    index = BM25Index.from_texts(texts, backend=BM25Backend(min_docs=300))
+    index = BM25Index.from_texts(texts, backend=Backend(min_docs=300))
     index.search("w1 w2 w3", k=5)
     assert _held(index, BlockMax) is not None or _held(index, NormCodes) is not None
 
@@ -200,15 +200,15 @@ def test_backend_is_checked() -> None:
     with pytest.raises(ValueError, match=r"backend must be one of \['auto', 'numba', 'numpy'\]"):
         BM25Index(backend="gpu")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="strategy must be one of"):
-        BM25Backend(strategy="fastest")  # type: ignore[arg-type]
-    with pytest.raises(ValueError, match=r"BM25Backend.taat_chunk_docs must be an int >= 1"):
-        BM25Backend(taat_chunk_docs=0)
+        Backend(strategy="fastest")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match=r"Backend.taat_chunk_docs must be an int >= 1"):
+        Backend(taat_chunk_docs=0)
     with pytest.raises(TypeError, match="backend must be"):
         BM25Index(backend=1)  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("method", METHODS)
-def test_norm_codes_and_their_fallback(method: str, backend: BM25Backend) -> None:
+def test_norm_codes_and_their_fallback(method: str, backend: Backend) -> None:
     # TAAT reads weights from a table for the 255 most common length norms and tf < 16
     # and computes the others: lengths of 1-700 words (more than 255 distinct norms)
     # and words repeated 16-40 times exercise both, and must agree bit for bit.
@@ -229,7 +229,7 @@ def test_norm_codes_and_their_fallback(method: str, backend: BM25Backend) -> Non
     held = _held(index, NormCodes)
     if backend.strategy == "taat":
         codes = np.asarray(held.doc_codes)
-        assert (codes == _bm25_kernels.NO_CODE).any() and (codes != _bm25_kernels.NO_CODE).any()
+        assert (codes == _compiled.NO_CODE).any() and (codes != _compiled.NO_CODE).any()
         stored = np.asarray(held.weight_ptr) >= 0
         if stored_mode:
             assert stored.any() and not stored.all() and held.weights.size > 0

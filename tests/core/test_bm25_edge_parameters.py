@@ -1,6 +1,6 @@
 """Edge parameters score alike on every path: b = 1 with empty documents, k1 = 0, zero weights.
 
-Each case is searched on both sides of the kernel threshold (``BM25Backend.min_docs``
+Each case is searched on both sides of the kernel threshold (``Backend.min_docs``
 just above and at the corpus size, so "auto" takes numpy, then the kernels) and with
 each kernel forced (TAAT, block-max MaxScore), for all four variants, with `search`
 and `search_many`: every path must return the same hits with the same float32 scores.
@@ -14,22 +14,23 @@ import numpy as np
 import pytest
 
 from hybrid_retrievers import Analyzer, BM25Index
-from hybrid_retrievers.bm25 import BM25Backend, BM25Params
+from hybrid_retrievers.bm25 import BM25Params
+from hybrid_retrievers.inverted import Backend
 from hybrid_retrievers.optional import is_available
 
 METHODS = ["lucene", "robertson", "bm25l", "bm25+", "textbook", "atire"]
 PLAIN = Analyzer(stopwords=None, stemmer=None)
 
 
-def _backends(n_docs: int) -> dict[str, BM25Backend]:
-    backends = {"auto below the threshold": BM25Backend(min_docs=n_docs + 1)}
+def _backends(n_docs: int) -> dict[str, Backend]:
+    backends = {"auto below the threshold": Backend(min_docs=n_docs + 1)}
     if is_available("numba"):
         backends.update({
-            "auto at the threshold": BM25Backend(min_docs=n_docs),
-            "taat": BM25Backend("numba", strategy="taat"),
-            "taat in chunks": BM25Backend("numba", strategy="taat", taat_chunk_docs=97,
+            "auto at the threshold": Backend(min_docs=n_docs),
+            "taat": Backend("numba", strategy="taat"),
+            "taat in chunks": Backend("numba", strategy="taat", taat_chunk_docs=97,
                                           stored_weights_df=3),
-            "maxscore": BM25Backend("numba", strategy="maxscore"),
+            "maxscore": Backend("numba", strategy="maxscore"),
         })
     return backends
 

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from hybrid_retrievers import Analyzer, BM25Index, Doc, IndexFormatError, Query
-from hybrid_retrievers.bm25 import BM25Backend
+from hybrid_retrievers.inverted import Backend
 
 WORDS = "wing flow boundary layer heat rotor blade air speed pipe".split()
 
@@ -294,8 +294,8 @@ def test_a_field_weighted_0_is_unscored_but_seen_by_every_operator(per_query: bo
     assert seen > 100
 
 
-@pytest.mark.parametrize("backend", ["numpy", BM25Backend("numba"),
-                                     BM25Backend("numba", strategy="maxscore")],
+@pytest.mark.parametrize("backend", ["numpy", Backend("numba"),
+                                     Backend("numba", strategy="maxscore")],
                          ids=["numpy", "numba-auto", "numba-maxscore"])
 def test_robertson_fields_keep_a_match_whose_idf_is_0_as_one_field_does(backend) -> None:
     # A term in exactly half the documents has Robertson idf ln(2.5/2.5) = 0: its

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from hybrid_retrievers import BM25Index
-from hybrid_retrievers.bm25 import BM25Backend
-from hybrid_retrievers.bm25 import matching
+from hybrid_retrievers.inverted import Backend
+from hybrid_retrievers.inverted import matching
 from hybrid_retrievers.datasets import load_dataset
 from hybrid_retrievers.selection import top_k
 
@@ -22,7 +22,7 @@ def cranfield_docs():
 def _index(cranfield_docs, dense_scan: int = 8) -> tuple[BM25Index, list[str]]:
     # Cranfield's queries are short; take the per-term (prunable) numpy path for all of them.
     docs, queries = cranfield_docs
-    backend = BM25Backend("numpy", batched_postings=0, dense_scan=dense_scan)
+    backend = Backend("numpy", batched_postings=0, dense_scan=dense_scan)
     return BM25Index.from_docs(docs, backend=backend), queries
 
 

@@ -15,9 +15,9 @@ import numpy as np
 import pytest
 
 from hybrid_retrievers import Analyzer, BM25Index
-from hybrid_retrievers.bm25 import chunking
+from hybrid_retrievers.inverted import build
 from hybrid_retrievers.bm25 import index as index_module
-from hybrid_retrievers.bm25.postings import Snapshot, compact_tf, live_terms, offsets
+from hybrid_retrievers.inverted.postings import Snapshot, compact_tf, live_terms, offsets
 
 
 def reference_written(state, docs, token_lists, rows):
@@ -142,7 +142,7 @@ def results(idx: BM25Index) -> list:
 
 @pytest.mark.parametrize("seed", range(12))
 def test_streamed_build_equals_reference(seed, monkeypatch):
-    monkeypatch.setattr(chunking, "CHUNK_DOCS", 7)
+    monkeypatch.setattr(build, "CHUNK_DOCS", 7)
     new = run_edits(seed)
     monkeypatch.setattr(index_module, "written", reference_from_chunks)
     monkeypatch.setattr(index_module, "compacted", reference_compacted)
@@ -160,7 +160,7 @@ def test_streamed_build_with_stemming_and_one_chunk(monkeypatch):
 
 
 def test_n_jobs_two_equals_one(monkeypatch):
-    monkeypatch.setattr(chunking, "CHUNK_DOCS", 5)
+    monkeypatch.setattr(build, "CHUNK_DOCS", 5)
     with warnings.catch_warnings():
         warnings.simplefilter("error", UserWarning)  # no fallback to one job
         two = run_edits(3, n_jobs=2)
@@ -175,13 +175,13 @@ def test_n_jobs_two_equals_one(monkeypatch):
 ])
 @pytest.mark.parametrize("max_tokens", [1 << 22, 3])  # 3: the map starts afresh often
 def test_numbered_chunks_give_the_analyzers_tokens(analyzer, max_tokens, monkeypatch):
-    monkeypatch.setattr(chunking.TermNumbering, "MAX_TOKENS", max_tokens)
+    monkeypatch.setattr(build.TermNumbering, "MAX_TOKENS", max_tokens)
     texts = ["The running runner ran, of the runs", "", "the of the", "E=mc2 is a_b x-1.5/y",
              "Ünïcode naïve café, CAFÉ", "数据库系统 and 数据", "runs runs running, run",
              "   ", "state-of-the-art models, models' states", "runner café x-1.5/y"]
     vocab = {"models": 0}  # an existing index's vocabulary: its ids are kept
-    numbering = chunking.TermNumbering(vocab)
-    chunks = [chunking.tokenize_chunk(analyzer, texts[s:s + 3], numbering)
+    numbering = build.TermNumbering(vocab)
+    chunks = [build.tokenize_chunk(analyzer, texts[s:s + 3], numbering)
               for s in range(0, len(texts), 3)]
     terms = list(vocab)
     decoded_all = []
@@ -201,22 +201,22 @@ def test_numbered_chunks_give_the_analyzers_tokens(analyzer, max_tokens, monkeyp
 def test_worker_numbers_map_two_workers_to_the_build_order():
     # Chunks alternate between two workers' own vocabularies; mapped back, they are
     # numbered exactly as one in-process numbering would number them.
-    from hybrid_retrievers.bm25.numbering import TermNumbering, WorkerNumbers
+    from hybrid_retrievers.inverted.numbering import TermNumbering, WorkerNumbers
 
     analyzer = Analyzer()
     texts = ["runners running", "the cat", "a dog runs", "cats and dogs", "the runner",
              "zebra dog", "new words here", "cat zebra", "", "words of runners"]
     spans = [texts[s:s + 2] for s in range(0, len(texts), 2)]
     one = TermNumbering({"dog": 0})
-    expected = [chunking.tokenize_chunk(analyzer, part, one).vocab_ids.tolist()
+    expected = [build.tokenize_chunk(analyzer, part, one).vocab_ids.tolist()
                 for part in spans]
     workers = [TermNumbering({}, track_added=True) for _ in range(2)]
     numbers = WorkerNumbers({"dog": 0})
     for i, part in enumerate(spans):
-        sent = chunking.worker_chunk(analyzer, workers[i % 2], part, worker=i % 2)
+        sent = build.worker_chunk(analyzer, workers[i % 2], part, worker=i % 2)
         assert numbers.numbered(sent).tolist() == expected[i]
     assert list(numbers.vocab.items()) == list(one.vocab.items())
-    stale = chunking.worker_chunk(analyzer, TermNumbering({}, track_added=True), spans[0], 1)
+    stale = build.worker_chunk(analyzer, TermNumbering({}, track_added=True), spans[0], 1)
     with pytest.raises(RuntimeError, match="out of order"):
         numbers.numbered(stale)
 
@@ -224,7 +224,7 @@ def test_worker_numbers_map_two_workers_to_the_build_order():
 def test_build_leaves_a_bounded_cache(monkeypatch):
     from hybrid_retrievers.text import analyzer as analyzer_module
 
-    monkeypatch.setattr(chunking, "CHUNK_DOCS", 3)
+    monkeypatch.setattr(build, "CHUNK_DOCS", 3)
     monkeypatch.setattr(analyzer_module, "_MAX_CACHE", 10)
     analyzer = Analyzer(stopwords=None, stemmer=lambda w: w.upper())
     texts = [" ".join(f"t{i}x{j}" for j in range(5)) for i in range(12)]
@@ -236,7 +236,7 @@ def test_build_leaves_a_bounded_cache(monkeypatch):
 
 
 def test_n_jobs_falls_back_for_a_callable_stemmer(monkeypatch):
-    monkeypatch.setattr(chunking, "CHUNK_DOCS", 2)
+    monkeypatch.setattr(build, "CHUNK_DOCS", 2)
     analyzer = Analyzer(stemmer=lambda w: w[:3])
     texts = ["alpha beta", "gamma delta", "alphabet betamax", "gammas"]
     with pytest.warns(UserWarning, match="cannot be sent"):
@@ -252,14 +252,14 @@ def test_n_jobs_is_checked(bad, error):
 
 
 def test_n_jobs_minus_one_means_all_cores():
-    assert chunking.resolve_n_jobs(-1) == chunking._cpu_count()
-    assert chunking.resolve_n_jobs(3) == 3
+    assert build.resolve_n_jobs(-1) == build._cpu_count()
+    assert build.resolve_n_jobs(3) == 3
 
 
 def test_n_jobs_sends_a_registered_tokenizer(monkeypatch):
     from hybrid_retrievers.text import register_tokenizer, unregister_tokenizer
 
-    monkeypatch.setattr(chunking, "CHUNK_DOCS", 2)
+    monkeypatch.setattr(build, "CHUNK_DOCS", 2)
     register_tokenizer("test.streamed-ws", str.split, replace=True)
     try:
         analyzer = Analyzer(tokenizer="test.streamed-ws", stemmer=None)

@@ -1,7 +1,7 @@
 """Every SparseIndex scoring path returns the exact top k of a scipy dot product.
 
 The paths: the compiled TAAT and block-max MaxScore kernels (forced with
-``BM25Backend(strategy=...)``), the compiled batch kernel (`search_many`), the numpy
+``Backend(strategy=...)``), the compiled batch kernel (`search_many`), the numpy
 batched pass and the numpy MaxScore loop (``batched_postings=0``). The reference is
 ``D @ q`` over a scipy CSR matrix in float64, top k by (score desc, document order).
 
@@ -25,21 +25,21 @@ import pytest
 import scipy.sparse as sp
 
 from hybrid_retrievers import SparseIndex
-from hybrid_retrievers.bm25 import BM25Backend
-from hybrid_retrievers.bm25.kernels import BlockMax
+from hybrid_retrievers.inverted import Backend
+from hybrid_retrievers.inverted.kernels import BlockMax
 
 RTOL = 1e-5
 
-BACKENDS: dict[str, Callable[[], BM25Backend]] = {
-    "taat": lambda: BM25Backend("numba", strategy="taat"),
-    "maxscore": lambda: BM25Backend("numba", strategy="maxscore"),
-    "numpy-batched": lambda: BM25Backend("numpy"),
-    "numpy-maxscore": lambda: BM25Backend("numpy", batched_postings=0),
+BACKENDS: dict[str, Callable[[], Backend]] = {
+    "taat": lambda: Backend("numba", strategy="taat"),
+    "maxscore": lambda: Backend("numba", strategy="maxscore"),
+    "numpy-batched": lambda: Backend("numpy"),
+    "numpy-maxscore": lambda: Backend("numpy", batched_postings=0),
 }
 
 
 @pytest.fixture(params=list(BACKENDS))
-def backend(request: pytest.FixtureRequest) -> BM25Backend:
+def backend(request: pytest.FixtureRequest) -> Backend:
     if request.param in ("taat", "maxscore"):
         pytest.importorskip("numba")
     return BACKENDS[request.param]()
@@ -115,7 +115,7 @@ def queries_of(rng: np.random.Generator, vocab: int, quantised: bool) -> list[di
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
 @pytest.mark.parametrize("quantised", [True, False])
-def test_every_path_returns_the_exact_top_k(backend: BM25Backend, seed: int,
+def test_every_path_returns_the_exact_top_k(backend: Backend, seed: int,
                                             quantised: bool) -> None:
     rng = np.random.default_rng(seed)
     vocab = 400
@@ -154,7 +154,7 @@ class VectorQueries:
 
 
 @pytest.mark.parametrize("quantised", [True, False])
-def test_search_many_and_edits_stay_exact(backend: BM25Backend, quantised: bool) -> None:
+def test_search_many_and_edits_stay_exact(backend: Backend, quantised: bool) -> None:
     rng = np.random.default_rng(7)
     vocab = 300
     vectors = random_vectors(rng, 1200, vocab, 50, quantised)
@@ -183,7 +183,7 @@ def test_search_many_and_edits_stay_exact(backend: BM25Backend, quantised: bool)
                 (h.id, h.score) for h in index.search_vector(q, k=k)]
 
 
-def test_ties_go_to_the_earlier_document(backend: BM25Backend) -> None:
+def test_ties_go_to_the_earlier_document(backend: Backend) -> None:
     same = {"a": 0.5, "b": 1.0}
     vectors = [same if i % 7 == 0 else {"c": 1.0} for i in range(700)]
     index = SparseIndex.from_vectors(vectors, [f"d{i:03d}" for i in range(700)], backend=backend)

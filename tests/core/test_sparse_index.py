@@ -210,7 +210,7 @@ def test_weights_that_could_overflow_float32_are_refused_by_name() -> None:
     # 1e39 is finite in float64 but inf in float32; 3e38 fits float32, but times a query
     # weight of 10 it does not: weights above MAX_IMPACT (1e15) are refused, as a
     # document's (mapping or CSR) and as a query's, so no score is ever inf.
-    from hybrid_retrievers.bm25.params import MAX_IMPACT
+    from hybrid_retrievers.inverted.scorer import MAX_IMPACT
 
     for big in (1e39, 3e38, 1e16):
         with pytest.raises(ValueError, match=r"vectors\[1\]\['a'\].*at most 1e\+15"):
@@ -308,8 +308,8 @@ def test_flat_checks_name_the_bad_vector() -> None:
 
 
 def test_weighted_runs_transposed_equal_sorted_and_repeats_add_up() -> None:
-    from hybrid_retrievers.bm25 import postings
-    from hybrid_retrievers.bm25.chunking import TokenChunk
+    from hybrid_retrievers.inverted import postings
+    from hybrid_retrievers.inverted.build import TokenChunk
 
     rng = np.random.default_rng(5)
     lengths = rng.integers(0, 6, size=50).astype(np.int32)

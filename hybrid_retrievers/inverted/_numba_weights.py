@@ -1,6 +1,6 @@
 """Numba primitives that weigh BM25 postings, and the metadata the kernels build from them.
 
-Imported only through `hybrid_retrievers.bm25._numba` (and so only when numba is
+Imported only through `hybrid_retrievers.inverted._numba` (and so only when numba is
 installed). Every weight here is computed with the same float32 operations, in the
 same order, as `hybrid_retrievers.scoring` (``tfw_*``) and `matching._weigh`:
 `_weight` directly, `build_table`'s rows and `build_weights`'s stored values through

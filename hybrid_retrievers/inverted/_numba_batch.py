@@ -1,6 +1,6 @@
 """Numba kernel for BM25 top-k over a batch of queries: `search_many` in one compiled call.
 
-Imported only through `hybrid_retrievers.bm25.kernels`, and only when numba is
+Imported only through `hybrid_retrievers.inverted.kernels`, and only when numba is
 installed. Each query runs the same kernel, with the same arguments, as it would alone
 (`_numba.search_taat` or `_numba.search_top_k`), so a batch returns bit for bit what
 a loop of single searches returns; what the batch saves is the per-query Python work

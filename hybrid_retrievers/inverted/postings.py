@@ -1,4 +1,4 @@
-"""The data of one `BM25Index` version: its documents and term-major postings.
+"""The data of one index version (`BM25Index`, `SparseIndex`): documents and term-major postings.
 
 A `Snapshot` is everything a search reads, never modified once published. Its postings
 are term-major CSR arrays: term ``t``'s documents are ``post_docs[indptr[t]:indptr[t+1]]``
@@ -10,7 +10,7 @@ edits and compaction treat both alike. Edits never change a snapshot: `written` 
 `compacted` (delete) build new arrays off to the side and return a new one, so searches
 on the old one go on safely. Nothing here depends on the analyzer or on BM25's
 parameters; what does (idf, norms, bounds) is the snapshot's lazily built score cache
-(`Snapshot.derived`, `hybrid_retrievers.bm25.score_cache`).
+(`Snapshot.derived`, `score_cache`).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from ..documents import DocTable
 from ..types import Doc
 
 if TYPE_CHECKING:
-    from .chunking import TokenChunk
+    from .build import TokenChunk
 
 T = TypeVar("T")
 
@@ -48,7 +48,7 @@ class Snapshot(DocTable):
     term frequencies in ``post_tf``), ``doc_len`` and, when the index keeps positions,
     ``tokens``: every document's term ids in order, documents one after another
     (document d's are ``tokens[starts[d]:starts[d] + doc_len[d]]`` with ``starts`` the
-    offsets of ``doc_len``), which phrase queries read (`hybrid_retrievers.bm25.phrases`);
+    offsets of ``doc_len``), which phrase queries read (`operators`);
     None when positions are off. ``fields``: a fielded index's other fields (name ->
     snapshot of that field's texts over the same documents, `hybrid_retrievers.bm25.fields`),
     this snapshot being field "text"; None without fields.
@@ -120,7 +120,7 @@ def written(
     """A new snapshot: ``state`` with ``docs[j]`` at position ``rows[j]``.
 
     ``chunks`` are the documents' tokens, chunk after chunk in document order, numbered
-    into ``vocab`` (see `chunking.token_chunks`), a copy of ``state.vocab`` before the
+    into ``vocab`` (see `build.token_chunks`), a copy of ``state.vocab`` before the
     first chunk that is the new snapshot's vocabulary after the last. A row below
     ``len(state.docs)`` replaces that document; the others are the next positions, in
     order (``rows=None``: all of ``docs`` appended). ``state`` is not modified: its

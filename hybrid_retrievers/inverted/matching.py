@@ -1,14 +1,14 @@
-"""Matching a query's terms against the postings: the tuned BM25 scoring loop.
+"""Matching a query's terms against the postings: the engine's tuned scoring loop.
 
-`match` turns a query's term ids into candidate documents with their full BM25 scores,
-as a function of one snapshot, its score cache, the parameters, a per-thread `Scratch`
+`match` turns a query's term ids into candidate documents with their full scores (BM25
+or impact), as a function of one snapshot, its score cache, the scorer, a per-thread `Scratch`
 and the backend settings; `match_many` is its batch form. A query touches only the
 postings of its own terms: it weighs them, accumulates into the scratch buffer and
 resets what it touched, so no step is proportional to the corpus size. Top-k queries
 without a filter go to the compiled kernels when the backend allows (`kernels`); the
 numpy path scores short queries in one batched pass (`_match_batched`) and long ones
 term by term, rarest first, with MaxScore pruning once no unseen document can reach
-the top k (`can_skip_new`). The table of paths is in `params`.
+the top k (`can_skip_new`). The table of paths is in `backend`.
 Not precomputing per-posting scores keeps the index at 5 bytes per posting (bm25s
 keeps 8); weighing a posting costs about as much as reading a cached score would.
 """
@@ -22,10 +22,11 @@ from numpy.typing import NDArray
 
 from ..selection import top_k
 from ..types import Doc, MetadataFilter
+from .backend import Backend
 from .kernels import match_top_k, match_top_k_many
-from .params import BM25Backend, ScoringParams
 from .postings import Snapshot
 from .score_cache import ScoreCache
+from .scorer import Scorer
 from .scratch import Scratch
 
 __all__ = ["TermIds", "query_ids", "match", "match_many", "ranked_matches", "can_skip_new"]
@@ -41,7 +42,7 @@ Matches = tuple[NDArray[np.int32], NDArray[np.float32]]
 
 
 def query_ids(
-    st: Snapshot, cache: ScoreCache, params: ScoringParams, terms: list[str], counts: list[int]
+    st: Snapshot, cache: ScoreCache, params: Scorer, terms: list[str], counts: list[int]
 ) -> tuple[TermIds, np.float32]:
     """The query's (term id, count) pairs in the vocabulary, and its absent-term weight."""
     vocab = st.vocab
@@ -56,13 +57,13 @@ def query_ids(
 def match(
     st: Snapshot,
     cache: ScoreCache,
-    params: ScoringParams,
+    params: Scorer,
     ids: TermIds,
     constant: np.float32,
     k: int | None,
     allowed: NDArray[np.bool_] | None,
     scratch: Scratch,
-    backend: BM25Backend,
+    backend: Backend,
 ) -> Matches:
     """Documents matching at least one term, with their full BM25 scores.
 
@@ -141,13 +142,13 @@ def match(
 def ranked_matches(
     st: Snapshot,
     cache: ScoreCache,
-    params: ScoringParams,
+    params: Scorer,
     ids: TermIds,
     constant: np.float32,
     k: int,
     filter: MetadataFilter | None,
     scratch: Scratch,
-    backend: BM25Backend,
+    backend: Backend,
     admitted: NDArray[np.bool_] | None = None,
 ) -> Matches:
     """The top ``k`` matches as ``(positions, scores)``, best first, ties to the earlier document.
@@ -193,11 +194,11 @@ def _filter_callable(
 def match_many(
     st: Snapshot,
     cache: ScoreCache,
-    params: ScoringParams,
+    params: Scorer,
     queries: list[tuple[TermIds, np.float32]],
     k: int,
     scratch: Scratch,
-    backend: BM25Backend,
+    backend: Backend,
 ) -> list[Matches] | None:
     """Each ``(ids, constant)`` query's top ``k``, best first, in one kernel call.
 
@@ -208,7 +209,7 @@ def match_many(
 
 
 def _weigh(
-    params: ScoringParams,
+    params: Scorer,
     cache: ScoreCache,
     tf: NDArray[np.unsignedinteger],
     docs: NDArray[np.int32],
@@ -225,7 +226,7 @@ def _weigh(
 def _match_batched(
     st: Snapshot,
     cache: ScoreCache,
-    params: ScoringParams,
+    params: Scorer,
     ids: TermIds,
     constant: np.float32,
     k: int | None,

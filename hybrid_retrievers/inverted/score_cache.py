@@ -1,4 +1,4 @@
-"""`ScoreCache`: what BM25 scoring needs beyond one snapshot's postings.
+"""`ScoreCache`: what scoring needs beyond one snapshot's postings.
 
 It holds what depends on N and avgdl: each document's length norm, each term's idf and
 upper bound (its largest contribution, for MaxScore pruning) and, for BM25L/BM25+, the
@@ -6,29 +6,46 @@ weight of absent terms; and the compiled kernels' metadata built from them (`kep
 It is built lazily once per snapshot (`Snapshot.derived`), so an edited index scores
 exactly like one rebuilt from scratch.
 
-With `CollectionStats` (a shard of a larger corpus, `BM25Index.set_collection_stats`)
-the cache is built from the corpus-wide N, avgdl and df instead of the snapshot's own,
-and answers the questions about terms only other shards hold (`df_of`, `global_idf`,
-`absent_constant`).
+With corpus-wide statistics (`CorpusStatistics`: a shard of a larger corpus, BM25's
+`CollectionStats` given by `BM25Index.set_collection_stats`) the cache takes its idf
+from them, asked with the scorer's own idf (`Variant`), and their avgdl, instead of the
+snapshot's own, and answers the questions about terms only other shards hold (`df_of`,
+`global_idf`, `absent_constant`).
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
-from typing import TypeVar
+from collections.abc import Callable, Mapping
+from typing import Protocol, TypeVar
 
 import numpy as np
 from numpy.typing import NDArray
 
-from .collection_stats import CollectionStats
-from .params import ScoringParams
 from .postings import Snapshot
-from .scoring import length_norm
+from .scorer import Scorer, Variant, length_norm
 
-__all__ = ["ScoreCache"]
+__all__ = ["ScoreCache", "CorpusStatistics"]
 
 T = TypeVar("T")
+
+
+class CorpusStatistics(Protocol):
+    """Statistics of a whole corpus that one index (a shard) scores with instead of its own.
+
+    ``df`` maps each term of the corpus to its document frequency, ``avgdl`` is the
+    corpus's average document length, and ``idf_for(vocab, variant)`` is the idf of
+    ``vocab``'s terms (``term -> row``, by row) by ``variant``'s idf function over the
+    corpus. `hybrid_retrievers.bm25.CollectionStats` is one.
+    """
+
+    @property
+    def df(self) -> Mapping[str, int]: ...
+
+    @property
+    def avgdl(self) -> float: ...
+
+    def idf_for(self, vocab: Mapping[str, int], variant: Variant) -> NDArray[np.float64]: ...
 
 
 class ScoreCache:
@@ -54,7 +71,7 @@ class ScoreCache:
         upper: NDArray[np.float32],
         absent: NDArray[np.float32] | None,
         absent_weight: float,
-        stats: CollectionStats | None = None,
+        stats: CorpusStatistics | None = None,
         avgdl: float = 0.0,
         least_weight: float = np.inf,
     ) -> None:
@@ -80,13 +97,13 @@ class ScoreCache:
         self._lock = threading.Lock()
 
     @classmethod
-    def of(cls, state: Snapshot, params: ScoringParams, stats: CollectionStats | None) -> ScoreCache:
+    def of(cls, state: Snapshot, params: Scorer, stats: CorpusStatistics | None) -> ScoreCache:
         """``state``'s cache, built on first use (once, however many readers ask at once)."""
         return state.derived(lambda: cls.build(state, params, stats))
 
     @classmethod
     def build(
-        cls, state: Snapshot, params: ScoringParams, stats: CollectionStats | None
+        cls, state: Snapshot, params: Scorer, stats: CorpusStatistics | None
     ) -> ScoreCache:
         """The cache of ``state`` computed now (`of` builds it once per snapshot)."""
         v = params.variant
@@ -171,13 +188,13 @@ class ScoreCache:
         """The document frequency scoring uses for ``term`` (the collection's, when set)."""
         return local_df if self.stats is None else self.stats.df.get(term, local_df)
 
-    def global_idf(self, term: str, params: ScoringParams) -> float:
+    def global_idf(self, term: str, params: Scorer) -> float:
         """The idf of a term this index lacks but the collection has (else 0)."""
         if self.stats is None or term not in self.stats.df:
             return 0.0
         return float(np.float32(self.stats.idf_for({term: 0}, params.variant)[0]))
 
-    def absent_constant(self, state: Snapshot, params: ScoringParams, terms: list[str],
+    def absent_constant(self, state: Snapshot, params: Scorer, terms: list[str],
                         counts: list[int]) -> np.float32:
         """BM25L/BM25+'s weight of absent terms, counting terms only other shards hold."""
         assert self.absent is not None and self.stats is not None

@@ -1,6 +1,6 @@
 """Numba kernels for BM25 top-k: block-max metadata and block-max MaxScore search.
 
-Imported only through `hybrid_retrievers.bm25.kernels`, and only when numba is
+Imported only through `hybrid_retrievers.inverted.kernels`, and only when numba is
 installed: importing this module (and the weighing primitives and metadata builders,
 `_numba_weights`) imports numba; nothing else does.
 

@@ -1,18 +1,18 @@
-"""Compiled top-k kernels for `BM25Index`, used when its backend allows (`BM25Backend`).
+"""Compiled top-k kernels of the engine (`BM25Index`, `SparseIndex`), when the `Backend` allows.
 
 `matching.match` hands a top-k query without a metadata filter to `match_top_k`, which
 returns the exact top k (same documents, same float32 scores, ties to the earlier
 document) as exhaustive scoring, or ``None`` when it cannot take the query (numba
-missing, the backend says numpy, the index below ``BM25Backend.min_docs`` with "auto",
+missing, the backend says numpy, the index below ``Backend.min_docs`` with "auto",
 negative idfs); the numpy path then runs as before. Everything here is a function of
 (snapshot, score cache, params, scratch, backend): no index is passed or called back.
 
-Two kernels (`hybrid_retrievers.bm25._numba`), chosen per query by `_prefer_maxscore`:
+Two kernels (`hybrid_retrievers.inverted._numba`), chosen per query by `_prefer_maxscore`:
 
 - TAAT (the usual one): every posting of every query term, in query order, adds its
   weight to a dense float32 accumulator, then a compiled scan keeps the top k; a query
   with many postings does both chunk by chunk of documents
-  (``BM25Backend.taat_chunk_docs``). Its cost is the query's postings; with Cranfield's
+  (``Backend.taat_chunk_docs``). Its cost is the query's postings; with Cranfield's
   ~10-term queries it beats pruning.
 - Block-max MaxScore, for one long posting list with short others: each list is
   split into blocks of 64 postings that keep their last document and largest weight,
@@ -32,7 +32,7 @@ weight for tf < 16, computed by the same operations, so results are bit for bit
 unchanged. A random float32 norm read and a division per posting become a byte read
 beside the document's accumulator slot and an L1 lookup (per document they cost 1 MiB
 at 1M documents and were measured as fast as per-posting codes). Lists of
-``BM25Backend.stored_weights_df`` postings or more also keep each posting's float32
+``Backend.stored_weights_df`` postings or more also keep each posting's float32
 weight (the same value): TAAT streams it beside the document id, with no lookup.
 
 The kernels are compiled with ``cache=True``: the first process compiles them once
@@ -49,8 +49,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..optional import is_available
-from .params import BM25Backend, ScoringParams
-from .scoring import BM25Method
+from .backend import Backend
+from .scorer import Scorer
 
 if TYPE_CHECKING:
     from .postings import Snapshot
@@ -60,11 +60,11 @@ if TYPE_CHECKING:
 __all__ = ["BlockMax", "NormCodes", "available", "block_max", "match_top_k", "match_top_k_many",
            "norm_codes"]
 
-# A code names a tf weight (the idf is applied outside the kernels, as the query scale):
-# textbook and atire weigh tf as robertson does, tf·(k1 + 1) / (tf + k1·norm).
-_VARIANT_CODES: dict[object, int] = {BM25Method.LUCENE: 0, BM25Method.ROBERTSON: 1,
-                                     BM25Method.TEXTBOOK: 1, BM25Method.ATIRE: 1,
-                                     BM25Method.BM25L: 2, BM25Method.BM25PLUS: 3, "impact": 4}
+# A code names a tf weight (the idf is applied outside the kernels, as the query scale),
+# keyed by the variant's method name (`scorer.Variant.method`; BM25's are `BM25Method`
+# values): textbook and atire weigh tf as robertson does, tf·(k1 + 1) / (tf + k1·norm).
+_VARIANT_CODES: dict[str, int] = {"lucene": 0, "robertson": 1, "textbook": 1, "atire": 1,
+                                  "bm25l": 2, "bm25+": 3, "impact": 4}
 _IMPACT = 4  # `_numba_weights.IMPACT`: the posting value is the weight
 _kernels: ModuleType | None = None
 _checked = False
@@ -78,11 +78,16 @@ def _load() -> ModuleType | None:
         with _lock:
             if not _checked:
                 if is_available("numba"):
-                    import hybrid_retrievers.bm25._numba as compiled
+                    import hybrid_retrievers.inverted._numba as compiled
 
                     _kernels = compiled
                 _checked = True
     return _kernels
+
+
+def _method_name(method: str) -> str:
+    """A variant's method as a plain string (a `BM25Method` is a str enum, hashed by name)."""
+    return str(getattr(method, "value", method))
 
 
 def available() -> bool:
@@ -100,15 +105,15 @@ class _Metadata:
 
     __slots__ = ("params",)
 
-    def __init__(self, state: Snapshot, cache: ScoreCache, params: ScoringParams,
-                 backend: BM25Backend) -> None:
+    def __init__(self, state: Snapshot, cache: ScoreCache, params: Scorer,
+                 backend: Backend) -> None:
         kernels = _load()
         assert kernels is not None
         self.params = _params(params, cache)
         self._build(kernels, state, cache, backend)
 
     def _build(self, kernels: ModuleType, state: Snapshot, cache: ScoreCache,
-               backend: BM25Backend) -> None:
+               backend: Backend) -> None:
         raise NotImplementedError
 
     def nbytes(self) -> int:
@@ -122,7 +127,7 @@ class BlockMax(_Metadata):
     __slots__ = ("block_ptr", "block_max", "block_last", "term_max")
 
     def _build(self, kernels: ModuleType, state: Snapshot, cache: ScoreCache,
-               backend: BM25Backend) -> None:
+               backend: Backend) -> None:
         self.block_ptr, self.block_max, self.block_last, self.term_max = kernels.build_blocks(
             state.indptr, np.asarray(state.post_docs), np.asarray(state.post_tf),
             cache.norm, *self.params,
@@ -135,7 +140,7 @@ class NormCodes(_Metadata):
     __slots__ = ("doc_codes", "table", "weight_ptr", "weights")
 
     def _build(self, kernels: ModuleType, state: Snapshot, cache: ScoreCache,
-               backend: BM25Backend) -> None:
+               backend: Backend) -> None:
         if self.params[0] == _IMPACT:
             # Impacts are their own weights: every list streams its stored float32 values
             # (the postings themselves, no copy), and no document has a norm code, so the
@@ -153,8 +158,8 @@ class NormCodes(_Metadata):
         )
 
 
-def norm_codes(state: Snapshot, cache: ScoreCache, params: ScoringParams,
-               backend: BM25Backend) -> NormCodes:
+def norm_codes(state: Snapshot, cache: ScoreCache, params: Scorer,
+               backend: Backend) -> NormCodes:
     """TAAT's norm codes for ``state`` (built on first use, then kept by ``cache``)."""
     return cache.kept(NormCodes, lambda: NormCodes(state, cache, params, backend))
 
@@ -178,10 +183,10 @@ def _codes(kernels: ModuleType, cache: ScoreCache,
     return rank[inverse.reshape(-1)], table
 
 
-def _params(params: ScoringParams, cache: ScoreCache) -> tuple[Any, ...]:
+def _params(params: Scorer, cache: ScoreCache) -> tuple[Any, ...]:
     """(variant, k1, k1 + 1, delta, tfw(0), has tfw(0)) as the float32 numpy scoring uses."""
     return (
-        _VARIANT_CODES[params.variant.method],
+        _VARIANT_CODES[_method_name(params.variant.method)],
         np.float32(params.k1),
         np.float32(params.k1 + 1.0),
         np.float32(params.delta),
@@ -191,7 +196,7 @@ def _params(params: ScoringParams, cache: ScoreCache) -> tuple[Any, ...]:
 
 
 def _prefer_maxscore(indptr: NDArray[np.int64], terms: NDArray[np.int64], k: int,
-                     backend: BM25Backend) -> bool:
+                     backend: Backend) -> bool:
     """Whether block-max MaxScore should take this query instead of TAAT scoring.
 
     TAAT's cost is the query's postings; MaxScore's is the postings it cannot skip,
@@ -209,14 +214,14 @@ def _prefer_maxscore(indptr: NDArray[np.int64], terms: NDArray[np.int64], k: int
     return bool(_long_list_rule(int(lengths.max()), int(lengths.sum()), k, backend))
 
 
-def _long_list_rule(longest: Any, total: Any, k: int, backend: BM25Backend) -> Any:
+def _long_list_rule(longest: Any, total: Any, k: int, backend: Backend) -> Any:
     """`_prefer_maxscore`'s rule, for one query (ints) or many (arrays)."""
     return ((longest >= max(backend.maxscore_min_postings, 64 * k))
             & (8 * (total - longest) <= longest))
 
 
-def block_max(state: Snapshot, cache: ScoreCache, params: ScoringParams,
-              backend: BM25Backend) -> BlockMax:
+def block_max(state: Snapshot, cache: ScoreCache, params: Scorer,
+              backend: Backend) -> BlockMax:
     """MaxScore's block metadata for ``state`` (built on first use, then kept by ``cache``)."""
     return cache.kept(BlockMax, lambda: BlockMax(state, cache, params, backend))
 
@@ -224,13 +229,13 @@ def block_max(state: Snapshot, cache: ScoreCache, params: ScoringParams,
 def match_top_k(
     state: Snapshot,
     cache: ScoreCache,
-    params: ScoringParams,
+    params: Scorer,
     ids: list[tuple[int, float]],
     positive: bool,
     constant: np.float32,
     k: int,
     scratch: Scratch,
-    backend: BM25Backend,
+    backend: Backend,
 ) -> tuple[NDArray[np.int32], NDArray[np.float32]] | None:
     """The exact top ``k`` of a query as ``(positions, scores)``, unordered, or None.
 
@@ -266,7 +271,7 @@ def match_top_k(
 
 def _prefer_maxscore_many(indptr: NDArray[np.int64], terms: NDArray[np.int64],
                           qptr: NDArray[np.int64], k: int,
-                          backend: BM25Backend) -> NDArray[np.bool_]:
+                          backend: Backend) -> NDArray[np.bool_]:
     """`_prefer_maxscore` of each query ``terms[qptr[i]:qptr[i+1]]`` (none empty), vectorised."""
     if backend.strategy != "auto":
         return np.full(qptr.size - 1, backend.strategy == "maxscore")
@@ -278,11 +283,11 @@ def _prefer_maxscore_many(indptr: NDArray[np.int64], terms: NDArray[np.int64],
 def match_top_k_many(
     state: Snapshot,
     cache: ScoreCache,
-    params: ScoringParams,
+    params: Scorer,
     queries: list[tuple[list[tuple[int, int]], np.float32]],
     k: int,
     scratch: Scratch,
-    backend: BM25Backend,
+    backend: Backend,
 ) -> list[tuple[NDArray[np.int32], NDArray[np.float32]]] | None:
     """`match_top_k` of each ``(ids, constant)`` query, ranked best first, or None.
 
@@ -292,7 +297,7 @@ def match_top_k_many(
     """
     if _kernels_for(state, cache, backend) is None:
         return None
-    import hybrid_retrievers.bm25._numba_batch as compiled_batch
+    import hybrid_retrievers.inverted._numba_batch as compiled_batch
 
     n = len(state.docs)
     k = max(1, min(k, n))
@@ -328,7 +333,7 @@ def match_top_k_many(
     return out
 
 
-def _kernels_for(state: Snapshot, cache: ScoreCache, backend: BM25Backend) -> ModuleType | None:
+def _kernels_for(state: Snapshot, cache: ScoreCache, backend: Backend) -> ModuleType | None:
     """The compiled kernels if ``backend`` lets them score ``state`` under ``cache``, else None."""
     if not cache.nonnegative or not backend.uses_kernels(len(state.docs)):
         return None
