@@ -12,7 +12,10 @@ must state the same value.
 from __future__ import annotations
 
 import importlib.util
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 from types import ModuleType
 
@@ -30,6 +33,16 @@ BM25_ROWS = {
     "bm25s (English stopwords + PyStemmer)":
         ("bm25s (stopwords='en', PyStemmer english)", ("bm25s", "Stemmer")),
     "ours, BM25 default": ("ours (default: lucene, stopwords + Snowball)", ()),
+}
+
+# Table row -> the system of benchmarks/fusion_quality.py (dense and hybrid rows): they
+# encode Cranfield with MiniLM, minutes on a CPU, so they run with
+# HYBRID_RETRIEVERS_SLOW_TESTS=1 only.
+FUSION_ROWS = {
+    "ours, dense all-MiniLM-L6-v2 (identical to `InMemoryVectorStore`)":
+        "dense (VectorIndex, MiniLM-L6)",
+    "ours, hybrid BM25 + dense, RRF": "fusion rrf (default)",
+    "ours, hybrid, `dist_based_score` fusion": "fusion dist_based_score",
 }
 
 # Other places quoting a figure of the table: (file, pattern whose groups are figures,
@@ -70,7 +83,7 @@ def _bm25_benchmark() -> ModuleType:
 
 
 def test_the_table_is_read() -> None:
-    assert set(BM25_ROWS) <= set(TABLE), sorted(TABLE)
+    assert set(BM25_ROWS) | set(FUSION_ROWS) <= set(TABLE), sorted(TABLE)
     for label, figures in TABLE.items():
         for figure in figures:
             assert re.fullmatch(r"0\.\d{4}", figure), (label, figures)
@@ -88,6 +101,24 @@ def test_cranfield_bm25_figures_are_what_the_code_computes(row: str) -> None:
     metrics, _, note = benchmark.evaluate(system, load_dataset("cranfield"), rank)
     assert metrics is not None, note
     assert f"{metrics['ndcg@10']:.4f}" == TABLE[row][0], (row, metrics["ndcg@10"])
+
+
+@pytest.mark.skipif(os.environ.get("HYBRID_RETRIEVERS_SLOW_TESTS") != "1",
+                    reason="encodes Cranfield with MiniLM (minutes on a CPU); "
+                           "HYBRID_RETRIEVERS_SLOW_TESTS=1 runs it")
+def test_cranfield_dense_and_hybrid_figures_are_what_the_code_computes(tmp_path: Path) -> None:
+    pytest.importorskip("sentence_transformers")
+    pytest.importorskip("langchain_classic")
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "fusion_quality.py"), "--datasets",
+         "cranfield", "--data-dir", str(tmp_path)],  # no BEIR folder: the bundled Cranfield
+        capture_output=True, text=True, timeout=3600,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    for row, system in FUSION_ROWS.items():
+        measured = re.search(rf"^\| {re.escape(system)}\s*\|\s*(\S+)\s*\|", result.stdout, re.M)
+        assert measured, (system, result.stdout[-3000:])
+        assert measured[1] == TABLE[row][0], (row, measured[1])
 
 
 @pytest.mark.parametrize("file, pattern, cells", QUOTES, ids=[f"{q[0]}-{n}" for n, q in enumerate(QUOTES)])
