@@ -54,6 +54,8 @@ QUOTES = [
     ("docs/search.md", r"\| CISI \(76 queries\) \| (\S+) \|", [("ours, BM25 default", 1)]),
     ("docs/search.md", r"Cranfield default (\S+), in-sample", [("ours, BM25 default", 0)]),
     ("docs/search.md", r"CISI (\S+) / \S+ / \S+ \(p = ", [("ours, BM25 default", 1)]),
+    ("docs/search.md", r"\| Cranfield nDCG@10 \| (\S+) \|", [("ours, hybrid BM25 + dense, RRF", 0)]),
+    ("docs/search.md", r"\| CISI nDCG@10 \| (\S+) \|", [("ours, hybrid BM25 + dense, RRF", 1)]),
 ]
 
 
