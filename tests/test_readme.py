@@ -76,7 +76,7 @@ def test_blocks_are_found_and_few_are_skipped() -> None:
     # code against one).
     # Slow: the hybrid eval gate, the first-hour hybrid index + search (both load MiniLM;
     # tests/core/test_cli_hybrid.py runs that path with a hashing embedder) and fine-tuning
-    # (tests/models/test_finetune.py runs the same loop on a tiny model).
+    # (tests/training/test_finetune.py runs the same loop on a tiny model).
     assert len(skipped) <= 6 and len(slow) <= 3, (skipped, slow)
     for lang, code, reason, line in BLOCKS:
         assert lang in ("python", "bash", ""), f"README line {line}: unknown fence {lang!r}"
