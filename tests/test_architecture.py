@@ -249,3 +249,18 @@ def test_the_engine_knows_neither_index() -> None:
                       if _in(m, "hybrid_retrievers.bm25")}
     assert not sparse_reaches, f"sparse reaches BM25's modules: {sorted(sparse_reaches)}"
     assert "hybrid_retrievers.inverted.postings" in _reached_from(graph, "hybrid_retrievers.sparse")
+
+
+def test_models_import_no_index_fusion_evaluation_or_training() -> None:
+    """`models` (the encoders) sits below everything that uses them: no module of it
+    imports an index, fusion, evaluation or training, not even in a function body (the
+    fine-tuning loop, which needs all of them, lives in `training`, above). The one edge
+    out to an index package is `SpladeEncoder`'s type hint of its `sparse` cache."""
+    graph = import_graph()
+    above = ("bm25", "vector", "fusion", "evaluation", "training")
+    upward = {f"{m} -> {t} (line {line})" for m, targets in graph.items()
+              if _in(m, "hybrid_retrievers.models")
+              for t, line in targets.items()
+              if any(_in(t, f"hybrid_retrievers.{p}") for p in above)}
+    assert any(_in(m, "hybrid_retrievers.models") for m in graph)
+    assert not upward, f"models imports from above it: {sorted(upward)}"

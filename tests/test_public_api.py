@@ -131,20 +131,31 @@ FACES = {
         "DEFAULT_EMBEDDING_MODEL",
         "DEFAULT_SPARSE_MODEL",
         "EmbedderAdapter",
-        "FineTuneResult",
         "HashingEmbedder",
         "HashingSparseEmbedder",
         "ModelUnavailableError",
         "SentenceTransformerEmbedder",
         "SpladeEncoder",
-        "TrainingPair",
         "adapt_embedder",
-        "fine_tune_embedder",
         "local_minilm_path",
         "local_splade_path",
-        "mine_pairs",
         "model_name",
+    ],
+    # Training: fine-tuning a bi-encoder on a corpus, measured before and after (above models).
+    "hybrid_retrievers.training": [
+        "FineTuneResult",
+        "TrainingPair",
+        "fine_tune_embedder",
+        "mine_pairs",
         "split_queries",
+    ],
+    # Learned sparse retrieval: the index on the inverted engine, its explanations and cache.
+    "hybrid_retrievers.sparse": [
+        "FORMAT_VERSION",
+        "SparseEmbeddingCache",
+        "SparseExplanation",
+        "SparseIndex",
+        "SparseTermContribution",
     ],
     # The integrator's kit: what a framework adapter may use beyond the faces.
     "hybrid_retrievers.integration": [

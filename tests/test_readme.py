@@ -98,7 +98,7 @@ def test_blocks_are_found_and_few_are_skipped() -> None:
     # against one).
     # Slow: the first-hour hybrid index + search and the hybrid eval gate (both load MiniLM;
     # tests/core/test_cli_hybrid.py runs that path with a hashing embedder) and fine-tuning
-    # (tests/models/test_finetune.py runs the same loop on a tiny model).
+    # (tests/training/test_finetune.py runs the same loop on a tiny model).
     assert len(skipped) <= 5 and len(slow) <= 3, (skipped, slow)
     for block in BLOCKS:
         assert block.lang in ("python", "bash", "json", ""), \

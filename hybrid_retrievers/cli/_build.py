@@ -107,7 +107,7 @@ def sparse_encoder(model: str | None, *, cache: bool = True, log: Any = print,
     with an index (the same model at another path keeps it). ``quiet``: turn
     transformers' loading bar off now (which imports transformers)."""
     from ..models import SpladeEncoder, local_splade_path
-    from ..vector import SparseEmbeddingCache
+    from ..sparse import SparseEmbeddingCache
 
     if quiet:
         _quiet_transformers()

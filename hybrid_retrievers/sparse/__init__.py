@@ -10,13 +10,17 @@ modules, one job each:
 * `vectors`: checking sparse vectors (mappings, scipy CSR) and turning them into the
   engine's token chunks;
 * `explanation`: per-token explanations (`SparseExplanation`);
-* `saving`: the on-disk format (``kind="sparse"``).
+* `saving`: the on-disk format (``kind="sparse"``);
+* `cache`: `SparseEmbeddingCache`, each distinct document text encoded once per model
+  (the learned-sparse twin of the dense `EmbeddingCache`, keyed the same way).
 """
 
 from __future__ import annotations
 
+from .cache import SparseEmbeddingCache
 from .explanation import SparseExplanation, SparseTermContribution
 from .index import SparseIndex
 from .saving import FORMAT_VERSION
 
-__all__ = ["SparseIndex", "SparseExplanation", "SparseTermContribution", "FORMAT_VERSION"]
+__all__ = ["SparseIndex", "SparseEmbeddingCache", "SparseExplanation", "SparseTermContribution",
+           "FORMAT_VERSION"]

@@ -9,9 +9,7 @@ Where things live (one job per module):
 * `kernels` - exact top-k: blocked matrix products, re-scored one fixed way;
 * `ann`, `flat_faiss` - the optional faiss backends (HNSW graph, flat kernel);
 * `embedding` - texts to vectors (`embed_texts`), each distinct text once
-  (`EmbeddingCache`);
-* `sparse_cache` - the same guarantee for learned-sparse ``{token: weight}`` vectors
-  (`SparseEmbeddingCache`, keyed like `EmbeddingCache`);
+  (`EmbeddingCache`; its learned-sparse twin is `hybrid_retrievers.sparse.SparseEmbeddingCache`);
 * `saving` - the on-disk format.
 
 Concurrency: a search reads one immutable snapshot (matrix rows ``0..n-1``, documents,
@@ -23,7 +21,6 @@ from __future__ import annotations
 from .ann import FaissHNSW, HNSWConfig
 from .embedding import DEFAULT_BATCH_SIZE, EmbeddingCache, embed_texts, embedder_identity, text_key
 from .index import FORMAT_VERSION, METRICS, VectorIndex
-from .sparse_cache import SparseEmbeddingCache
 
-__all__ = ["VectorIndex", "METRICS", "FORMAT_VERSION", "EmbeddingCache", "SparseEmbeddingCache", "embed_texts",
+__all__ = ["VectorIndex", "METRICS", "FORMAT_VERSION", "EmbeddingCache", "embed_texts",
            "embedder_identity", "text_key", "DEFAULT_BATCH_SIZE", "HNSWConfig", "FaissHNSW"]

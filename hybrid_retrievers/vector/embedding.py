@@ -14,7 +14,7 @@ in memory and can be saved as ``.npy`` + JSON (never pickle).
 
 The keying (`text_key`, `text_keys`), the model identity rule, the per-model bookkeeping
 and the saved format's framing (`ModelKeyedCache`, `read_cache_entries`) are shared with
-`hybrid_retrievers.vector.sparse_cache.SparseEmbeddingCache`, the same cache for
+`hybrid_retrievers.sparse.cache.SparseEmbeddingCache`, the same cache for
 learned-sparse ``{token: weight}`` vectors.
 
 Model identity rule: an embedder's identity is its ``model_id`` attribute (a non-empty

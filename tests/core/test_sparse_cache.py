@@ -16,7 +16,8 @@ import pytest
 from index_tamper import files_of, rehash
 
 from hybrid_retrievers import IndexFormatError
-from hybrid_retrievers.vector import EmbeddingCache, SparseEmbeddingCache, text_key
+from hybrid_retrievers.sparse import SparseEmbeddingCache
+from hybrid_retrievers.vector import EmbeddingCache, text_key
 
 
 class BagOfWords:

@@ -18,7 +18,8 @@ import pytest
 pytest.importorskip("sentence_transformers", reason="sentence-transformers (models extra) missing")
 
 from hybrid_retrievers.models import SpladeEncoder, backends, local_splade_path  # noqa: E402
-from hybrid_retrievers.vector import EmbeddingCache, SparseEmbeddingCache  # noqa: E402
+from hybrid_retrievers.sparse import SparseEmbeddingCache  # noqa: E402
+from hybrid_retrievers.vector import EmbeddingCache  # noqa: E402
 
 DOCS = ["Diabetes is a chronic disease in which the pancreas makes too little insulin.",
         "The boundary layer of a flat plate in supersonic flow separates near the shock.",

@@ -1,8 +1,8 @@
 """Fine-tune a bi-encoder on the user's corpus, and measure it before and after.
 
 `fine_tune_embedder` is the whole loop: training pairs (the user's, a qrels split, or
-mined from the corpus: `hybrid_retrievers.models.pairs`), BM25 hard negatives
-(`hybrid_retrievers.models.negatives`), sentence-transformers' `SentenceTransformerTrainer`
+mined from the corpus: `hybrid_retrievers.training.pairs`), BM25 hard negatives
+(`hybrid_retrievers.training.negatives`), sentence-transformers' `SentenceTransformerTrainer`
 with MultipleNegativesRankingLoss (van den Oord et al. 2018's InfoNCE over in-batch and
 hard negatives, as in Henderson et al. 2017, "Efficient Natural Language Response
 Suggestion for Smart Reply"), then `evaluate` of the base and the tuned model on the same
@@ -31,12 +31,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..models.card import CARD_FILE
+from ..models.hub import prepare_hub_load
 from ..optional import require
 from ..types import Doc
 from ..validation import check_k, check_number
-from .card import CARD_FILE
 from .evaluate_tuned import EVAL_METRICS, eval_backend, eval_embedder, evaluate_before_after
-from .hub import prepare_hub_load
 from .negatives import add_hard_negatives
 from .pairs import (MINING_METHODS, TrainingPair, mine_pairs, normalize_text, pairs_from_qrels,
                     pairs_from_user)

@@ -14,12 +14,10 @@ pytest.importorskip("datasets")
 pytest.importorskip("accelerate")
 
 from hybrid_retrievers.evaluation import BeirDataset  # noqa: E402
-from hybrid_retrievers.models import (  # noqa: E402
-    SentenceTransformerEmbedder,
-    fine_tune_embedder,
-)
-from hybrid_retrievers.models.negatives import add_hard_negatives  # noqa: E402
-from hybrid_retrievers.models.pairs import mine_pairs  # noqa: E402
+from hybrid_retrievers.models import SentenceTransformerEmbedder  # noqa: E402
+from hybrid_retrievers.training import fine_tune_embedder  # noqa: E402
+from hybrid_retrievers.training.negatives import add_hard_negatives  # noqa: E402
+from hybrid_retrievers.training.pairs import mine_pairs  # noqa: E402
 from hybrid_retrievers.types import Doc  # noqa: E402
 
 TOPICS = {

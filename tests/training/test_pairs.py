@@ -9,9 +9,9 @@ import time
 import pytest
 
 from hybrid_retrievers.datasets import load_dataset
-from hybrid_retrievers.models import TrainingPair, mine_pairs, split_queries
-from hybrid_retrievers.models.negatives import add_hard_negatives
-from hybrid_retrievers.models.pairs import normalize_text, pairs_from_qrels, pairs_from_user
+from hybrid_retrievers.training import TrainingPair, mine_pairs, split_queries
+from hybrid_retrievers.training.negatives import add_hard_negatives
+from hybrid_retrievers.training.pairs import normalize_text, pairs_from_qrels, pairs_from_user
 from hybrid_retrievers.types import Doc
 
 BODY = ("the lift of a swept wing grows with the angle of attack until the boundary layer "

@@ -21,8 +21,8 @@ import logging
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import Any
 
+from ..bm25 import BM25Index
 from ..types import Doc
 from ..validation import check_k, check_number
 from .pairs import TrainingPair, normalize_text
@@ -37,7 +37,7 @@ def add_hard_negatives(
     corpus: Sequence[Doc],
     n: int = 1,
     *,
-    index: Any = None,
+    index: BM25Index | None = None,
     near_duplicate: float = 0.9,
     skip: int = 0,
 ) -> list[TrainingPair]:
@@ -67,8 +67,6 @@ def add_hard_negatives(
     if n == 0 or not pairs:
         return pairs
     if index is None:
-        from ..bm25 import BM25Index
-
         index = BM25Index.from_docs(corpus)
     analyzer = index.analyzer
     positives: dict[str, set[str]] = defaultdict(set)

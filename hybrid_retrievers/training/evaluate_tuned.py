@@ -15,6 +15,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..bm25 import BM25Index
+from ..evaluation import evaluate
+from ..fusion import FusionSearcher
+from ..models.backends import resolve_backend
+from ..models.sentence_transformers import SentenceTransformerEmbedder
+from ..vector import VectorIndex
+
 __all__ = ["EVAL_METRICS", "eval_backend", "eval_embedder", "evaluate_before_after"]
 
 EVAL_METRICS = ("ndcg@10", "recall@10", "recall@100")
@@ -37,11 +44,6 @@ def evaluate_before_after(
         >>> sig["dense ndcg@10"].p_value < 0.05  # doctest: +SKIP
         True
     """
-    from ..bm25 import BM25Index
-    from ..evaluation import evaluate
-    from ..fusion import FusionSearcher
-    from ..vector import VectorIndex
-
     backend = backend or eval_backend(base)
     docs = list(dataset.corpus.values())
     bm25 = BM25Index.from_docs(docs)
@@ -70,8 +72,6 @@ def eval_backend(base: str) -> str:
         >>> eval_backend("some/unchecked-model")
         'torch'
     """
-    from .backends import resolve_backend
-
     return resolve_backend("auto", base, None)[0]
 
 
@@ -83,6 +83,4 @@ def eval_embedder(model: str, backend: str) -> Any:
         >>> eval_embedder("some/model", "torch").model_id
         'some/model'
     """
-    from .sentence_transformers import SentenceTransformerEmbedder
-
     return SentenceTransformerEmbedder(model, backend=backend, batch_size=64)

@@ -28,7 +28,7 @@ import numpy as np
 
 from ..persistence import IndexFormatError, IndexReader, IndexWriter
 from ..validation import check_str_items
-from .embedding import (
+from ..vector.embedding import (
     ModelKeyedCache,
     check_model_id,
     embedder_identity,
