@@ -25,13 +25,13 @@ from .fusion.saved import child_kind, core_index_dir, read_fusion, save_fusion
 from .fusion.searcher import FusionSearcher
 from .ids import content_id, is_content_id
 from .metadata import copy_metadata, copy_metadatas
-from .models.adapter import EmbedderAdapter, adapt_embedder
+from .models.framework import EmbedderAdapter, adapt_embedder
 from .multi_index import add_to_all, apply_to_all, check_known_ids, delete_from_all
 from .optional import require
 from .parent.leaves import child_leaves
 from .persistence import IndexReader, IndexWriter, atomic_index_dir, current_files, read_index
 from .persistence.composite import check_weights_restorable, fusion_settings, load_children
-from .rerank.adapters import input_position, pair_reranker, positional_docs
+from .rerank.inputs import input_position, pair_reranker, positional_docs
 from .timeout import DEFAULT_LLM_TIMEOUT, call_with_timeout, check_timeout
 from .validation import (
     check_k,
