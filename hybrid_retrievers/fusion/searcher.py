@@ -460,7 +460,8 @@ class FusionSearcher:
         """
         check_query(query)
         check_filter(filter)
-        call = self._plan.resolve(query, k, weights=weights, fetch_k=fetch_k, mode=mode)
+        call = self._plan.resolve(query, k, weights=weights, fetch_k=fetch_k, mode=mode,
+                                  check=False)
         children = self._children
         calls = [_caller(children[i], query, call.fetch_k, filter) for i in call.active]
         return self._plan.fuse(call, self._runner.run(calls, self._label(call.active)))
