@@ -32,14 +32,13 @@ from .parent.leaves import child_leaves
 from .persistence import IndexReader, IndexWriter, atomic_index_dir, current_files, read_index
 from .persistence.composite import check_weights_restorable, fusion_settings, load_children
 from .rerank.inputs import input_position, pair_reranker, positional_docs
-from .timeout import DEFAULT_LLM_TIMEOUT, call_with_timeout, check_timeout
+from .timeout import DEFAULT_LLM_TIMEOUT, check_timeout
 from .validation import (
     check_k,
     check_k_rrf,
     check_keywords,
     check_merge_threshold,
     check_names,
-    check_number,
     check_query,
     check_threshold,
     field_names,
@@ -64,14 +63,12 @@ __all__ = [
     "aembed_queries",
     "apply_to_all",
     "atomic_index_dir",
-    "call_with_timeout",
     "check_k",
     "check_k_rrf",
     "check_keywords",
     "check_known_ids",
     "check_merge_threshold",
     "check_names",
-    "check_number",
     "check_query",
     "check_threshold",
     "check_timeout",
