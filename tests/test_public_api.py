@@ -523,3 +523,18 @@ def test_every_subpackage_face_is_pinned() -> None:
     unpinned = sorted(p for p in packages
                       if hasattr(importlib.import_module(p), "__all__") and p not in FACES)
     assert not unpinned, f"pin these faces in FACES: {unpinned}"
+
+
+def test_private_modules_carry_no_all() -> None:
+    """``__all__`` marks a public face; a private module (``_x.py``) has none to mark."""
+    import ast
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    files = [p for folder in ("hybrid_retrievers", "integrations")
+             for p in (root / folder).rglob("_*.py") if not p.name.startswith("__")]
+    marked = sorted(str(p.relative_to(root)) for p in files
+                    if any(isinstance(node, ast.Assign)
+                           and any(getattr(t, "id", None) == "__all__" for t in node.targets)
+                           for node in ast.parse(p.read_text(encoding="utf-8")).body))
+    assert files and not marked, f"private modules with __all__: {marked}"

@@ -52,8 +52,6 @@ from ..text.splitting import PARENT_ID_KEY
 from ..types import Doc
 from ._sources import RECORD_SUFFIXES, SUFFIXES, find_files, read_records
 
-__all__ = ["INGEST_FORMAT", "index_command", "ingest_settings", "load_index"]
-
 INGEST_FORMAT = 1
 """Version of the ``"ingest"`` settings block."""
 

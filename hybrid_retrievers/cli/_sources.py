@@ -35,8 +35,6 @@ from ..images.loading import IMAGE_SUFFIXES
 from ..ingest import COMPRESSED_SUFFIXES, DOCUMENT_SUFFIXES, SourceError
 from ..types import Doc
 
-__all__ = ["RECORD_SUFFIXES", "SUFFIXES", "find_files", "read_records"]
-
 RECORD_SUFFIXES = (".jsonl", ".json")
 SUFFIXES = DOCUMENT_SUFFIXES + COMPRESSED_SUFFIXES + RECORD_SUFFIXES + IMAGE_SUFFIXES
 

@@ -40,11 +40,6 @@ from ._persist import filter_from_json, filter_to_json, read_retriever, write_re
 if TYPE_CHECKING:  # typing.Unpack is Python 3.11+
     from typing_extensions import Unpack
 
-__all__ = ["ARGUMENT_HINTS", "BuildOptions", "CoreIndexRetriever", "CoreSearcherRetriever",
-           "LoadOptions", "SearcherOptions", "SearcherState", "SimilarityTopK", "checks_keywords",
-           "constructor_factory", "constructor_keywords", "refuse_arguments",
-           "refuse_unknown_fields"]
-
 Filter = MetadataFilter | MetadataFilters | None
 S = TypeVar("S")  # the type of the core searcher
 
