@@ -2,7 +2,7 @@
 
 What is read (see `hybrid_retrievers.ingest` for how each kind is parsed and chunked):
 
-* ``.txt``, ``.md``, ``.markdown``, ``.rst``, ``.html``, ``.htm``, ``.pdf``, ``.docx``:
+* `DOCUMENT_SUFFIXES` (``.txt``, ``.md``, ``.pdf``...):
   one source per file; the same compressed with gzip (``notes.md.gz``, ``changelog.gz``:
   see `hybrid_retrievers.ingest.read_document`);
 * ``.jsonl`` (one JSON object per line) and ``.json`` (an object or a list of objects):
