@@ -21,7 +21,7 @@ from .bm25.fields import query_field_weights
 from .documents import make_docs
 from .fusion.concurrency import CallRunner, gather_calls
 from .fusion.plan import FusionCall, FusionPlan, Weights
-from .fusion.saved import child_kind, core_index_dir, read_fusion, save_fusion
+from .fusion.saving import child_kind, core_index_dir, read_fusion, save_fusion
 from .fusion.searcher import FusionSearcher
 from .ids import content_id, is_content_id
 from .metadata import copy_metadata, copy_metadatas
