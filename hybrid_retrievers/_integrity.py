@@ -17,8 +17,6 @@ from numpy.typing import NDArray
 
 from .persistence.safe_read import IndexFormatError
 
-__all__ = ["check_offsets", "check_postings", "check_vectors", "check_unique_ids"]
-
 _BLOCK = 1 << 16
 UNIT_NORM_TOLERANCE = 1e-3
 """Cosine indexes store rows of length 1 (or 0); float32 rounding stays far below this."""

@@ -8,8 +8,6 @@ from __future__ import annotations
 
 from importlib import metadata as _metadata
 
-__all__ = ["__version__"]
-
 try:
     __version__ = _metadata.version("hybrid-retrievers")
 except _metadata.PackageNotFoundError:  # running from a source checkout

@@ -21,25 +21,24 @@ from .bm25.fields import query_field_weights
 from .documents import make_docs
 from .fusion.concurrency import CallRunner, gather_calls
 from .fusion.plan import FusionCall, FusionPlan, Weights
-from .fusion.saved import child_kind, core_index_dir, read_fusion, save_fusion
+from .fusion.saving import child_kind, core_index_dir, read_fusion, save_fusion
 from .fusion.searcher import FusionSearcher
 from .ids import content_id, is_content_id
 from .metadata import copy_metadata, copy_metadatas
-from .models.adapter import EmbedderAdapter, adapt_embedder
+from .models.framework import EmbedderAdapter, adapt_embedder
 from .multi_index import add_to_all, apply_to_all, check_known_ids, delete_from_all
 from .optional import require
 from .parent.leaves import child_leaves
 from .persistence import IndexReader, IndexWriter, atomic_index_dir, current_files, read_index
 from .persistence.composite import check_weights_restorable, fusion_settings, load_children
-from .rerank.adapters import input_position, pair_reranker, positional_docs
-from .timeout import DEFAULT_LLM_TIMEOUT, call_with_timeout, check_timeout
+from .rerank.inputs import input_position, pair_reranker, positional_docs
+from .timeout import DEFAULT_LLM_TIMEOUT, check_timeout
 from .validation import (
     check_k,
     check_k_rrf,
     check_keywords,
     check_merge_threshold,
     check_names,
-    check_number,
     check_query,
     check_threshold,
     field_names,
@@ -64,14 +63,12 @@ __all__ = [
     "aembed_queries",
     "apply_to_all",
     "atomic_index_dir",
-    "call_with_timeout",
     "check_k",
     "check_k_rrf",
     "check_keywords",
     "check_known_ids",
     "check_merge_threshold",
     "check_names",
-    "check_number",
     "check_query",
     "check_threshold",
     "check_timeout",

@@ -1,4 +1,4 @@
-"""The one contract every core `Searcher` keeps (DESIGN.md §3), written once.
+"""The one contract every core `Searcher` keeps, written once.
 
 `SearcherContract` is a pytest base class: subclass it, give it a ``contracted`` fixture
 that returns a `Contracted` (how to build the searcher over `CONTRACT_DOCS`, and which

@@ -158,6 +158,180 @@ FACES = {
         "SparseTermContribution",
     ],
     # The integrator's kit: what a framework adapter may use beyond the faces.
+    # The other subpackage faces and the shared types, each as its package exports it.
+    "hybrid_retrievers.bm25": [
+        "BM25Explanation",
+        "BM25Index",
+        "BM25Method",
+        "BM25Params",
+        "CollectionStats",
+        "FORMAT_VERSION",
+        "TermContribution",
+    ],
+    "hybrid_retrievers.cli": [
+        "main",
+    ],
+    "hybrid_retrievers.datasets": [
+        "BeirDataset",
+        "available_datasets",
+        "load_beir",
+        "load_dataset",
+    ],
+    "hybrid_retrievers.distributed": [
+        "EncodedCorpus",
+        "PartialHits",
+        "PartialResultsWarning",
+        "ShardHit",
+        "ShardServer",
+        "ShardTimeoutError",
+        "ShardUnavailableError",
+        "ShardedManifest",
+        "ShardedSearcher",
+        "build_bm25_shards",
+        "build_sparse_shards",
+        "build_vector_shards",
+        "encode_corpus",
+        "merge_top_k",
+        "plan_shards",
+        "shard_of",
+    ],
+    "hybrid_retrievers.evaluation": [
+        "BeirDataset",
+        "DEFAULT_METRICS",
+        "EvaluationReport",
+        "FoldChoice",
+        "MetricSpec",
+        "Qrels",
+        "QueryDiff",
+        "Ranking",
+        "RankingCallable",
+        "Run",
+        "SIGNIFICANCE_TESTS",
+        "SPACE_KEYS",
+        "Significance",
+        "TABLE_METRICS",
+        "TuningResult",
+        "cross_validate",
+        "evaluate",
+        "evaluate_run",
+        "hits_to_run",
+        "load_beir",
+        "paired_test",
+        "parse_metric",
+        "per_query_metrics",
+        "tune",
+    ],
+    "hybrid_retrievers.hyde": [
+        "HYDE_OPTIONS",
+        "HYDE_PROMPTS",
+        "HyDE",
+        "HyDEResult",
+        "HyDESearcher",
+        "PassageCache",
+        "render_prompt",
+    ],
+    "hybrid_retrievers.inverted": [
+        "Backend",
+        "BackendName",
+        "ImpactScorer",
+        "Scorer",
+        "Variant",
+    ],
+    "hybrid_retrievers.parent": [
+        "ParentChildSearcher",
+        "ParentGroup",
+        "ParentStore",
+        "ParentStoreLike",
+        "SOURCE_ID_KEY",
+        "UnmergedChild",
+        "default_child_index",
+        "default_parent_fetch_k",
+        "split_into_parents",
+    ],
+    "hybrid_retrievers.persistence": [
+        "AtomicSave",
+        "FORMAT_NAME",
+        "IndexFormatError",
+        "IndexReader",
+        "IndexWriter",
+        "LAYOUT_VERSION",
+        "LOCK",
+        "LOCK_TIMEOUT",
+        "MANIFEST",
+        "atomic_index_dir",
+        "check_path",
+        "current_files",
+        "read_index",
+    ],
+    "hybrid_retrievers.rerank": [
+        "ChoiceSelectReranker",
+        "DEFAULT_CHOICE_SELECT_PROMPT",
+        "DEFAULT_LLM_RERANK_PROMPT",
+        "LLMReranker",
+        "MMRReranker",
+        "RERANK_KEY",
+        "RankingParse",
+        "RerankInput",
+        "RerankItem",
+        "Reranker",
+        "RerankingSearcher",
+        "SourceCap",
+        "as_pair_scorer",
+        "format_choice_batch",
+        "parse_choice_select_answer",
+        "parse_ranking",
+    ],
+    "hybrid_retrievers.sparse": [
+        "FORMAT_VERSION",
+        "SparseExplanation",
+        "SparseIndex",
+        "SparseTermContribution",
+    ],
+    "hybrid_retrievers.text": [
+        "ANALYZER_CONFIG_VERSION",
+        "Analyzer",
+        "BUILTIN_TOKENIZERS",
+        "CHILD_INDEX_KEY",
+        "PARENT_ID_KEY",
+        "START_INDEX_KEY",
+        "SentenceSplitter",
+        "Splitter",
+        "UnknownTokenizerError",
+        "as_splitter",
+        "available_languages",
+        "available_stopword_languages",
+        "available_tokenizers",
+        "child_id",
+        "cjk_bigrams",
+        "load_stopwords",
+        "register_tokenizer",
+        "split_parents",
+        "stopwords_source",
+        "unregister_tokenizer",
+    ],
+    "hybrid_retrievers.types": [
+        "Doc",
+        "Embedder",
+        "Hit",
+        "MetadataFilter",
+        "PairScorer",
+        "Searcher",
+        "SparseEmbedder",
+        "TextGenerator",
+    ],
+    "hybrid_retrievers.vector": [
+        "DEFAULT_BATCH_SIZE",
+        "EmbeddingCache",
+        "FORMAT_VERSION",
+        "FaissHNSW",
+        "HNSWConfig",
+        "METRICS",
+        "SparseEmbeddingCache",
+        "VectorIndex",
+        "embed_texts",
+        "embedder_identity",
+        "text_key",
+    ],
     "hybrid_retrievers.integration": [
         "CallRunner",
         "DEFAULT_LLM_TIMEOUT",
@@ -173,14 +347,12 @@ FACES = {
         "aembed_queries",
         "apply_to_all",
         "atomic_index_dir",
-        "call_with_timeout",
         "check_k",
         "check_k_rrf",
         "check_keywords",
         "check_known_ids",
         "check_merge_threshold",
         "check_names",
-        "check_number",
         "check_query",
         "check_threshold",
         "check_timeout",
@@ -348,3 +520,32 @@ def test_llama_index_paths_give_the_package_classes(module: str) -> None:
     package = importlib.import_module("llama_index_hybrid_retrievers")
     assert all(getattr(face, name) is getattr(package, name)
                for name in face.__all__)  # type: ignore[attr-defined]
+
+
+def test_every_subpackage_face_is_pinned() -> None:
+    """A new subpackage's ``__all__`` is a public face too: it joins FACES when it appears."""
+    import pkgutil
+
+    import hybrid_retrievers
+
+    packages = {f"hybrid_retrievers.{m.name}"
+                for m in pkgutil.iter_modules(hybrid_retrievers.__path__)
+                if m.ispkg and not m.name.startswith("_")}
+    unpinned = sorted(p for p in packages
+                      if hasattr(importlib.import_module(p), "__all__") and p not in FACES)
+    assert not unpinned, f"pin these faces in FACES: {unpinned}"
+
+
+def test_private_modules_carry_no_all() -> None:
+    """``__all__`` marks a public face; a private module (``_x.py``) has none to mark."""
+    import ast
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    files = [p for folder in ("hybrid_retrievers", "integrations")
+             for p in (root / folder).rglob("_*.py") if not p.name.startswith("__")]
+    marked = sorted(str(p.relative_to(root)) for p in files
+                    if any(isinstance(node, ast.Assign)
+                           and any(getattr(t, "id", None) == "__all__" for t in node.targets)
+                           for node in ast.parse(p.read_text(encoding="utf-8")).body))
+    assert files and not marked, f"private modules with __all__: {marked}"

@@ -45,6 +45,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..persistence import IndexFormatError, IndexReader, IndexWriter, atomic_index_dir, read_index
+from ..validation import check_number
 
 if TYPE_CHECKING:
     from ..inverted.postings import Snapshot
@@ -79,8 +80,7 @@ class CollectionStats:
     def __init__(self, n_docs: int, total_length: int, df: Mapping[str, int],
                  field_lengths: Mapping[str, int] | None = None) -> None:
         for name, value in (("n_docs", n_docs), ("total_length", total_length)):
-            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
-                raise ValueError(f"{name} must be a non-negative int, got {value!r}")
+            check_number(value, name, low=0, integer=True)
         clean = {str(t): int(c) for t, c in df.items() if c != 0}
         negative = [t for t, c in clean.items() if c < 0 or c > n_docs]
         if negative:

@@ -9,13 +9,11 @@ scored (compiled numba kernels or numpy) is the engine's runtime choice,
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
 from ..inverted.scorer import Variant
+from ..validation import check_number
 from .scoring import DEFAULT_DELTA, OKAPI_EPSILON, BM25Method, get_variant
 
 __all__ = ["BM25Params", "params_from"]
@@ -62,13 +60,13 @@ class BM25Params:
     def __post_init__(self) -> None:
         method = BM25Method.parse(self.method)
         object.__setattr__(self, "method", method)
-        object.__setattr__(self, "k1", _check_float("k1", self.k1, low=0.0))
-        object.__setattr__(self, "b", _check_float("b", self.b, low=0.0, high=1.0))
+        object.__setattr__(self, "k1", check_number(self.k1, "k1", low=0.0))
+        object.__setattr__(self, "b", check_number(self.b, "b", low=0.0, high=1.0))
         delta = DEFAULT_DELTA.get(method, 0.0) if self.delta is None else self.delta
-        object.__setattr__(self, "delta", _check_float("delta", delta, low=0.0))
+        object.__setattr__(self, "delta", check_number(delta, "delta", low=0.0))
         if method is BM25Method.ROBERTSON:
             epsilon = OKAPI_EPSILON if self.epsilon is None else self.epsilon
-            object.__setattr__(self, "epsilon", _check_float("epsilon", epsilon, low=0.0))
+            object.__setattr__(self, "epsilon", check_number(epsilon, "epsilon", low=0.0))
         elif self.epsilon is not None:
             raise ValueError(
                 f"epsilon is the floor of negative Robertson idfs (method='robertson', alias "
@@ -127,13 +125,3 @@ def params_from(
             f"dataclasses.replace(params, ...)"
         )
     return params
-
-
-def _check_float(name: str, value: Any, *, low: float, high: float | None = None) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.floating, np.integer)):
-        raise TypeError(f"{name} must be a number, got {type(value).__name__}: {value!r}")
-    value = float(value)
-    if not math.isfinite(value) or value < low or (high is not None and value > high):
-        bound = f"between {low} and {high}" if high is not None else f">= {low}"
-        raise ValueError(f"{name} must be {bound}, got {value}")
-    return value

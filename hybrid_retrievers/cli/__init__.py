@@ -16,11 +16,17 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from ..images.loading import DEFAULT_MAX_PIXELS
-from ..ingest import DEFAULT_CHUNK_OVERLAP, DEFAULT_CHUNK_SIZE
+from ..images.loading import DEFAULT_MAX_PIXELS, IMAGE_SUFFIXES
+from ..ingest import (
+    COMPRESSED_SUFFIXES,
+    DEFAULT_CHUNK_OVERLAP,
+    DEFAULT_CHUNK_SIZE,
+    DOCUMENT_SUFFIXES,
+)
 from ..timeout import DEFAULT_LLM_TIMEOUT
 from ._build import RETRIEVER_CHOICES
 from ._search import MODES
+from ._sources import RECORD_SUFFIXES
 from ._finetune import EXAMPLES as _FINETUNE_EXAMPLES
 
 __all__ = ["main"]
@@ -50,7 +56,7 @@ _EXAMPLES = {
 A value is parsed as JSON when it can be (0.9, null, [1,2]) and kept as text otherwise;
 "none" means None. Reported: the defaults, the in-sample best and the out-of-fold
 metric (settings chosen on the other folds: the number to believe).""",
-    "index": """examples:
+    "index": f"""examples:
   hybrid-retrievers index notes/ --out notes-index           # BM25 + dense (+ SPLADE)
   hybrid-retrievers index notes/ --out notes-index           # again: only changed files
   hybrid-retrievers index notes/ --out notes-index --no-sparse  # BM25 + dense only
@@ -59,10 +65,11 @@ metric (settings chosen on the other folds: the number to believe).""",
   hybrid-retrievers index notes/ --out notes-index --clip-model clip-ViT-B-32 \\
       --describer my_describers:vision_model   # images: CLIP vectors and descriptions
 
-A folder is read recursively: .txt .md .markdown .rst .html .htm .pdf .docx (PDF and
-DOCX need the ingest extra), .jsonl/.json (records with "text", optional "id", "title",
-"metadata"). Markdown, reStructuredText and HTML are cut at headings (each chunk knows
-its section path), then into chunks of whole sentences counted in the model's tokens;
+A folder is read recursively: {" ".join(DOCUMENT_SUFFIXES)} (PDF and
+DOCX need the ingest extra; each also {"/".join(COMPRESSED_SUFFIXES)}-compressed),
+{"/".join(RECORD_SUFFIXES)} (records with "text", optional "id", "title", "metadata").
+Markdown, reStructuredText and HTML are cut at headings (each chunk knows its section
+path), then into chunks of whole sentences counted in the model's tokens;
 code blocks and tables are never cut. Hidden files and folders, non-regular files and
 symbolic links leading outside the folder are left out; files that cannot be read are
 skipped and named. The learned sparse leg is added when a SPLADE model is installed
@@ -70,7 +77,7 @@ skipped and named. The learned sparse leg is added when a SPLADE model is instal
 is a saved FusionSearcher: FusionSearcher.load loads it, and both frameworks'
 HybridRetriever load a BM25 + dense one.
 
-Images (.png .jpg .jpeg .gif .webp) are indexed by --describer (a vision model's
+Images ({" ".join(IMAGE_SUFFIXES)}) are indexed by --describer (a vision model's
 description becomes a document of every text leg, type=image; cached by image hash
 in OUT/images/descriptions, so re-indexing never asks twice) and/or --clip-model (CLIP
 vectors in OUT/images/clip); without either they are listed as skipped. --describer

@@ -15,10 +15,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["RETRIEVER_CHOICES", "build_retrievers", "close_embedding_cache", "close_sparse_cache",
-           "dense_available", "open_embedding_cache", "sparse_available", "sparse_encoder",
-           "user_cache_dir"]
-
 RETRIEVER_CHOICES = ("bm25", "bm25-robertson", "bm25-bm25l", "bm25-bm25+", "dense", "hybrid",
                      "sparse", "hybrid3")
 CACHE_ENV = "HYBRID_RETRIEVERS_CACHE_DIR"

@@ -10,8 +10,6 @@ from typing import Any
 
 import hybrid_retrievers.cli._build as _build  # a module: tests patch its functions
 
-__all__ = ["demo", "evaluate_cmd", "index", "search", "serve"]
-
 NEXT_COMMAND = ("eval cranfield --retriever bm25 --retriever hybrid "
                 "--min hybrid:ndcg@10=0.40")
 LATENCY_QUERIES = 25

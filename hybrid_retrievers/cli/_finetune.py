@@ -16,8 +16,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-__all__ = ["EXAMPLES", "add_arguments", "finetune"]
-
 EXAMPLES = """examples:
   hybrid-retrievers finetune cranfield --mine titles --max-steps 10 --max-seq-length 64 --out minilm-cranfield
   hybrid-retrievers finetune cranfield --pairs qrels --folds 2 --out minilm-qrels

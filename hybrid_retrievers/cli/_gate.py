@@ -6,8 +6,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Bound", "parse_bounds", "check_bounds"]
-
 _FORM = "[RETRIEVER:]METRIC=VALUE (e.g. ndcg@10=0.35 or hybrid:ndcg@10=0.40)"
 
 

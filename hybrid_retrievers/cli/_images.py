@@ -65,9 +65,6 @@ from ..ingest import FILE_HASH_KEY, FILE_KEY
 from ..text.splitting import CHILD_INDEX_KEY, PARENT_ID_KEY
 from ..types import Doc
 
-__all__ = ["CLIP_DIR", "DESCRIPTIONS_DIR", "IMAGES_DIR", "IMAGES_FORMAT", "ImageRoutes",
-           "is_image", "load_describer", "open_clip_index"]
-
 IMAGES_DIR = "images"
 """Sub-folder of the index folder holding the image routes' own files."""
 CLIP_DIR = "clip"

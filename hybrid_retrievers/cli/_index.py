@@ -1,6 +1,6 @@
 """``hybrid-retrievers index``: files to chunks to a hybrid index folder, incrementally.
 
-The folder written is a saved `FusionSearcher` (`hybrid_retrievers.fusion.saved`):
+The folder written is a saved `FusionSearcher` (`hybrid_retrievers.fusion.saving`):
 children ``bm25``, ``dense`` and, when a SPLADE model is installed (or named with
 ``--sparse-model``), the learned sparse leg ``sparse`` (``bm25`` alone with
 ``--bm25-only``), so ``FusionSearcher.load(folder, embedder, sparse_embedder=...)`` and
@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..fusion.saved import read_fusion
+from ..fusion.saving import read_fusion
 from ..ingest import (
     FILE_KEY,
     ParsedDocument,
@@ -51,8 +51,6 @@ from ..progress import progress as progress_bar
 from ..text.splitting import PARENT_ID_KEY
 from ..types import Doc
 from ._sources import RECORD_SUFFIXES, SUFFIXES, find_files, read_records
-
-__all__ = ["INGEST_FORMAT", "index_command", "ingest_settings", "load_index"]
 
 INGEST_FORMAT = 1
 """Version of the ``"ingest"`` settings block."""

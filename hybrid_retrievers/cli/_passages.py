@@ -14,8 +14,6 @@ from collections.abc import Callable
 
 from ..text import Analyzer
 
-__all__ = ["best_passage", "bold", "brackets"]
-
 _WORD = re.compile(r"\w+", re.UNICODE)
 
 

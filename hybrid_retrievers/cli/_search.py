@@ -32,8 +32,6 @@ from ..types import Hit
 from ._passages import best_passage, brackets
 from ._index import load_index
 
-__all__ = ["MODES", "LoadedIndex", "parse_filters", "parse_weights"]
-
 MODES = tuple(m.value for m in FusionMode)
 
 

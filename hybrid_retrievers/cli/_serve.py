@@ -37,9 +37,6 @@ from typing import Any
 
 from ._search import MODES, LoadedIndex
 
-__all__ = ["MAX_FILTER_KEYS", "MAX_IMAGE_CHARS", "MAX_K", "MAX_QUERY_CHARS",
-           "MAX_REQUEST_BYTES", "MAX_SESSIONS", "MAX_TEXT", "build_server", "serve_command"]
-
 MAX_QUERY_CHARS = 2000
 MAX_K = 50
 MAX_FILTER_KEYS = 8

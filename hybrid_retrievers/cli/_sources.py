@@ -2,7 +2,7 @@
 
 What is read (see `hybrid_retrievers.ingest` for how each kind is parsed and chunked):
 
-* ``.txt``, ``.md``, ``.markdown``, ``.rst``, ``.html``, ``.htm``, ``.pdf``, ``.docx``:
+* `DOCUMENT_SUFFIXES` (``.txt``, ``.md``, ``.pdf``...):
   one source per file; the same compressed with gzip (``notes.md.gz``, ``changelog.gz``:
   see `hybrid_retrievers.ingest.read_document`);
 * ``.jsonl`` (one JSON object per line) and ``.json`` (an object or a list of objects):
@@ -34,8 +34,6 @@ from ..ids import content_id
 from ..images.loading import IMAGE_SUFFIXES
 from ..ingest import COMPRESSED_SUFFIXES, DOCUMENT_SUFFIXES, SourceError
 from ..types import Doc
-
-__all__ = ["RECORD_SUFFIXES", "SUFFIXES", "find_files", "read_records"]
 
 RECORD_SUFFIXES = (".jsonl", ".json")
 SUFFIXES = DOCUMENT_SUFFIXES + COMPRESSED_SUFFIXES + RECORD_SUFFIXES + IMAGE_SUFFIXES

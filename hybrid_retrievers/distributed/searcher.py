@@ -38,6 +38,7 @@ import numpy as np
 
 from ..documents import check_docs, make_docs
 from ..optional import require
+from ..timeout import check_timeout
 from ..validation import check_k, check_query
 from ..bm25.collection_stats import CollectionStats, StatsDelta
 from ..vector import EmbeddingCache, embed_texts, embedder_identity
@@ -121,7 +122,7 @@ class ShardedSearcher:
             raise TypeError(f"embedder must have embed_query(text), got {type(embedder).__name__}")
         self._embedder = embedder
         self._cache = cache
-        self._timeout = _check_timeout(timeout)
+        self._timeout = check_timeout(timeout)
         self._allow_partial = bool(allow_partial)
         self._lock = threading.RLock()
         self._stats = (CollectionStats.load(self._root / "stats")
@@ -259,7 +260,7 @@ class ShardedSearcher:
         return (dict(field_weights),)
 
     def _policy(self, timeout: float | None, allow_partial: bool | None) -> dict[str, Any]:
-        return {"wait": self._timeout if timeout is None else _check_timeout(timeout),
+        return {"wait": self._timeout if timeout is None else check_timeout(timeout),
                 "partial_ok": self._allow_partial if allow_partial is None else bool(allow_partial)}
 
     def _query_args(self, query: str, k: int) -> tuple[str, Any, int]:
@@ -403,11 +404,3 @@ class ShardedSearcher:
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
-
-
-def _check_timeout(timeout: Any) -> float | None:
-    if timeout is None:
-        return None
-    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0:
-        raise ValueError(f"timeout must be a positive number of seconds or None, got {timeout!r}")
-    return float(timeout)

@@ -31,6 +31,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..validation import check_number
+
 __all__ = ["DEFAULT_PERMUTATIONS", "SIGNIFICANCE_TESTS", "Significance", "paired_test",
            "significance_note"]
 
@@ -119,8 +121,7 @@ def paired_test(
         raise ValueError("a and b are empty: a paired test needs at least one query")
     if not (np.isfinite(x).all() and np.isfinite(y).all()):
         raise ValueError("a and b must be finite numbers (a NaN or inf score was given)")
-    if isinstance(permutations, bool) or not isinstance(permutations, int) or permutations < 1:
-        raise ValueError(f"permutations must be a positive int, got {permutations!r}")
+    check_number(permutations, "permutations", low=1, integer=True)
     d = x - y
     n = len(d)
     mean = float(d.mean())

@@ -33,15 +33,13 @@ else in running text are left out: English "figure" ("figure out") and "figures"
 
 from __future__ import annotations
 
-import math
 import re
 import unicodedata
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from numbers import Real
 from typing import Any
 
-from ..validation import check_weights
+from ..validation import check_number, check_weights
 
 __all__ = ["EXACT_MATCH_PATTERN", "VISUAL_WORDS", "LexicalBoostRule", "VisualIntentRule",
            "check_boost", "lexical_boost_rule", "visual_intent_rule"]
@@ -135,11 +133,7 @@ def lexical_boost_rule(
 def check_boost(boost: Any) -> float:
     """A query rule's ``boost`` as a float: a finite number >= 0 (shared by
     `LexicalBoostRule` and `VisualIntentRule`)."""
-    if isinstance(boost, bool) or not isinstance(boost, Real):
-        raise TypeError(f"boost must be a number, got {type(boost).__name__}: {boost!r}")
-    if not math.isfinite(boost) or boost < 0:
-        raise ValueError(f"boost must be a finite number >= 0, got {boost!r}")
-    return float(boost)
+    return check_number(boost, "boost", low=0)
 
 
 def _is_seq(value: Any) -> bool:

@@ -3,7 +3,7 @@
 Also the one hybrid recipe (`FusionSearcher.hybrid`: BM25, dense and learned sparse legs
 over the same texts, any subset, which the CLI, parent-document search and both framework
 adapters build), save/load
-(`FusionSearcher.save` / `FusionSearcher.load`, the format of `fusion.saved`), and
+(`FusionSearcher.save` / `FusionSearcher.load`, the format of `fusion.saving`), and
 `FilteredSource`, which turns one index plus a metadata filter into a source of its own,
 so one index queried with several filters (text chunks next to image descriptions, say)
 becomes separate lists with their own weights.
@@ -28,7 +28,7 @@ from .legs import hybrid_mode, hybrid_weights
 from .modes import FusionMode
 from .plan import DEFAULT_MIN_FETCH_K, FusionCall, FusionPlan, Weights, default_fetch_k
 from .rank import DEFAULT_K_RRF
-from .saved import child_kind, core_index_dir, read_fusion, save_fusion
+from .saving import child_kind, core_index_dir, read_fusion, save_fusion
 
 __all__ = ["FusionSearcher", "FilteredSource", "combine_filters", "default_fetch_k",
            "DEFAULT_MIN_FETCH_K"]
@@ -460,7 +460,8 @@ class FusionSearcher:
         """
         check_query(query)
         check_filter(filter)
-        call = self._plan.resolve(query, k, weights=weights, fetch_k=fetch_k, mode=mode)
+        call = self._plan.resolve(query, k, weights=weights, fetch_k=fetch_k, mode=mode,
+                                  check=False)
         children = self._children
         calls = [_caller(children[i], query, call.fetch_k, filter) for i in call.active]
         return self._plan.fuse(call, self._runner.run(calls, self._label(call.active)))
@@ -525,7 +526,7 @@ class FusionSearcher:
         own keys, for the saver to read back with `read_fusion` (the ``index`` command
         keeps its chunking settings there); `load` ignores keys it does not know.
 
-        The format is `hybrid_retrievers.fusion.saved`'s (the one both framework
+        The format is `hybrid_retrievers.fusion.saving`'s (the one both framework
         adapters write too): one sub-folder per child, each saved by its own ``save``
         (a `BM25Index`, a `VectorIndex`, a `SparseIndex` or a nested `FusionSearcher`),
         bound by the fusion's manifest. The save is atomic and checksummed like every

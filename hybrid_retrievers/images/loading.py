@@ -63,6 +63,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Union
 
 from ..optional import require
+from ..validation import check_number
 from .jpeg_scans import jpeg_scans, padded_scans, scan_problem
 
 if TYPE_CHECKING:
@@ -319,11 +320,7 @@ def find_image_files(folder: str | os.PathLike[str]) -> list[Path]:
 
 
 def _check_limit(value: Any, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name} must be an int, got {type(value).__name__}: {value!r}")
-    if value < 1:
-        raise ValueError(f"{name} must be >= 1, got {value}")
-    return value
+    return check_number(value, name, low=1, integer=True)
 
 
 def _read_source(source: Any, max_bytes: int) -> tuple[bytes, str]:

@@ -43,9 +43,6 @@ from ._numba_weights import (
     build_weights,
 )
 
-__all__ = ["BLOCK", "CODE_TF", "NO_CODE", "build_blocks", "build_table", "build_weights",
-           "search_taat", "search_top_k"]
-
 SCAN = 64
 """Documents per run in TAAT's dense top-k scan."""
 

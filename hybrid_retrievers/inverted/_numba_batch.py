@@ -15,8 +15,6 @@ from numba import njit
 
 from ._numba import search_taat, search_top_k
 
-__all__ = ["search_many"]
-
 
 @njit(cache=True)
 def _ranked(docs, scores):  # pragma: no cover - compiled

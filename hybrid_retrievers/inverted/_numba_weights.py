@@ -16,9 +16,6 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-__all__ = ["BLOCK", "BM25L", "BM25PLUS", "CODE_TF", "IMPACT", "LUCENE", "NO_CODE", "ROBERTSON",
-           "build_blocks", "build_table", "build_weights"]
-
 BLOCK = 64
 """Postings per block."""
 

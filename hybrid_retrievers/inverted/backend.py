@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from ..optional import is_available
+from ..validation import check_number
 
 __all__ = ["Backend", "BackendName", "Strategy"]
 
@@ -103,8 +104,7 @@ class Backend:
                           ("stored_weights_df", 1), ("taat_chunk_docs", 1), ("batch_cells", 1),
                           ("batched_postings", 0), ("dense_scan", 0)):
             value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < low:
-                raise ValueError(f"Backend.{name} must be an int >= {low}, got {value!r}")
+            check_number(value, f"Backend.{name}", low=low, integer=True)
         if self.name == "numba" and not is_available("numba"):
             raise ImportError(
                 "backend='numba' needs numba, which is not installed: pip install numba, "

@@ -10,7 +10,7 @@ index, fusion or evaluation module.
 
 from __future__ import annotations
 
-from .adapter import EmbedderAdapter, adapt_embedder
+from .framework import EmbedderAdapter, adapt_embedder
 from .clip import ClipEmbedder
 from .cross_encoder import CrossEncoderScorer
 from .fake import HashingEmbedder, HashingSparseEmbedder

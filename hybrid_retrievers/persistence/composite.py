@@ -1,6 +1,6 @@
 """The framework-neutral halves of saving and loading a fusion of saved indexes.
 
-`hybrid_retrievers.fusion.saved` writes and reads the folder; `FusionSearcher.save` /
+`hybrid_retrievers.fusion.saving` writes and reads the folder; `FusionSearcher.save` /
 `FusionSearcher.load` and the LangChain and LlamaIndex fusion adapters add only their own
 class names and parameter names. What is the same for all of them lives here once: the settings a fusion records
 (`fusion_settings`), loading each child by kind with one message for a missing

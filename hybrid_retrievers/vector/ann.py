@@ -24,6 +24,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..optional import require
+from ..validation import check_number
 
 __all__ = ["HNSWConfig", "FaissHNSW"]
 
@@ -49,8 +50,7 @@ class HNSWConfig:
     def __post_init__(self) -> None:
         for name, limit in _LIMITS.items():
             value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-                raise ValueError(f"HNSWConfig.{name} must be a positive int, got {value!r}")
+            check_number(value, f"HNSWConfig.{name}", low=1, integer=True)
             if value > limit:
                 raise ValueError(
                     f"HNSWConfig.{name} must be at most {limit}, got {value!r} (larger values "

@@ -698,8 +698,4 @@ class VectorIndex(AtomicSave, EditableIndex):
 
 
 def _check_dimension(dimension: Any) -> int:
-    if isinstance(dimension, bool) or not isinstance(dimension, (int, np.integer)):
-        raise TypeError(f"dimension must be an int, got {type(dimension).__name__}: {dimension!r}")
-    if dimension < 1:
-        raise ValueError(f"dimension must be >= 1, got {dimension}")
-    return int(dimension)
+    return check_number(dimension, "dimension", low=1, integer=True)

@@ -46,11 +46,6 @@ from ._convert import (
     hit_to_document,
 )
 
-__all__ = ["accepts_k", "ARGUMENT_HINTS", "check_arguments", "check_call_options",
-           "checks_keywords", "child_config", "core_call_config", "core_calls_as_children",
-           "CoreRetriever", "count_validator", "current_config", "fields_factory", "Filter",
-           "IndexRetriever", "pop_options", "refuse_unknown", "StrictRetriever"]
-
 # ------------------------------------------------------------ argument checks
 
 ARGUMENT_HINTS: Mapping[str, str] = {

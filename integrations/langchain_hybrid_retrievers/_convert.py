@@ -15,11 +15,6 @@ from langchain_core.documents import Document
 from hybrid_retrievers.integration import content_id, copy_metadata, copy_metadatas, make_docs
 from hybrid_retrievers.types import Doc, Hit
 
-__all__ = ["FUSION_KEY", "RANK_KEY", "SCORE_KEYS", "Ids", "Metadatas", "check_score_key",
-           "copy_metadata", "copy_metadatas", "doc_to_document", "document_score",
-           "document_to_doc", "document_to_hit", "documents_to_columns",
-           "documents_to_docs", "hit_to_document", "with_metadata"]
-
 RANK_KEY = "rank"
 """Metadata key under which a returned `Document` carries its 1-based rank."""
 

@@ -18,8 +18,6 @@ from langchain_core.runnables import Runnable, RunnableConfig
 
 from ._base import core_call_config
 
-__all__ = ["LangChainGenerator", "as_text_generator", "llm_name", "message_text"]
-
 
 def message_text(output: Any) -> str:
     """The text of a model's output: a str as it is, a message's text content

@@ -3,7 +3,7 @@
 Planning, running and fusing are the core's (`hybrid_retrievers.fusion.FusionPlan`,
 `CallRunner`); this module wraps each child as a core searcher for one call
 (`ChildSearcher`), converts the fused hits, and saves and loads a fusion of this
-package's retrievers in the core's format (`hybrid_retrievers.fusion.saved`). Unlike
+package's retrievers in the core's format (`hybrid_retrievers.fusion.saving`). Unlike
 ``EnsembleRetriever``, documents are identified by ``Document.id``, sync children run
 concurrently too, the result is cut to ``k``, and every result keeps its fused score and
 provenance. For BM25 + dense over the same documents, `HybridRetriever` (``hybrid.py``)

@@ -35,15 +35,10 @@ from hybrid_retrievers.types import Doc, Hit, MetadataFilter
 from ._convert import QueryChecked, hit_to_node_with_score, to_core_filter
 from ._editing import NodeEditing
 from ._nodes import NodeCache
-from ._persist import filter_from_json, filter_to_json, read_retriever, write_retriever
+from ._saving import filter_from_json, filter_to_json, read_retriever, write_retriever
 
 if TYPE_CHECKING:  # typing.Unpack is Python 3.11+
     from typing_extensions import Unpack
-
-__all__ = ["ARGUMENT_HINTS", "BuildOptions", "CoreIndexRetriever", "CoreSearcherRetriever",
-           "LoadOptions", "SearcherOptions", "SearcherState", "SimilarityTopK", "checks_keywords",
-           "constructor_factory", "constructor_keywords", "refuse_arguments",
-           "refuse_unknown_fields"]
 
 Filter = MetadataFilter | MetadataFilters | None
 S = TypeVar("S")  # the type of the core searcher
@@ -308,7 +303,7 @@ class CoreIndexRetriever(CoreSearcherRetriever[S]):
     def persist(self, persist_dir: str | os.PathLike[str]) -> None:
         """Save the retriever: index, node fields, ``similarity_top_k`` and filter.
 
-        Written atomically as data, never pickle (the layout is in ``_persist``); a
+        Written atomically as data, never pickle (the layout is in ``_saving``); a
         filter that is code is not saved (a warning says so), nor is a model.
         """
         self._write(persist_dir)

@@ -23,22 +23,6 @@ from hybrid_retrievers.types import Doc, Hit, MetadataFilter
 
 from ._nodes import NodeCache, indexed_text
 
-__all__ = [
-    "FUSION_KEY",
-    "QueryChecked",
-    "as_node_list",
-    "check_query_type",
-    "hit_to_node_with_score",
-    "node_with_added_metadata",
-    "node_with_score_to_hit",
-    "node_to_doc",
-    "nodes_to_docs",
-    "one_source",
-    "source_nodes",
-    "to_core_filter",
-    "type_error",
-]
-
 FUSION_KEY = "fusion"
 """Metadata key of the provenance on the copied node of each fused result (see
 `hybrid_retrievers.fusion` for the keys of the mapping)."""

@@ -23,8 +23,6 @@ from hybrid_retrievers.integration import (
 from ._convert import as_node_list, nodes_to_docs
 from ._nodes import NodeCache
 
-__all__ = ["FusionEditing", "NodeEditing", "id_list"]
-
 
 def id_list(node_ids: str | Sequence[str]) -> list[str]:
     """``node_ids`` as a new list (a single id is a list of one)."""

@@ -12,8 +12,6 @@ from typing import Any
 
 from ._convert import type_error
 
-__all__ = ["LlamaIndexGenerator", "as_text_generator", "llm_name"]
-
 
 def llm_name(llm: Any) -> str:
     """The model's name for provenance: ``llm.metadata.model_name`` (unless

@@ -18,8 +18,6 @@ from llama_index.core.storage.docstore.utils import doc_to_json, json_to_doc
 
 from hybrid_retrievers.types import Doc
 
-__all__ = ["NodeCache", "doc_to_text_node", "indexed_text"]
-
 _DATA = "__data__"
 
 

@@ -4,7 +4,7 @@ Planning (per-call weights, which children to ask), running and fusing are the c
 (`hybrid_retrievers.fusion.FusionPlan`, `CallRunner`); this module wraps each child as a
 core searcher (`ChildSearcher`: its own `QueryBundle` copy, spans and callbacks nested),
 turns fused hits back into the children's nodes by id, and persists a fusion of this
-package's retrievers in the core's format (`hybrid_retrievers.fusion.saved`). With
+package's retrievers in the core's format (`hybrid_retrievers.fusion.saving`). With
 ``num_queries > 1`` an LLM writes query variants (`hybrid_retrievers.fusion.variants`),
 each searched by every child, all lists fused (`FusionPlan.fuse_queries`), as LlamaIndex's
 ``QueryFusionRetriever`` does. Unlike there: no LLM is needed for one query, nodes are

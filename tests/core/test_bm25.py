@@ -133,7 +133,7 @@ def test_from_docs_keeps_ids_and_metadata() -> None:
         (lambda: BM25Index.from_texts(["a"], metadatas=[{}, {}]), ValueError, "metadatas"),
         (lambda: BM25Index.from_texts(["a"], method="tfidf"), ValueError, "valid methods"),
         (lambda: BM25Index.from_texts(["a"], k1=-1), ValueError, "k1"),
-        (lambda: BM25Index.from_texts(["a"], b=1.5), ValueError, "b must be between"),
+        (lambda: BM25Index.from_texts(["a"], b=1.5), ValueError, "b must be <= 1, got 1.5"),
         (lambda: BM25Index.from_texts(["a"], analyzer="english"), TypeError, "analyzer"),
     ],
 )

@@ -155,6 +155,6 @@ def test_epsilon_floors_negative_robertson_idfs_and_is_saved(tmp_path) -> None:
 def test_epsilon_is_robertson_only_and_checked() -> None:
     with pytest.raises(ValueError, match="method 'bm25l' has none"):
         BM25Params("bm25l", epsilon=0.1)
-    with pytest.raises(ValueError, match="epsilon must be >= 0.0"):
+    with pytest.raises(ValueError, match="epsilon must be >= 0, got -1"):
         BM25Params("robertson", epsilon=-1)
     assert BM25Params("lucene").epsilon is None

@@ -163,6 +163,16 @@ def test_every_option_has_help_and_every_subcommand_an_example() -> None:
             assert action.help, f"{name} {action.option_strings or action.dest} has no help"
 
 
+def test_index_help_names_every_suffix_the_cli_reads() -> None:
+    from hybrid_retrievers.cli import _parser
+    from hybrid_retrievers.cli._sources import SUFFIXES
+
+    sub = next(a for a in _parser()._actions
+               if getattr(a, "choices", None) and "index" in a.choices)
+    text = sub.choices["index"].format_help()
+    assert [s for s in SUFFIXES if s not in text] == []
+
+
 def _messy_folder(root: Path) -> Path:
     """Every kind of file a real folder holds, and the odd ones that broke the CLI."""
     import os

@@ -38,7 +38,8 @@ except SystemExit as exc:
 else:
     code = 0
 print(json.dumps({"code": code, "imported": sorted(
-    m for m in ("torch", "sentence_transformers", "transformers") if m in sys.modules)}))
+    m for m in ("torch", "sentence_transformers", "transformers", "hybrid_retrievers.evaluation")
+    if m in sys.modules)}))
 """
 
 
@@ -67,6 +68,13 @@ def _run(*args: str) -> tuple[dict, str, str]:
                           text=True, env=env, timeout=300, check=False)
     lines = done.stdout.strip().splitlines()
     return json.loads(lines[-1]), "\n".join(lines[:-1]), done.stderr
+
+
+def test_help_imports_no_model_and_not_the_evaluation() -> None:
+    """``--help`` builds the parser only: no model library, no metrics and datasets code."""
+    for args in (["--help"], ["index", "--help"], ["eval", "--help"]):
+        probe, _, _ = _run(*args)
+        assert probe == {"code": 0, "imported": []}, args
 
 
 def test_a_search_weighting_the_model_legs_0_loads_and_imports_no_model(tmp_path: Path) -> None:

@@ -738,7 +738,7 @@ def test_lexical_boost_rule_in_a_searcher_and_validation(bm25):
     assert custom("find SKU 7") == (5.0, 1.0, 1.0) and custom("find 7") == (1.0, 1.0, 1.0)
     with pytest.raises(ValueError, match="lexical_index must point into base_weights"):
         lexical_boost_rule(lexical_index=2)
-    with pytest.raises(ValueError, match="boost must be a finite number >= 0"):
+    with pytest.raises(ValueError, match="boost must be >= 0, got -1"):
         lexical_boost_rule(boost=-1)
     with pytest.raises(ValueError, match=r"base_weights\[0\] must be a finite number"):
         lexical_boost_rule(base_weights=(-1, 1))

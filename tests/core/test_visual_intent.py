@@ -62,7 +62,7 @@ def test_it_composes_with_the_lexical_boost_rule() -> None:
 def test_bad_arguments_are_named() -> None:
     with pytest.raises(ValueError, match="image_sources must point into base_weights"):
         visual_intent_rule(image_sources=[3])
-    with pytest.raises(ValueError, match="boost must be a finite number"):
+    with pytest.raises(ValueError, match="boost must be >= 0, got -1"):
         visual_intent_rule(boost=-1)
     with pytest.raises(ValueError, match="at least one source"):
         VisualIntentRule(image_sources=())

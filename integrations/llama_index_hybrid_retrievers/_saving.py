@@ -26,8 +26,6 @@ from llama_index.core.vector_stores.types import MetadataFilters
 from hybrid_retrievers.integration import IndexReader, IndexWriter, atomic_index_dir, read_index
 from hybrid_retrievers.persistence import IndexFormatError
 
-__all__ = ["KIND", "filter_from_json", "filter_to_json", "read_retriever", "write_retriever"]
-
 KIND = "llama_index_retriever"
 FORMAT_VERSION = 1
 
