@@ -157,7 +157,6 @@ FACES = {
         "SparseIndex",
         "SparseTermContribution",
     ],
-    # The integrator's kit: what a framework adapter may use beyond the faces.
     # The other subpackage faces and the shared types, each as its package exports it.
     "hybrid_retrievers.bm25": [
         "BM25Explanation",
@@ -281,12 +280,6 @@ FACES = {
         "parse_choice_select_answer",
         "parse_ranking",
     ],
-    "hybrid_retrievers.sparse": [
-        "FORMAT_VERSION",
-        "SparseExplanation",
-        "SparseIndex",
-        "SparseTermContribution",
-    ],
     "hybrid_retrievers.text": [
         "ANALYZER_CONFIG_VERSION",
         "Analyzer",
@@ -326,12 +319,12 @@ FACES = {
         "FaissHNSW",
         "HNSWConfig",
         "METRICS",
-        "SparseEmbeddingCache",
         "VectorIndex",
         "embed_texts",
         "embedder_identity",
         "text_key",
     ],
+    # The integrator's kit: what a framework adapter may use beyond the faces.
     "hybrid_retrievers.integration": [
         "CallRunner",
         "DEFAULT_LLM_TIMEOUT",
