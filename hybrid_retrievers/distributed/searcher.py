@@ -75,7 +75,7 @@ class PartialHits(list):  # type: ignore[type-arg]
 class ShardedSearcher:
     """Search a sharded BM25 or vector index held by Ray actors, as one `Searcher`.
 
-    Example (needs a Ray cluster; see the README's "Scaling out")::
+    Example (needs a Ray cluster; see docs/scale.md)::
 
         build_bm25_shards(docs, "idx", n_shards=4)
         with ShardedSearcher("idx") as sharded:

@@ -32,8 +32,8 @@ exactly today's recipe). Measured with splade-tiny, weights 0.5 : 1 : 0.5, nDCG@
 =========  ===============  ===============  ==========================
 collection two-way RRF      three-way RRF    three-way relative_score
 =========  ===============  ===============  ==========================
-Cranfield  0.4201           0.4237           0.4268
-CISI       0.4424           0.4229           0.4545
+Cranfield  0.4199           0.4238           0.4263
+CISI       0.4398           0.4234           0.4545
 =========  ===============  ===============  ==========================
 
 Three-way RRF costs 0.02 on CISI; three-way relative_score is above today's two-way

@@ -279,9 +279,9 @@ class FusionSearcher:
         Default mode (`hybrid_mode`): RRF for one or two legs (BM25 + dense exactly as
         before the sparse leg existed); ``relative_score`` (min-max score fusion) for
         three, since ranks hide how unsure a weak leg is. Measured with splade-tiny
-        (nDCG@10, ``benchmarks/sparse_quality.py``): two-way RRF Cranfield 0.4201, CISI
-        0.4424; three-way RRF 0.4237, 0.4229 (worse on CISI); three-way relative_score
-        0.4268, 0.4545 (better on both). ``hybrid_retrievers.fusion.legs`` gives the
+        (nDCG@10, ``benchmarks/sparse_quality.py``): two-way RRF Cranfield 0.4199, CISI
+        0.4398; three-way RRF 0.4238, 0.4234 (worse on CISI); three-way relative_score
+        0.4263, 0.4545 (better on both). ``hybrid_retrievers.fusion.legs`` gives the
         argument. Pass ``weights=`` / ``mode=`` to choose others (equal RRF:
         ``weights=[1, 1, 1], mode="rrf"``).
 

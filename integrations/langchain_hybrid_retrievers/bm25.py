@@ -65,7 +65,7 @@ class BM25Retriever(IndexRetriever):
     Refused: ``bm25_variant="l"`` (rank_bm25's BM25L multiplies by the term frequency
     once more than Lv & Zhai's BM25L, ``method="bm25l"`` here: no exact equivalent), and
     the constructor's ``vectorizer`` / ``docs`` (a rank_bm25 object, not an index: build
-    with ``from_texts``). Kept on principle (README, "Differences from the originals"):
+    with ``from_texts``). Kept on principle (docs/frameworks.md, "Differences from the originals"):
     without ``preprocess_func`` the analysis is this package's `Analyzer` (LangChain's is
     ``str.split``), without ``bm25_params`` / ``bm25_variant`` the variant is Lucene's;
     only documents matching a query term come back (no zero-score padding), best first

@@ -59,7 +59,7 @@ class BM25Retriever(CoreIndexRetriever[BM25Index]):
     filter: pass ``filters=``) and ``corpus``. ``tokenizer``, deprecated and ignored
     there, is used here: it is the analyzer's tokenizer hook (see `Analyzer`; a callable
     works in memory, and saving needs it registered with ``register_tokenizer``).
-    Differences kept on principle (README, "Differences from the originals"): only
+    Differences kept on principle (docs/frameworks.md, "Differences from the originals"): only
     nodes matching a query term are returned (no zero-score padding), so up to
     ``similarity_top_k``, never more than the corpus (no warning needed);
     ``similarity_top_k`` is at least 1 (0 is a ``ValueError``, not ``[]``); the default
