@@ -107,9 +107,10 @@ def demo(args: argparse.Namespace) -> int:
 
 def command_name() -> str:
     """How to run this program from the user's shell: ``hybrid-retrievers`` when that
-    name is on PATH and is this installation, else its full path (``make demo`` runs it
-    from ``.venv/bin`` without activating the environment, so a printed command must
-    say where it is)."""
+    name is on PATH and is this installation, else its path (relative when it is under
+    the current folder, as ``.venv/bin/hybrid-retrievers`` after ``make demo``, which
+    runs it without activating the environment, so a printed command must say where
+    it is), else ``python -m hybrid_retrievers``."""
     import os
     import shutil
 
@@ -118,7 +119,8 @@ def command_name() -> str:
     if found is not None and (not os.path.exists(here) or os.path.samefile(found, here)):
         return "hybrid-retrievers"
     if os.path.exists(here):
-        return os.path.relpath(here) if not os.path.relpath(here).startswith("..") else here
+        relative = os.path.relpath(here)
+        return here if relative.startswith("..") else relative
     return f"{sys.executable} -m hybrid_retrievers"
 
 
