@@ -324,21 +324,17 @@ def evaluate(
             many = batch_caller_for(retriever) if batch else None
             if qids:
                 _check_ids(name, [doc_id for doc_id, _ in call(queries[qids[0]], k)], known)
-            if many is not None:
-                call_many = many
-            else:
-                def call_many(qs: list[str], k: int, call: Any = call) -> list[Ranking]:
-                    return [call(q, k) for q in qs]
+            def one_at_a_time(qs: list[str], k: int, call: Any = call) -> list[Ranking]:
+                return [call(q, k) for q in qs]
+            call_many = many if many is not None else one_at_a_time
             size = batch_size if many is not None else 1
             run, lat = worker.submit(
                 _run_queries, call_many, name, qids, queries, k, known, show_progress, size
             ).result()
             if latency_queries is not None and size > 1:
-                def call_one(qs: list[str], k: int, call: Any = call) -> list[Ranking]:
-                    return [call(q, k) for q in qs]
                 _, lat = worker.submit(
-                    _run_queries, call_one, name, qids[:latency_queries], queries, k, known,
-                    False, 1).result()
+                    _run_queries, one_at_a_time, name, qids[:latency_queries], queries, k,
+                    known, False, 1).result()
                 size = 1
             sizes[name] = size
             runs[name] = run
