@@ -22,7 +22,7 @@ from .documents import make_docs
 from .fusion.concurrency import CallRunner, gather_calls
 from .fusion.plan import FusionCall, FusionPlan, Weights
 from .fusion.saving import child_kind, core_index_dir, read_fusion, save_fusion
-from .fusion.searcher import FusionSearcher
+from .fusion.searcher import FUSION_SETTINGS
 from .ids import content_id, is_content_id
 from .metadata import copy_metadata, copy_metadatas
 from .models.framework import EmbedderAdapter, adapt_embedder
@@ -103,6 +103,6 @@ __all__ = [
     "save_fusion",
 ]
 
-FUSION_KEYWORDS = frozenset(keyword_names(FusionSearcher.__init__) - {"searchers"})
+FUSION_KEYWORDS = frozenset(FUSION_SETTINGS)
 """The keywords a `FusionSearcher` takes besides its searchers (``mode``, ``weights``,
 ``k_rrf``...): what the adapters' hybrid factories hand on in their ``**fusion``."""

@@ -30,7 +30,7 @@ from .plan import DEFAULT_MIN_FETCH_K, FusionCall, FusionPlan, Weights, default_
 from .rank import DEFAULT_K_RRF
 from .saving import child_kind, core_index_dir, read_fusion, save_fusion
 
-__all__ = ["FusionSearcher", "FilteredSource", "combine_filters", "default_fetch_k",
+__all__ = ["FUSION_SETTINGS", "FusionSearcher", "FilteredSource", "combine_filters", "default_fetch_k",
            "DEFAULT_MIN_FETCH_K"]
 
 
@@ -425,7 +425,7 @@ class FusionSearcher:
             TypeError: a keyword that is not a setting (naming the nearest one); the
                 constructor's errors for a bad value.
         """
-        check_keywords("FusionSearcher.replace", settings, _SAVED_ARGUMENTS)
+        check_keywords("FusionSearcher.replace", settings, FUSION_SETTINGS)
         plan = self._plan
         current = {"mode": plan.mode, "weights": plan.weights, "k_rrf": plan.k_rrf,
                    "fetch_k": plan.fetch_k, "names": plan.names,
@@ -602,7 +602,7 @@ class FusionSearcher:
         }, model=embedder, model_arg="embedder", method="FusionSearcher.load",
             sparse_model=sparse_embedder, sparse_model_arg="sparse_embedder")
         check_weights_restorable(settings, options, path, "FusionSearcher.load")
-        saved = {key: settings[key] for key in _SAVED_ARGUMENTS if key in settings}
+        saved = {key: settings[key] for key in FUSION_SETTINGS if key in settings}
         return cls(children, **{**saved, **options})
 
     def _label(self, active: Sequence[int]) -> Callable[[int], str]:
@@ -610,8 +610,10 @@ class FusionSearcher:
         return lambda j: f"FusionSearcher source {names[active[j]]!r}"
 
 
-_SAVED_ARGUMENTS = ("mode", "weights", "k_rrf", "fetch_k", "names", "max_workers", "dedup")
-"""The saved settings that are constructor arguments (an adapter's fusion saves more)."""
+FUSION_SETTINGS = ("mode", "weights", "k_rrf", "fetch_k", "names", "max_workers", "dedup")
+"""The constructor's arguments besides the searchers: what `FusionSearcher.replace` changes,
+what a saved fusion restores (an adapter's fusion saves more) and what the adapters' hybrid
+factories hand on in their ``**fusion``."""
 
 
 def _options(options: Mapping[str, Any] | None, name: str) -> dict[str, Any]:

@@ -826,3 +826,14 @@ def test_replace_changes_the_settings_given_and_keeps_the_rest(bm25, dense):
         base.replace(searchers=[bm25])  # the children are shared: not a setting
     with pytest.raises(ValueError, match="weights"):
         base.replace(weights=[1, 2, 3])
+
+
+def test_fusion_settings_are_the_constructors_arguments_besides_the_searchers():
+    """`replace`, a saved fusion and the adapters' hybrid factories all read
+    FUSION_SETTINGS: a new constructor argument must be added there too."""
+    import inspect
+
+    from hybrid_retrievers.fusion.searcher import FUSION_SETTINGS
+
+    parameters = set(inspect.signature(FusionSearcher.__init__).parameters) - {"self", "searchers"}
+    assert set(FUSION_SETTINGS) == parameters
