@@ -175,8 +175,7 @@ class FolderIndex:
                              "index)")
         self.fused, self.ingest, self.images = searcher, ingest, images
         self.lexical, self.names = lexical, names
-        self.multimodal = images is not None or any(
-            d.metadata.get("type") == "image" for d in lexical.docs)
+        self.multimodal = images is not None or _has_descriptions(ingest, lexical)
         self._parents: Any = None
 
     # ------------------------------------------------------------------ open and build
@@ -535,6 +534,15 @@ class FolderIndex:
 
 def _quiet(message: str) -> None:
     """The default ``log`` and ``warn``: say nothing."""
+
+
+def _has_descriptions(ingest: Mapping[str, Any], lexical: Any) -> bool:
+    """Whether the text legs hold image descriptions: the count the ``"images"`` settings
+    record, else (an index written before they did) a look at every chunk."""
+    images = ingest.get("images")
+    if isinstance(images, Mapping) and isinstance(images.get("descriptions"), int):
+        return images["descriptions"] > 0
+    return any(d.metadata.get("type") == "image" for d in lexical.docs)
 
 
 def _routes(info: dict[str, Any], explanation: dict[str, Any]) -> dict[str, Any]:
