@@ -77,7 +77,7 @@ def main_() -> None:
     parser.add_argument("--clip-model", default=None,
                         help="CLIP model folder or name (default: build the tiny test CLIP)")
     options = parser.parse_args()
-    from hybrid_retrievers.cli._build import dense_available
+    from hybrid_retrievers.ingest.folder_models import dense_available
 
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)

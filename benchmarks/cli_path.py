@@ -2,7 +2,7 @@
 
 1. ``hybrid-retrievers index corpus.jsonl --whole-files`` (a subprocess, as a user runs
    it), then every judged query through the ``search`` command's own loader and searcher
-   (`LoadedIndex`), scored with `evaluate`; the same retrievers built with the Python API
+   (`FolderIndex`), scored with `evaluate`; the same retrievers built with the Python API
    (`BM25Index.from_docs`, `FusionSearcher.hybrid`) are scored beside it. nDCG@10 must be
    equal. One CLI index serves every row: a leg alone, or the two-way hybrid, is the index
    searched with the other legs' weights at 0 (a leg of weight 0 is not asked).
@@ -35,7 +35,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "integrations")]
 
-from hybrid_retrievers.cli._search import LoadedIndex  # noqa: E402
+from hybrid_retrievers.ingest import FolderIndex  # noqa: E402
 from hybrid_retrievers.datasets import load_dataset  # noqa: E402
 from hybrid_retrievers.evaluation import evaluate  # noqa: E402
 
@@ -45,12 +45,12 @@ ENV = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "integ
 class _Leg:
     """One weighting of the CLI's loaded index, as an evaluated searcher."""
 
-    def __init__(self, loaded: LoadedIndex, legs: dict[str, float] | None) -> None:
+    def __init__(self, loaded: FolderIndex, legs: dict[str, float] | None) -> None:
         self.loaded = loaded
         self.weights = None if legs is None else [legs.get(n, 0.0) for n in loaded.names]
 
     def search(self, query: str, k: int = 10, **_: object) -> list:
-        return self.loaded.search(query, k, weights=self.weights)
+        return self.loaded.hits(query, k, weights=self.weights)
 
 
 def cli(*args: str) -> float:
@@ -78,7 +78,7 @@ def main() -> None:
         idx = Path(tmp) / "idx"
         flags = [] if args.dense else ["--bm25-only"]
         print(f"index (CLI process): {cli('index', str(corpus), '--out', str(idx), '--whole-files', *flags):.1f} s")
-        loaded = LoadedIndex(idx)
+        loaded = FolderIndex.open(idx)
         from hybrid_retrievers import BM25Index, FusionSearcher
 
         retrievers: dict[str, object] = {"cli bm25": _Leg(loaded, {"bm25": 1.0})}
@@ -153,13 +153,13 @@ def folder_timings(source: Path, n_queries: int) -> None:
 
 def _sparse_encoder() -> object:
     """splade-tiny reading the CLI's sparse cache (the vectors the ``index`` run saved)."""
-    from hybrid_retrievers.cli._build import sparse_encoder
+    from hybrid_retrievers.ingest.folder_models import sparse_encoder
 
     return sparse_encoder(None, log=print)[0]
 
 
 def _cache() -> object:
-    from hybrid_retrievers.cli._build import open_embedding_cache
+    from hybrid_retrievers.ingest.folder_models import open_embedding_cache
 
     return open_embedding_cache(print)
 

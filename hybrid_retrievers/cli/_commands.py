@@ -210,7 +210,8 @@ def index(args: argparse.Namespace) -> int:
 
 
 def search(args: argparse.Namespace) -> int:
-    from ._passages import bold, brackets
+    from ..ingest import FolderIndex
+    from ..ingest.passages import bold, brackets
     from ._search import parse_filters, parse_weights
 
     if args.query is None and args.image is None:
@@ -220,36 +221,34 @@ def search(args: argparse.Namespace) -> int:
         from ._images import load_describer
 
         describer = load_describer(args.describer)
-    loaded = _open_index(args.index, model=args.model, sparse_model=args.sparse_model,
-                         reranker=args.rerank, clip_model=args.clip_model, describer=describer,
-                         describe_timeout=args.describe_timeout)
-    weights = parse_weights(args.weights, loaded.names)
-    hits = loaded.search(args.query, args.k, mode=args.mode, weights=weights,
-                         filter=parse_filters(args.filter), parents=args.parents,
-                         rerank=args.rerank is not None,
-                         image=None if args.image is None else str(args.image))
+    index = FolderIndex.open(args.index, model=args.model, sparse_model=args.sparse_model,
+                             reranker=args.rerank, clip_model=args.clip_model,
+                             describer=describer, describe_timeout=args.describe_timeout)
     color = args.color == "always" or (args.color == "auto" and sys.stdout.isatty())
-    mark = bold if color and not args.json else brackets
     query = args.query or ""
-    for hit in hits:
-        record = loaded.result(hit, query, mark=mark)
-        explain = args.explain and query and hit.id in loaded.lexical
-        if explain:
-            record["explanation"] = loaded.lexical.explain(query, hit.id).as_dict()
+    results = index.search(args.query, args.k, mode=args.mode,
+                           weights=parse_weights(args.weights, index.names),
+                           filter=parse_filters(args.filter), parents=args.parents,
+                           rerank=args.rerank is not None,
+                           image=None if args.image is None else str(args.image),
+                           explain=args.explain, mark=bold if color and not args.json
+                           else brackets)
+    for result in results:
         if args.json:
-            print(json.dumps(record, ensure_ascii=False))
+            print(json.dumps(result.as_dict(), ensure_ascii=False))
             continue
-        print(_headline(record))
-        print(f"   {record['passage']}")
-        if explain:
-            print("   " + str(loaded.lexical.explain(query, hit.id)).replace("\n", "\n   "))
-    if hits and not args.json and hits[0].explanation and "multimodal" in hits[0].explanation:
-        print(_routes_line(hits[0].explanation["multimodal"]))
-    if not hits:
+        print(_headline(result.as_dict()))
+        print(f"   {result.passage}")
+        if result.explanation is not None:
+            print("   " + str(result.explanation).replace("\n", "\n   "))
+    first = results[0].hit.explanation if results and results[0].hit else None
+    if not args.json and first and "multimodal" in first:
+        print(_routes_line(first["multimodal"]))
+    if not results:
         print("no chunk matches the query (its BM25 terms, after stopwords and stemming: "
-              f"{loaded.lexical.analyzer.tokenize(query)})", file=sys.stderr)
-    if loaded.loads:  # on stderr: --json output stays one record per line
-        took = ", ".join(f"{name} {seconds:.1f} s" for name, seconds in loaded.loads)
+              f"{index.lexical.analyzer.tokenize(query)})", file=sys.stderr)
+    if index.loads:  # on stderr: --json output stays one record per line
+        took = ", ".join(f"{name} {seconds:.1f} s" for name, seconds in index.loads)
         print(f"(loading the query models took {took}; for many queries, `hybrid-retrievers "
               f"serve {args.index}` keeps them loaded: 0.06-0.25 s a query)", file=sys.stderr)
     return 0
@@ -269,21 +268,6 @@ def serve(args: argparse.Namespace) -> int:
     from ._serve import serve_command
 
     return serve_command(args)
-
-
-def _open_index(folder: Any, **options: Any) -> Any:
-    from ..persistence import IndexFormatError
-    from ._search import LoadedIndex
-
-    try:
-        return LoadedIndex(folder, **options)
-    except (IndexFormatError, ValueError, ImportError):
-        raise
-    except Exception as exc:  # a tampered directory must not end in a traceback
-        raise IndexFormatError(
-            f"{str(folder)!r} cannot be read as a hybrid-retrievers index "
-            f"({type(exc).__name__}: {exc}); rebuild it with hybrid-retrievers index"
-        ) from None
 
 
 def _headline(record: dict[str, Any]) -> str:

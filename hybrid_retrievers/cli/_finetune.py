@@ -158,12 +158,27 @@ def _dataset_or_none(corpus: str) -> Any:
 
 
 def _documents(corpus: str) -> list[Any]:
-    from ._sources import read_source
+    """Every file of the folder (or the one file) ``corpus`` as one document (a record
+    file: one per record); files that cannot be read are left out."""
+    from ..images.loading import IMAGE_SUFFIXES
+    from ..ingest import SourceError, decode_text, read_document
+    from ..ingest.sources import RECORD_SUFFIXES, find_files, read_records
+    from ..types import Doc
 
-    found = read_source(Path(corpus), progress=True)
-    if not found.docs:
+    docs: list[Any] = []
+    for path, rel in find_files(Path(corpus), None, []):
+        try:
+            if path.suffix.lower() in RECORD_SUFFIXES:
+                docs += [doc for _, doc in read_records(
+                    decode_text(path, path.read_bytes()), path, path.suffix.lower())]
+            elif not path.name.lower().endswith(IMAGE_SUFFIXES):
+                docs.append(Doc(rel, read_document(path).text, {"file": rel}))
+        except (SourceError, OSError):
+            continue
+    docs = [d for d in docs if d.text.strip()]
+    if not docs:
         raise ValueError(f"no documents under {corpus}")
-    return found.docs
+    return docs
 
 
 def _subset(cls: Any, ds: Any, ids: list[str]) -> Any:

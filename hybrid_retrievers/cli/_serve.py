@@ -35,7 +35,8 @@ import argparse
 import sys
 from typing import Any
 
-from ._search import MODES, LoadedIndex
+from ..ingest import FolderIndex
+from ._search import MODES
 
 MAX_QUERY_CHARS = 2000
 MAX_K = 50
@@ -81,7 +82,7 @@ def _check_filter(filter: Any) -> dict[str, Any] | None:
     return filter
 
 
-def build_server(loaded: LoadedIndex) -> Any:
+def build_server(loaded: FolderIndex) -> Any:
     """The `MCPServer` with the ``search`` and ``explain`` tools over ``loaded``."""
     try:
         from mcp.server.mcpserver import MCPServer
@@ -126,11 +127,11 @@ def build_server(loaded: LoadedIndex) -> Any:
             raise ValueError(f"k must be an integer from 1 to {MAX_K}, got {k!r}")
         if mode is not None and mode not in MODES:
             raise ValueError(f"mode must be one of {list(MODES)}, got {mode!r}")
-        hits = loaded.search(query, k, mode=mode, filter=_check_filter(filter),
-                             parents=bool(parents), image=image)
+        found = loaded.search(query, k, mode=mode, filter=_check_filter(filter),
+                              parents=bool(parents), image=image)
         results = []
-        for hit in hits:
-            record = loaded.result(hit, query or "")
+        for result in found:
+            record = result.as_dict()
             record["text"] = record["text"][:MAX_TEXT]
             results.append(record)
         return {"results": results}
@@ -153,8 +154,8 @@ def build_server(loaded: LoadedIndex) -> Any:
 
 
 def serve_command(args: argparse.Namespace) -> int:
-    loaded = LoadedIndex(args.index, model=args.model, sparse_model=args.sparse_model,
-                         clip_model=args.clip_model, label=repr(args.index.name))
+    loaded = FolderIndex.open(args.index, model=args.model, sparse_model=args.sparse_model,
+                              clip_model=args.clip_model, label=repr(args.index.name))
     loaded.search("warm up", 1)  # load the model now, not on the first client query
     server = build_server(loaded)
     print(f"serving {args.index} over {args.transport} "

@@ -590,7 +590,25 @@ class FusionSearcher:
                 ``sparse_embedder`` (or another model); a callable weights rule that
                 ``options`` does not give back.
         """
-        settings, entries = read_fusion(path)
+        return cls.from_saved(path, read_fusion(path), embedder,
+                              sparse_embedder=sparse_embedder, mmap=mmap, **options)
+
+    @classmethod
+    def from_saved(
+        cls,
+        path: str | os.PathLike[str],
+        saved: tuple[dict[str, Any], list[tuple[str, Any, dict[str, Any]]]],
+        embedder: Any = None,
+        *,
+        sparse_embedder: Any = None,
+        mmap: bool = False,
+        **options: Any,
+    ) -> FusionSearcher:
+        """`load` from the manifest ``saved`` that `fusion.saving.read_fusion` already read
+        from ``path``: for a caller that reads the settings first (to choose the models,
+        as `hybrid_retrievers.ingest.FolderIndex` does) and reads the manifest only once.
+        """
+        settings, entries = dict(saved[0]), saved[1]
         located = [(kind, core_index_dir(path, folder, child), child)
                    for kind, folder, child in entries]
         children = load_children(path, located, {
@@ -602,8 +620,8 @@ class FusionSearcher:
         }, model=embedder, model_arg="embedder", method="FusionSearcher.load",
             sparse_model=sparse_embedder, sparse_model_arg="sparse_embedder")
         check_weights_restorable(settings, options, path, "FusionSearcher.load")
-        saved = {key: settings[key] for key in FUSION_SETTINGS if key in settings}
-        return cls(children, **{**saved, **options})
+        restored = {key: settings[key] for key in FUSION_SETTINGS if key in settings}
+        return cls(children, **{**restored, **options})
 
     def _label(self, active: Sequence[int]) -> Callable[[int], str]:
         names = self._plan.names

@@ -13,6 +13,8 @@ The steps the ``hybrid-retrievers index`` command runs, usable from Python too:
    page and parent in their metadata; `parents_from_chunks` rebuilds the parents.
 4. `plan_sync` (``incremental``): which files changed, appeared, vanished or were
    renamed since an index was built, from the content hashes its chunks carry.
+5. `FolderIndex` (``folder``): the whole of it as one object: build a folder index on
+   disk, update it, open it and search it (the format the command line writes).
 
 Example:
     >>> from hybrid_retrievers.ingest import (StructuredChunker, document_chunks,
@@ -52,6 +54,7 @@ from .formats import (
     decode_text,
     read_document,
 )
+from .folder import FolderIndex, FolderResult, IndexReport
 from .incremental import SyncPlan, indexed_files, plan_sync, renamed_id
 from .structure import (
     ParsedDocument,
@@ -75,6 +78,9 @@ __all__ = [
     "MAX_DECOMPRESSED_BYTES",
     "SECTION_KEY",
     "Chunk",
+    "FolderIndex",
+    "FolderResult",
+    "IndexReport",
     "ParsedDocument",
     "Section",
     "SourceError",

@@ -165,7 +165,7 @@ def test_every_option_has_help_and_every_subcommand_an_example() -> None:
 
 def test_index_help_names_every_suffix_the_cli_reads() -> None:
     from hybrid_retrievers.cli import _parser
-    from hybrid_retrievers.cli._sources import SUFFIXES
+    from hybrid_retrievers.ingest.sources import SUFFIXES
 
     sub = next(a for a in _parser()._actions
                if getattr(a, "choices", None) and "index" in a.choices)

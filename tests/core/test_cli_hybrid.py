@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from hybrid_retrievers.cli import _build, _index, main
+from hybrid_retrievers.cli import main
+from hybrid_retrievers.ingest import FolderIndex, folder_models
 from hybrid_retrievers.models import HashingEmbedder, HashingSparseEmbedder
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -45,9 +46,10 @@ class CountingSparseEmbedder(HashingSparseEmbedder):
 @pytest.fixture
 def hashing(monkeypatch, tmp_path):
     CountingEmbedder.encoded = []
-    monkeypatch.setattr(_index, "_make_embedder", lambda model: CountingEmbedder(dimension=64))
-    monkeypatch.setattr(_build, "dense_available", lambda model: None)
-    monkeypatch.setattr(_build, "sparse_available", lambda model: "off in this test")
+    monkeypatch.setattr(folder_models, "make_embedder",
+                        lambda model: CountingEmbedder(dimension=64))
+    monkeypatch.setattr(folder_models, "dense_available", lambda model: None)
+    monkeypatch.setattr(folder_models, "sparse_available", lambda model: "off in this test")
     monkeypatch.setenv("HYBRID_RETRIEVERS_CACHE_DIR", str(tmp_path / "cache"))
     return CountingEmbedder
 
@@ -55,9 +57,9 @@ def hashing(monkeypatch, tmp_path):
 @pytest.fixture
 def hashing_sparse(monkeypatch, hashing):
     CountingSparseEmbedder.encoded = []
-    monkeypatch.setattr(_index, "_make_sparse_embedder",
-                        lambda model, model_id, cache=False: CountingSparseEmbedder())
-    monkeypatch.setattr(_build, "sparse_available", lambda model: None)
+    monkeypatch.setattr(folder_models, "make_sparse_embedder",
+                        lambda model, model_id, **options: CountingSparseEmbedder())
+    monkeypatch.setattr(folder_models, "sparse_available", lambda model: None)
     return CountingSparseEmbedder
 
 
@@ -73,6 +75,12 @@ def _folder(root: Path) -> Path:
         "during landing.\n", encoding="utf-8")
     (src / "bread.txt").write_text("Yeast makes bread rise. Steam gives a crust.\n")
     return src
+
+
+def _load(idx: Path) -> tuple:
+    """``(fused searcher, ingest settings)`` of the index folder ``idx``."""
+    index = FolderIndex.open(idx)
+    return index.fused, index.ingest
 
 
 def _json_lines(out: str) -> list[dict]:
@@ -162,20 +170,19 @@ def test_reindex_and_per_call_mode_and_weights_keep_the_saved_fusion_settings(
 ) -> None:
     # Issue 44: an update rebuilt the fusion from 5 of its 7 settings (dedup and
     # max_workers were lost), and a per-call mode or weights dropped k_rrf, fetch_k, dedup.
-    from hybrid_retrievers.cli._search import LoadedIndex
     from hybrid_retrievers.fusion import FusionSearcher
 
     src = _folder(tmp_path)
     idx = tmp_path / "idx"
     assert main(["index", str(src), "--out", str(idx), "--no-cache"]) == 0
-    fused, ingest = _index.load_index(idx)
+    fused, ingest = _load(idx)
     tuned = FusionSearcher(fused.searchers, names=fused.names, weights=[2, 1], k_rrf=7,
                            fetch_k=9, dedup="content", max_workers=1)
-    _index._save(tuned, idx, ingest)
+    tuned.save(idx, extra_settings={"ingest": ingest})
     (src / "bread.txt").write_text("Yeast makes bread rise. Sourdough needs a starter.\n")
     assert main(["index", str(src), "--out", str(idx), "--no-cache"]) == 0
     assert "1 changed" in capsys.readouterr().out
-    loaded = LoadedIndex(idx)
+    loaded = FolderIndex.open(idx)
     plan = loaded.fused.plan
     assert (plan.weights, plan.k_rrf, plan.fetch_k, plan.dedup.value) == \
         ((2.0, 1.0), 7, 9, "content")
@@ -231,7 +238,7 @@ def test_the_sparse_leg_is_built_shown_weighted_and_explained(
     idx = tmp_path / "idx"
     assert main(["index", str(src), "--out", str(idx), "--chunk-size", "40", *SPARSE]) == 0
     assert "bm25 + dense + sparse" in capsys.readouterr().out.strip().splitlines()[-1]
-    fused, ingest = _index.load_index(idx)
+    fused, ingest = _load(idx)
     assert fused.names == ("bm25", "dense", "sparse") and fused.plan.weights == (0.5, 1.0, 0.5)
     assert ingest["sparse_model"] == "hashing-sparse"
     assert ingest["sparse_model_id"] == HashingSparseEmbedder().model_id
@@ -245,9 +252,7 @@ def test_the_sparse_leg_is_built_shown_weighted_and_explained(
     assert main(["search", str(idx), "https proxy", "-k", "1", "--color", "never"]) == 0
     headline = capsys.readouterr().out.splitlines()[0]
     assert "(relative_score: bm25 #1, dense #" in headline and headline.endswith(", sparse #1)")
-    from hybrid_retrievers.cli._search import LoadedIndex
-
-    why = LoadedIndex(idx).explain("https proxy", top["id"])
+    why = FolderIndex.open(idx).explain("https proxy", top["id"])
     assert {t["token"] for t in why["sparse"]["terms"]} >= {"https", "proxy"}
     assert why["legs"]["sparse"]["rank"] == 1
     # Both frameworks' HybridRetriever load the three-leg folder, given both models.
@@ -273,7 +278,7 @@ def test_reindex_reuses_sparse_vectors_by_text_and_keeps_the_weights(
     idx = tmp_path / "idx"
     assert main(["index", str(src), "--out", str(idx), "--no-cache", *SPARSE]) == 0
     assert hashing_sparse.encoded
-    before = _index.load_index(idx)[0].leg("sparse")
+    before = _load(idx)[0].leg("sparse")
     vectors = dict(zip(before.ids, before.get_vectors(before.ids)))
     hashing_sparse.encoded = []
     (src / "bread.txt").write_text("Yeast makes bread rise. Sourdough needs a starter.\n")
@@ -281,7 +286,7 @@ def test_reindex_reuses_sparse_vectors_by_text_and_keeps_the_weights(
     assert main(["index", str(src), "--out", str(idx), "--no-cache", *SPARSE]) == 0
     assert "(1 unchanged, 1 changed, 0 new, 1 renamed, 0 deleted)" in capsys.readouterr().out
     assert hashing_sparse.encoded == ["Yeast makes bread rise. Sourdough needs a starter."]
-    fused = _index.load_index(idx)[0]
+    fused = _load(idx)[0]
     assert fused.plan.weights == (0.5, 1.0, 0.5)  # the update keeps the three-way weights
     lexical, dense, sparse = map(fused.leg, ("bm25", "dense", "sparse"))
     assert sorted(sparse.ids) == sorted(lexical.ids) == sorted(dense.ids)
@@ -293,7 +298,7 @@ def test_reindex_reuses_sparse_vectors_by_text_and_keeps_the_weights(
     # --no-sparse is another setting: the index is rebuilt without the leg, and says why.
     assert main(["index", str(src), "--out", str(idx), "--no-cache", "--no-sparse"]) == 0
     assert "settings changed (sparse_model 'hashing-sparse' -> None" in capsys.readouterr().out
-    assert _index.load_index(idx)[0].names == ("bm25", "dense")
+    assert _load(idx)[0].names == ("bm25", "dense")
 
 
 def test_mcp_search_and_explain_show_the_sparse_leg(tmp_path: Path, hashing_sparse) -> None:
@@ -301,13 +306,12 @@ def test_mcp_search_and_explain_show_the_sparse_leg(tmp_path: Path, hashing_spar
     import anyio
     from mcp import Client
 
-    from hybrid_retrievers.cli._search import LoadedIndex
     from hybrid_retrievers.cli._serve import build_server
 
     src = _folder(tmp_path)
     idx = tmp_path / "idx"
     assert main(["index", str(src), "--out", str(idx), *SPARSE]) == 0
-    server = build_server(LoadedIndex(idx))
+    server = build_server(FolderIndex.open(idx))
 
     async def session() -> None:
         async with Client(server) as client:  # the SDK's in-process transport
@@ -330,15 +334,16 @@ def test_index_and_search_with_the_real_splade_tiny(tmp_path: Path, capsys, hash
     except ImportError as exc:
         pytest.skip(f"{exc}")
     monkeypatch.undo()  # the real sparse_available and model loading, but keep dense fake
-    monkeypatch.setattr(_index, "_make_embedder", lambda model: CountingEmbedder(dimension=64))
-    monkeypatch.setattr(_build, "dense_available", lambda model: None)
+    monkeypatch.setattr(folder_models, "make_embedder",
+                        lambda model: CountingEmbedder(dimension=64))
+    monkeypatch.setattr(folder_models, "dense_available", lambda model: None)
     monkeypatch.setenv("HYBRID_RETRIEVERS_CACHE_DIR", str(tmp_path / "cache"))
     src = _folder(tmp_path)
     idx = tmp_path / "idx"
     assert main(["index", str(src), "--out", str(idx)]) == 0
     out = capsys.readouterr().out
     assert "bm25 + dense + sparse" in out and "Sparse vectors: 0 distinct texts read" in out
-    assert _index.load_index(idx)[1]["sparse_model"] == model
+    assert _load(idx)[1]["sparse_model"] == model
     assert main(["search", str(idx), "how do I configure a proxy server", "-k", "1",
                  "--json"]) == 0
     captured = capsys.readouterr()
@@ -392,7 +397,7 @@ def test_a_hostile_folder_with_the_dense_and_sparse_legs(
     assert "skipped 4 files and 3 records (listed above)" in captured.out
     encoded = CountingEmbedder.encoded + CountingSparseEmbedder.encoded
     assert encoded and all(text.strip() for text in encoded)
-    fused, _ = _index.load_index(idx)
+    fused, _ = _load(idx)
     assert fused.names == ("bm25", "dense", "sparse")
     assert {len(leg) for leg in fused.searchers} == {len(fused.searchers[0])}
     files = {d.metadata["file"] for d in fused.searchers[0].docs}
@@ -403,4 +408,4 @@ def test_a_hostile_folder_with_the_dense_and_sparse_legs(
     before = {d.id: d.text for d in fused.searchers[0].docs}
     assert main(["index", str(src), "--out", str(idx), *flags]) == 0
     assert "(4 unchanged, 0 changed, 0 new" in capsys.readouterr().out
-    assert {d.id: d.text for d in _index.load_index(idx)[0].searchers[0].docs} == before
+    assert {d.id: d.text for d in _load(idx)[0].searchers[0].docs} == before

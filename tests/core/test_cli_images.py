@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 
 import image_describers
-from hybrid_retrievers.cli import _build, _index, main
+from hybrid_retrievers.cli import main
+from hybrid_retrievers.ingest import FolderIndex, folder_models
 from hybrid_retrievers.cli._images import load_describer
 from hybrid_retrievers.models import HashingEmbedder
 
@@ -59,9 +60,7 @@ def _fresh(monkeypatch, tmp_path):
 
 
 def _index_docs(idx: Path) -> list:
-    from hybrid_retrievers.cli._index import load_index
-
-    return load_index(idx)[0].searchers[0].docs
+    return FolderIndex.open(idx).lexical.docs
 
 
 def test_without_describer_or_clip_images_are_skipped_with_a_hint(tmp_path, capsys) -> None:
@@ -79,9 +78,10 @@ def test_without_describer_or_clip_images_are_skipped_with_a_hint(tmp_path, caps
 def test_descriptions_are_documents_of_every_text_leg_and_never_asked_twice(
     tmp_path, capsys, monkeypatch
 ) -> None:
-    monkeypatch.setattr(_index, "_make_embedder", lambda model: HashingEmbedder(dimension=64))
-    monkeypatch.setattr(_build, "dense_available", lambda model: None)
-    monkeypatch.setattr(_build, "sparse_available", lambda model: "off in this test")
+    monkeypatch.setattr(folder_models, "make_embedder",
+                        lambda model: HashingEmbedder(dimension=64))
+    monkeypatch.setattr(folder_models, "dense_available", lambda model: None)
+    monkeypatch.setattr(folder_models, "sparse_available", lambda model: "off in this test")
     src = _folder(tmp_path)
     idx = tmp_path / "idx"
     args = ["index", str(src), "--out", str(idx), "--describer", "image_describers:counting"]
@@ -296,7 +296,6 @@ def test_mcp_search_takes_a_query_image_as_data_and_marks_image_results(
     import anyio
     from mcp import Client
 
-    from hybrid_retrievers.cli._search import LoadedIndex
     from hybrid_retrievers.cli._serve import build_server
     from hybrid_retrievers.images import load_image
 
@@ -304,7 +303,7 @@ def test_mcp_search_takes_a_query_image_as_data_and_marks_image_results(
     idx = tmp_path / "idx"
     assert main(["index", str(src), "--out", str(idx), "--bm25-only", "--clip-model",
                  tiny_clip_path]) == 0
-    server = build_server(LoadedIndex(idx))
+    server = build_server(FolderIndex.open(idx))
     query = load_image(_square(tmp_path / "query.png", YELLOW, size=(60, 60))).data_uri()
 
     async def session() -> None:

@@ -96,9 +96,9 @@ def test_a_bm25_only_index_never_imports_torch(tmp_path: Path) -> None:
 def test_a_leg_with_weight_loads_its_model_only(tmp_path: Path) -> None:
     """Weighting the dense leg loads the dense model (here: fails, naming it) but never
     the sparse one."""
-    from hybrid_retrievers.cli._search import LoadedIndex
+    from hybrid_retrievers.ingest import FolderIndex
 
-    loaded = LoadedIndex(_three_leg_index(tmp_path / "idx"))
+    loaded = FolderIndex.open(_three_leg_index(tmp_path / "idx"))
     dense, sparse = (leg.embedder for leg in loaded.fused.searchers[1:])
     assert not dense.is_loaded and not sparse.is_loaded
     assert loaded.load_encoders([1.0, 0.0, 0.0]) == [] and loaded.loads == []

@@ -49,11 +49,11 @@ def test_tool_errors_name_the_argument_and_the_index_not_the_server_path(
     import anyio
     from mcp import Client
 
-    from hybrid_retrievers.cli._search import LoadedIndex
+    from hybrid_retrievers.ingest import FolderIndex
     from hybrid_retrievers.cli._serve import build_server
 
     idx = _index(tmp_path)
-    server = build_server(LoadedIndex(idx))
+    server = build_server(FolderIndex.open(idx))
 
     async def session() -> None:
         async with Client(server) as client:

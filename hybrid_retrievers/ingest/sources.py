@@ -1,4 +1,4 @@
-"""Finding the files of a folder for ``hybrid-retrievers index``, and reading record files.
+"""Finding the files of a folder for a `FolderIndex`, and reading record files.
 
 What is read (see `hybrid_retrievers.ingest` for how each kind is parsed and chunked):
 
@@ -10,7 +10,7 @@ What is read (see `hybrid_retrievers.ingest` for how each kind is parsed and chu
   optional ``"id"`` / ``"_id"`` (``null`` or absent: a deterministic content id) and an
   optional ``"metadata"`` object;
 * ``.png``, ``.jpg``, ``.jpeg``, ``.gif``, ``.webp``: images (`IMAGE_SUFFIXES`), indexed
-  by the image routes when they are asked for (see ``_images``).
+  by the image routes when they are asked for (see `folder_images`).
 
 Only regular files are opened (a FIFO or socket named ``x.txt`` is skipped, never
 waited on), symbolic links that lead outside the source folder are not followed,
@@ -32,8 +32,10 @@ from typing import Any
 from ..documents import check_content
 from ..ids import content_id
 from ..images.loading import IMAGE_SUFFIXES
-from ..ingest import COMPRESSED_SUFFIXES, DOCUMENT_SUFFIXES, SourceError
 from ..types import Doc
+from .formats import COMPRESSED_SUFFIXES, DOCUMENT_SUFFIXES, SourceError
+
+__all__ = ["RECORD_SUFFIXES", "SUFFIXES", "find_files", "read_records"]
 
 RECORD_SUFFIXES = (".jsonl", ".json")
 SUFFIXES = DOCUMENT_SUFFIXES + COMPRESSED_SUFFIXES + RECORD_SUFFIXES + IMAGE_SUFFIXES

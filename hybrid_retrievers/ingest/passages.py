@@ -14,6 +14,8 @@ from collections.abc import Callable
 
 from ..text import Analyzer
 
+__all__ = ["best_passage", "bold", "brackets"]
+
 _WORD = re.compile(r"\w+", re.UNICODE)
 
 
