@@ -130,6 +130,16 @@ class StrColumn(Sequence[str]):
         for a, b in zip(bounds, bounds[1:]):
             yield str(view[a:b], "utf-8")
 
+    def many(self, rows: NDArray[np.int64]) -> list[str]:
+        """The strings at ``rows`` (one offsets lookup for all of them)."""
+        if self._list is not None:
+            items = self._list
+            return [items[r] for r in rows.tolist()]
+        assert self._off is not None and self._view is not None
+        view = self._view
+        return [str(view[a:b], "utf-8")
+                for a, b in zip(self._off[rows].tolist(), self._off[rows + 1].tolist())]
+
     def tolist(self) -> list[str]:
         return list(self._list) if self._list is not None else list(self._decoded())
 
@@ -161,46 +171,10 @@ class StrColumn(Sequence[str]):
 
 # ------------------------------------------------------------------ id -> row
 
-_FNV_PRIME = 0x100000001B3
-_MASK = (1 << 64) - 1
-_HASH_CHUNK = 1 << 16  # ids hashed per numpy pass (bounds the temporaries)
-
-
-def _powers(n: int) -> NDArray[np.uint64]:
-    """``P**k mod 2**64`` for k in 0..n-1 (numpy's uint64 products wrap)."""
-    out = np.full(max(n, 1), _FNV_PRIME, dtype=np.uint64)
-    out[0] = 1
-    return np.cumprod(out, dtype=np.uint64)[:n]
-
-
-def _column_hashes(col: StrColumn) -> NDArray[np.uint64]:
-    """The hash of every string: ``sum((byte_k + 1) * P**k) mod 2**64`` over its UTF-8 bytes."""
-    buf, off = col.buffers()
-    n = off.size - 1
-    out = np.zeros(n, dtype=np.uint64)
-    lengths = np.diff(off)
-    powers = _powers(int(lengths.max()) if n else 0)
-    for a in range(0, n, _HASH_CHUNK):
-        b = min(n, a + _HASH_CHUNK)
-        lo, hi = int(off[a]), int(off[b])
-        if hi == lo:
-            continue
-        lens = lengths[a:b]
-        starts = off[a:b] - lo
-        k = np.arange(hi - lo, dtype=np.int64) - np.repeat(starts, lens)
-        vals = (buf[lo:hi].astype(np.uint64) + np.uint64(1)) * powers[k]
-        nonempty = lens > 0
-        out[a:b][nonempty] = np.add.reduceat(vals, starts[nonempty])
-    return out
-
-
-def _hash(s: str) -> int:
-    """`_column_hashes` of one string."""
-    h, p = 0, 1
-    for byte in s.encode("utf-8", "surrogatepass"):
-        h = (h + (byte + 1) * p) & _MASK
-        p = (p * _FNV_PRIME) & _MASK
-    return h
+def _hashes(strings: Iterable[str], n: int) -> NDArray[np.int64]:
+    """Python's own hash of every string (cached on str objects; salted per process, so
+    never saved: the lookup is rebuilt from the ids after a load)."""
+    return np.fromiter(map(hash, strings), np.int64, n)
 
 
 class IdRows(Mapping[str, int]):
@@ -209,13 +183,14 @@ class IdRows(Mapping[str, int]):
     The ids' 64-bit hashes sorted (8 bytes per document) and the rows in that order
     (4 or 8): a lookup hashes the id, binary-searches the hash and compares the id at
     the row it finds (hashes may collide; ids decide). Iterating yields ids in row order.
+    Built from the ids in one pass (decoding them once), then kept by the table.
     """
 
     __slots__ = ("_ids", "_hashes", "_order")
 
     def __init__(self, ids: StrColumn) -> None:
         self._ids = ids
-        hashes = _column_hashes(ids)
+        hashes = _hashes(ids, len(ids))
         order = np.argsort(hashes, kind="stable")
         self._order = order.astype(np.int32) if len(ids) < 2**31 else order
         self._hashes = hashes[order]
@@ -240,7 +215,7 @@ class IdRows(Mapping[str, int]):
         return default if row < 0 else row
 
     def _find(self, key: str) -> int:
-        h = np.uint64(_hash(key))
+        h = hash(key)
         hashes = self._hashes
         i = int(np.searchsorted(hashes, h))
         while i < hashes.size and hashes[i] == h:
@@ -254,7 +229,7 @@ class IdRows(Mapping[str, int]):
         """The row of each of ``keys`` (-1: not held), vectorised for many keys."""
         if len(keys) < 8:
             return np.array([self._find(k) for k in keys], dtype=np.int64)
-        hashes = _column_hashes(StrColumn.encoded(keys))
+        hashes = _hashes(keys, len(keys))
         at = np.searchsorted(self._hashes, hashes)
         found = np.full(len(keys), -1, dtype=np.int64)
         inside = at < self._hashes.size
@@ -336,6 +311,20 @@ def _metadata_column(metadatas: Iterable[Mapping[str, Any] | None]
             blobs.append("")
             extras[row] = m if type(m) is MappingProxyType else MappingProxyType(plain)
     return StrColumn.encoded(blobs), extras
+
+
+_SCAN = json.JSONDecoder().scan_once
+
+
+def _parse_object(blob: str) -> Any:
+    """One metadata JSON text (a JSON object written by `_metadata_column`), parsed."""
+    try:
+        value, end = _SCAN(blob, 0)
+    except StopIteration:
+        raise ValueError(f"not JSON: {blob[:40]!r}") from None
+    if end != len(blob):
+        raise ValueError(f"extra data after the JSON object: {blob[end:end + 40]!r}")
+    return value
 
 
 # ------------------------------------------------------------------ the table
@@ -423,6 +412,14 @@ class DocColumns(Sequence[Doc]):
             raise IndexError(f"document {i} out of range for {n} documents")
         return Doc(self._ids[i], self._texts[i], self.metadata(i))
 
+    def at(self, rows: Sequence[int]) -> list[Doc]:
+        """The documents at ``rows`` (search hits): one offsets lookup per column."""
+        if not len(rows):
+            return []
+        idx = np.asarray(rows, dtype=np.int64)
+        return [Doc(doc_id, text, self._metadata_of(r, blob)) for r, doc_id, text, blob in zip(
+            idx.tolist(), self._ids.many(idx), self._texts.many(idx), self._meta.many(idx))]
+
     def __iter__(self) -> Iterator[Doc]:
         for i, (doc_id, text, m) in enumerate(zip(self._ids, self._texts, self._meta)):
             yield Doc(doc_id, text, self._metadata_of(i, m))
@@ -449,7 +446,7 @@ class DocColumns(Sequence[Doc]):
 
     def _metadata_of(self, i: int, blob: str) -> Mapping[str, Any]:
         if blob:
-            return MappingProxyType(json.loads(blob))
+            return MappingProxyType(_parse_object(blob))
         return self._extras.get(i, _NO_METADATA) if self._extras else _NO_METADATA
 
     def ids(self) -> list[str]:
@@ -459,9 +456,26 @@ class DocColumns(Sequence[Doc]):
         return self._texts.tolist()
 
     def metadatas(self) -> Iterator[Mapping[str, Any]]:
-        """Every document's metadata in order (no `Doc` made; for filters)."""
-        for i, blob in enumerate(self._meta):
-            yield self._metadata_of(i, blob)
+        """Every document's metadata in order (no `Doc` made; for filters).
+
+        All metadata texts are parsed in one JSON call when they are ASCII (one call per
+        document costs several times more).
+        """
+        extras = self._extras
+        buf, off = self._meta.buffers()
+        text = memoryview(np.ascontiguousarray(buf)).tobytes().decode("utf-8")
+        if not text.isascii():  # (else byte offsets are character offsets)
+            for i, blob in enumerate(self._meta):
+                yield self._metadata_of(i, blob)
+            return
+        bounds = off.tolist()
+        values = json.loads("[" + ",".join([text[a:b] or "null" for a, b in zip(
+            bounds, bounds[1:])]) + "]")
+        for i, value in enumerate(values):
+            if value is not None:
+                yield MappingProxyType(value)
+            else:
+                yield extras.get(i, _NO_METADATA) if extras else _NO_METADATA
 
     @property
     def columns(self) -> tuple[StrColumn, StrColumn, StrColumn, Mapping[int, Mapping[str, Any]]]:

@@ -527,12 +527,13 @@ class BM25Index(AtomicSave, EditableIndex):
         explain: bool,
     ) -> list[Hit]:
         """Hits of ranked document ``positions`` (best first), explained on request."""
-        docs = st.docs
+        rows = positions.tolist()
         cache = self._cache(st) if explain else None
-        return [Hit(docs[pos], value, rank,
+        return [Hit(doc, value, rank,
                     {"bm25": self._explain(st, cache, query, terms, counts, pos).as_dict()}
                     if cache is not None else {})
-                for rank, (pos, value) in enumerate(zip(positions.tolist(), scores.tolist()), 1)]
+                for rank, (doc, pos, value) in enumerate(
+                    zip(st.docs.at(rows), rows, scores.tolist()), 1)]
 
     # ------------------------------------------------------------------ explaining
 

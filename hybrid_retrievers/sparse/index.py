@@ -360,10 +360,12 @@ class SparseIndex(AtomicSave, EditableIndex):
               explain: bool) -> list[Hit]:
         """Hits of ranked document ``positions`` (best first), explained on request."""
         weights = vector.weights.tolist()
-        return [Hit(st.docs[pos], value, rank,
+        rows = positions.tolist()
+        return [Hit(doc, value, rank,
                     {"sparse": _explain(st, query, vector.tokens, weights, pos).as_dict()}
                     if explain else {})
-                for rank, (pos, value) in enumerate(zip(positions.tolist(), scores.tolist()), 1)]
+                for rank, (doc, pos, value) in enumerate(
+                    zip(st.docs.at(rows), rows, scores.tolist()), 1)]
 
     def explain(self, query: str | Mapping[str, float], doc_id: str) -> SparseExplanation:
         """Per shared token: query weight, document weight and contribution (their sum is
