@@ -346,7 +346,7 @@ class DocColumns(Sequence[Doc]):
         (['x', 'y'], ['one', 'two'])
     """
 
-    __slots__ = ("_ids", "_texts", "_meta", "_extras", "_rows", "_lock", "masks")
+    __slots__ = ("_ids", "_texts", "_meta", "_extras", "_rows", "_lock", "masks", "source")
 
     def __init__(self, ids: StrColumn, texts: StrColumn, meta: StrColumn,
                  extras: dict[int, Mapping[str, Any]] | None = None) -> None:
@@ -360,6 +360,9 @@ class DocColumns(Sequence[Doc]):
         self._rows: IdRows | None = None
         self._lock = threading.Lock()
         self.masks: dict[Hashable, NDArray[np.bool_]] = {}
+        # Where a loaded table was read from (its files' checksums), so that indexes
+        # loaded from identical files can share it (`documents.share_documents`).
+        self.source: Hashable | None = None
 
     @classmethod
     def from_columns(cls, ids: Sequence[str], texts: Sequence[str],

@@ -26,7 +26,7 @@ from .types import Doc, MetadataFilter
 from .validation import check_id_list, check_keywords, check_str_items, keyword_names
 
 __all__ = ["make_docs", "check_docs", "check_new_ids", "check_texts_argument", "check_unicode",
-           "check_content", "DocTable", "DocumentAccess", "EditableIndex"]
+           "check_content", "DocTable", "DocumentAccess", "EditableIndex", "share_documents"]
 
 class DocTable:
     """The documents of one index version: in index order, by id, and their filter masks.
@@ -252,6 +252,25 @@ class EditableIndex(DocumentAccess):
 
     def _deleted(self, state: Any, alive: NDArray[np.bool_]) -> DocTable:
         raise NotImplementedError
+
+
+def share_documents(indexes: Iterable[Any]) -> None:
+    """Give indexes just loaded from identical saved documents one `DocColumns` table.
+
+    Tables read from files with the same checksums (`DocColumns.source`) hold the same
+    documents, so all but the first are dropped. Only for indexes no reader has seen yet
+    (a fusion's legs while it is loaded): it replaces their snapshots' table in place.
+    """
+    seen: dict[Hashable, DocColumns] = {}
+    for index in indexes:
+        state = getattr(index, "_state", None)
+        if not isinstance(state, DocTable) or state.docs.source is None:
+            continue
+        table = seen.setdefault(state.docs.source, state.docs)
+        if table is not state.docs:
+            state.docs = table
+            for field in (getattr(state, "fields", None) or {}).values():
+                field.docs = table
 
 
 def make_docs(

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from ..bm25.index import BM25Index
-from ..documents import make_docs
+from ..documents import make_docs, share_documents
 from ..filters import check_filter, combine_filters
 from ..persistence.composite import check_weights_restorable, fusion_settings, load_children
 from ..types import Hit, MetadataFilter
@@ -603,6 +603,7 @@ class FusionSearcher:
         }, model=embedder, model_arg="embedder", method="FusionSearcher.load",
             sparse_model=sparse_embedder, sparse_model_arg="sparse_embedder")
         check_weights_restorable(settings, options, path, "FusionSearcher.load")
+        share_documents(children)  # the legs of a saved hybrid: one table again
         saved = {key: settings[key] for key in FUSION_SETTINGS if key in settings}
         return cls(children, **{**saved, **options})
 

@@ -82,6 +82,7 @@ def read_documents(r: IndexReader, n_docs: int, *, mmap: bool = False,
             _check_utf8(buf, off, r.where(f"{name}.npy"), what)
         columns.append(StrColumn(buf=buf, off=off))
     table = DocColumns(*columns)
+    table.source = tuple(r.checksum(f"{name}.npy") for part in _PARTS for name in part[:2])
     if full:
         _check_metadata(columns[2], r.where("doc_metadata.npy"))
     dupes = table.rows.duplicates()

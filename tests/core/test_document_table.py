@@ -115,6 +115,19 @@ def test_the_legs_of_a_hybrid_share_one_table_until_one_is_edited() -> None:
     assert dense.get(bm25.ids[0]).text == texts[0]
 
 
+@pytest.mark.parametrize("mmap", [False, True])
+def test_a_loaded_hybrid_shares_one_table_again(tmp_path: Path, mmap: bool) -> None:
+    texts, metas = _corpus(50)
+    dense, sparse = HashingEmbedder(dimension=16), HashingSparseEmbedder()
+    FusionSearcher.hybrid(texts, dense, metadatas=metas, sparse=sparse).save(tmp_path / "h")
+    bm25, vec, spr = FusionSearcher.load(tmp_path / "h", dense, sparse_embedder=sparse,
+                                         mmap=mmap).searchers
+    assert bm25.docs is vec.docs is spr.docs and list(bm25.docs) == list(
+        BM25Index.from_texts(texts, metadatas=metas).docs)
+    vec.delete([vec.ids[0]])
+    assert len(vec) == 49 and len(bm25) == len(spr) == 50 and bm25.docs is spr.docs
+
+
 def test_table_matches_a_list_of_docs_through_edits() -> None:
     texts, metas = _corpus(120)
     ids = [f"d{i}" for i in range(120)]
