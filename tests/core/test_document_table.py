@@ -227,3 +227,21 @@ def test_sparse_and_vector_indexes_keep_the_table_through_save(tmp_path: Path) -
     dense = VectorIndex.from_texts(texts, metadatas=metas, embedder=HashingEmbedder(8))
     dense.save(tmp_path / "v")
     assert list(VectorIndex.load(tmp_path / "v", mmap=True).docs) == list(dense.docs)
+
+
+def test_parent_store_keeps_a_table_with_dict_semantics(tmp_path: Path) -> None:
+    from hybrid_retrievers.parent import ParentStore
+
+    oracle = {f"p{i}": Doc(f"p{i}", f"parent {i}", {"n": i} if i % 2 else {}) for i in range(30)}
+    store = ParentStore(oracle.values())
+    before = store.snapshot()
+    store.put_many([Doc("p3", "replaced"), Doc("new", "appended", {"x": [1]})])
+    oracle["p3"], oracle["new"] = Doc("p3", "replaced"), Doc("new", "appended", {"x": [1]})
+    store.delete(["p0", "p7", "unknown"])
+    del oracle["p0"], oracle["p7"]
+    assert list(store) == list(oracle.values()) and store.ids == list(oracle)
+    assert store.get_many(["p3", "zzz", "new"]) == [oracle["p3"], None, oracle["new"]]
+    assert before["p3"].text == "parent 3" and len(before) == 30 and "p0" in before
+    assert "p0" not in store and len(store) == 29
+    store.save(tmp_path / "store")
+    assert list(ParentStore.load(tmp_path / "store")) == list(oracle.values())
