@@ -13,9 +13,12 @@ Two measurements (run each in its own process; run it with another checkout firs
   ``bm25_speed.py``: Zipf over 50,000 pseudo-words, ~60 words a document), warmed first
   on 2,000 documents; the corpus is in memory before the build; RSS after the build
   minus before (also after ``malloc_trim``), and the process's peak RSS.
+* ``load``: RSS growth of `BM25Index.load` (``--mmap``: memory-mapped) of such an index,
+  saved by a first run.
 
     python benchmarks/document_memory.py traced [--warm]
     python benchmarks/document_memory.py rss --docs 1000000
+    python benchmarks/document_memory.py load [--mmap]   # the first run saves the index
 """
 
 from __future__ import annotations
@@ -104,21 +107,53 @@ def rss(n_docs: int) -> None:
           f"MiB, process peak {peak / MIB:.0f} MiB, index arrays {index.nbytes() / MIB:.0f} MiB")
 
 
+def load(n_docs: int, folder: Path, mmap: bool) -> None:
+    """RSS growth of loading a saved BM25 index (saved first, by this process, if absent)."""
+    from hybrid_retrievers import Analyzer, BM25Index
+
+    if not folder.exists():
+        from bm25_speed import pseudo_words, synthetic_corpus
+
+        vocabulary = pseudo_words(50_000, set(), np.random.default_rng(1))
+        corpus = synthetic_corpus(n_docs, vocabulary)
+        BM25Index.from_texts(corpus.texts, ids=corpus.ids,
+                             analyzer=Analyzer(stopwords=None, stemmer=None)).save(folder)
+        print(f"saved {corpus.name} to {folder}; run again to measure the load")
+        return
+    BM25Index.from_texts(["warm up the imports", "and the kernels"]).search("warm", k=1)
+    gc.collect()
+    trim()
+    before = rss_bytes()
+    start = time.perf_counter()
+    index = BM25Index.load(folder, mmap=mmap)
+    seconds = time.perf_counter() - start
+    hits = index.search("a b c", k=10)
+    gc.collect()
+    after = rss_bytes()
+    print(f"load{' (mmap)' if mmap else ''} of {len(index):,} documents: {seconds:.2f} s, RSS "
+          f"growth {(after - before) / MIB:.0f} MiB ({len(hits)} hits after one query)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("what", choices=["traced", "rss"])
+    parser.add_argument("what", choices=["traced", "rss", "load"])
     parser.add_argument("--docs", type=int, default=None,
                         help="documents (traced: 20,000; rss: 1,000,000)")
     parser.add_argument("--warm", action="store_true",
                         help="traced: build a small hybrid first (imports not counted)")
+    parser.add_argument("--folder", type=Path, default=Path("/tmp/document_memory_index"),
+                        help="load: where the index is saved (the first run saves it)")
+    parser.add_argument("--mmap", action="store_true", help="load: memory-map the arrays")
     args = parser.parse_args()
     import hybrid_retrievers
 
     print(f"hybrid_retrievers from {Path(hybrid_retrievers.__file__).parent}")
     if args.what == "traced":
         traced(args.docs or 20_000, args.warm)
-    else:
+    elif args.what == "rss":
         rss(args.docs or 1_000_000)
+    else:
+        load(args.docs or 1_000_000, args.folder, args.mmap)
 
 
 if __name__ == "__main__":

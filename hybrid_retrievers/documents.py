@@ -375,8 +375,6 @@ def check_docs(docs: Iterable[Doc]) -> DocColumns:
     only its ids' uniqueness is checked; `Doc` objects are checked one by one.
     """
     if isinstance(docs, DocColumns):
-        if len(docs) != len(docs.rows):
-            raise ValueError("documents of a table must have unique ids")
         _refuse_duplicates(docs.rows.duplicates())
         return docs
     docs = list(docs)
