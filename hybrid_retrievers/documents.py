@@ -14,66 +14,67 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Hashable, Iterable, Mapping, Set
-from types import MappingProxyType
 from typing import Any, ClassVar
 
 import numpy as np
 from numpy.typing import NDArray
 
+from .document_columns import DocColumns, IdRows
 from .filters import cached_equality_mask, filter_mask
-from .gcpause import paused_gc
 from .ids import content_id
 from .types import Doc, MetadataFilter
 from .validation import check_id_list, check_keywords, check_str_items, keyword_names
 
 __all__ = ["make_docs", "check_docs", "check_new_ids", "check_texts_argument", "check_unicode",
-           "check_content", "DocTable", "DocumentAccess", "EditableIndex"]
-
-_NO_METADATA: Mapping[str, Any] = MappingProxyType({})  # shared: read-only, so safe
-
+           "check_content", "DocTable", "DocumentAccess", "EditableIndex", "share_documents"]
 
 class DocTable:
     """The documents of one index version: in index order, by id, and their filter masks.
 
-    Never modified once published (an edit builds a new table), except the memo of
-    equality-filter masks, which is a pure function of the documents. Index snapshots
-    subclass it and add their own arrays (postings, vectors) next to these fields.
+    Never modified once published (an edit builds a new table). Index snapshots subclass
+    it and add their own arrays (postings, vectors) next to ``docs``, a `DocColumns`
+    (documents as columns, `Doc` objects made when read) that several snapshots may
+    share: the legs of one hybrid hold the same one.
 
-    Fields: ``docs`` (index order), ``positions`` (id -> position), ``masks`` (the
-    equality-mask memo of `hybrid_retrievers.filters.cached_equality_mask`).
+    Fields: ``docs`` (index order); ``positions`` (id -> position, `IdRows`) and
+    ``masks`` (the equality-mask memo of `hybrid_retrievers.filters.cached_equality_mask`)
+    are the table's.
     """
 
-    __slots__ = ("docs", "positions", "masks")
+    __slots__ = ("docs",)
 
-    def __init__(self, docs: list[Doc], positions: dict[str, int] | None = None) -> None:
-        self.docs = docs
-        self.positions = {d.id: i for i, d in enumerate(docs)} if positions is None else positions
-        self.masks: dict[Hashable, NDArray[np.bool_]] = {}
+    def __init__(self, docs: DocColumns | Iterable[Doc]) -> None:
+        self.docs = DocColumns.from_docs(docs)
+
+    @property
+    def positions(self) -> IdRows:
+        return self.docs.rows
+
+    @property
+    def masks(self) -> dict[Hashable, NDArray[np.bool_]]:
+        return self.docs.masks
 
     def __len__(self) -> int:
         return len(self.docs)
 
     def get(self, doc_id: str) -> Doc:
         """The document with ``doc_id``, or a KeyError naming it."""
-        try:
-            return self.docs[self.positions[doc_id]]
-        except KeyError:
-            raise KeyError(f"document {doc_id!r} is not in the index") from None
+        row = self.docs.rows.get(doc_id)
+        if row is None:
+            raise KeyError(f"document {doc_id!r} is not in the index")
+        return self.docs[row]
 
-    def check_new(self, docs: list[Doc]) -> None:
+    def check_new(self, docs: DocColumns) -> None:
         """Refuse documents whose id this table holds (`add` semantics)."""
-        check_new_ids(docs, self.positions, "use upsert() to replace them, or delete them first")
+        check_new_ids(docs, self.docs.rows, "use upsert() to replace them, or delete them first")
 
-    def upsert_rows(self, docs: list[Doc]) -> NDArray[np.int64]:
+    def upsert_rows(self, docs: DocColumns) -> NDArray[np.int64]:
         """Where an upsert puts each of ``docs``: a held id keeps its position, a new id
         gets the next free one, in order (ties still go to the earlier document)."""
-        rows = np.empty(len(docs), dtype=np.int64)
-        n = len(self.docs)
-        for j, d in enumerate(docs):
-            pos = self.positions.get(d.id)
-            if pos is None:
-                pos, n = n, n + 1
-            rows[j] = pos
+        rows = self.docs.rows.find(docs.ids()) if len(self.docs) else np.full(
+            len(docs), -1, dtype=np.int64)
+        new = rows < 0
+        rows[new] = len(self.docs) + np.arange(int(new.sum()), dtype=np.int64)
         return rows
 
     def kept_after_delete(self, ids: list[str]) -> NDArray[np.bool_] | None:
@@ -82,13 +83,14 @@ class DocTable:
         Raises:
             KeyError: some id is unknown (then nothing may be deleted).
         """
-        unknown = [i for i in ids if i not in self.positions]
+        rows = self.docs.rows.find(ids) if len(self.docs) else np.full(len(ids), -1)
+        unknown = [ids[j] for j in np.flatnonzero(rows < 0).tolist()]
         if unknown:
             raise KeyError(f"{len(unknown)} id(s) not in the index: {unknown[:5]}")
         if not ids:
             return None
         alive = np.ones(len(self.docs), dtype=bool)
-        alive[[self.positions[i] for i in ids]] = False
+        alive[rows] = False
         return alive
 
     def equality_mask(self, filter: Any) -> NDArray[np.bool_]:
@@ -122,12 +124,13 @@ class DocumentAccess:
     @property
     def ids(self) -> list[str]:
         """Document ids in index order."""
-        return [d.id for d in self._state.docs]
+        return self._state.docs.ids()
 
     @property
-    def docs(self) -> list[Doc]:
-        """Documents in index order (a copy of the list; documents are immutable)."""
-        return list(self._state.docs)
+    def docs(self) -> DocColumns:
+        """Documents in index order: a read-only ``Sequence[Doc]`` (`DocColumns`) of this
+        version, which later edits leave as it is."""
+        return self._state.docs
 
 
 class EditableIndex(DocumentAccess):
@@ -221,7 +224,7 @@ class EditableIndex(DocumentAccess):
             if alive is not None:
                 self._state = self._deleted(state, alive)
 
-    def _write(self, docs: list[Doc], payload: Any, *, upsert: bool) -> list[str]:
+    def _write(self, docs: DocColumns, payload: Any, *, upsert: bool) -> list[str]:
         """Publish checked ``docs`` with their ``payload``; return their ids. Under the
         lock, against the snapshot being replaced: an add refuses held ids, an upsert
         finds each document's row."""
@@ -232,7 +235,7 @@ class EditableIndex(DocumentAccess):
             if docs:
                 rows = state.upsert_rows(docs) if upsert else None
                 self._state = self._written(state, docs, payload, rows)
-        return [d.id for d in docs]
+        return docs.ids()
 
     def _check_options(self, method: str, options: Mapping[str, Any]) -> None:
         """Refuse keywords neither ``method`` nor this index's payload takes, naming them."""
@@ -240,10 +243,10 @@ class EditableIndex(DocumentAccess):
             check_keywords(f"{type(self).__name__}.{method}", options,
                            keyword_names(getattr(type(self), method)) | self._edit_options)
 
-    def _payload(self, docs: list[Doc], show_progress: bool, **options: Any) -> Any:
+    def _payload(self, docs: DocColumns, show_progress: bool, **options: Any) -> Any:
         raise NotImplementedError
 
-    def _written(self, state: Any, docs: list[Doc], payload: Any,
+    def _written(self, state: Any, docs: DocColumns, payload: Any,
                  rows: NDArray[np.int64] | None) -> DocTable:
         raise NotImplementedError
 
@@ -251,13 +254,35 @@ class EditableIndex(DocumentAccess):
         raise NotImplementedError
 
 
+def share_documents(indexes: Iterable[Any]) -> None:
+    """Give indexes just loaded from identical saved documents one `DocColumns` table.
+
+    Tables read from files with the same checksums (`DocColumns.source`) hold the same
+    documents, so all but the first are dropped. Only for indexes no reader has seen yet
+    (a fusion's legs while it is loaded): it replaces their snapshots' table in place.
+    """
+    seen: dict[Hashable, DocColumns] = {}
+    for index in indexes:
+        state = getattr(index, "_state", None)
+        if not isinstance(state, DocTable) or state.docs.source is None:
+            continue
+        table = seen.setdefault(state.docs.source, state.docs)
+        if table is not state.docs:
+            state.docs = table
+            for field in (getattr(state, "fields", None) or {}).values():
+                field.docs = table
+
+
 def make_docs(
     texts: Iterable[str],
     ids: Iterable[str] | None,
     metadatas: Iterable[Mapping[str, Any] | None] | None,
     taken: Mapping[str, Any] | None = None,
-) -> list[Doc]:
+) -> DocColumns:
     """Documents from parallel lists; missing (or None) ids become content ids.
+
+    They come back as a `DocColumns` table: no `Doc` is made per document, and the
+    texts are the caller's strings (not copied).
 
     Identical texts get the same content id, so the second and later copies (in
     input order, or of a text already in ``taken``) get ``#2``, ``#3``... suffixes:
@@ -286,20 +311,18 @@ def make_docs(
             if isinstance(i, str) and not i.isascii():
                 check_unicode(i, "", None, f"ids[{j}]")
     # A None id means "content id for this one"; given ids are never rewritten.
-    used = set(taken or ()) | {i for i in given if i is not None}
+    used = {i for i in given if i is not None}
     id_list = []
     for i, t, m in zip(given, texts, metas):
         if i is None:
             base = i = content_id(t, m)
             n = 1
-            while i in used:
+            while i in used or (taken is not None and i in taken):
                 n += 1
                 i = f"{base}#{n}"
             used.add(i)
         id_list.append(i)
-    with paused_gc():
-        return [Doc(i, t, MappingProxyType(dict(m)) if m else _NO_METADATA)
-                for i, t, m in zip(id_list, texts, metas)]
+    return DocColumns.from_columns(id_list, texts, None if metadatas is None else metas)
 
 
 def check_texts_argument(texts: Any, *, paired: bool = False, name: str = "texts") -> list[str]:
@@ -345,8 +368,15 @@ def _ids_column(ids: Any) -> list[str | None]:
     return given
 
 
-def check_docs(docs: Iterable[Doc]) -> list[Doc]:
-    """``docs`` as a list of `Doc` with unique ids and content `check_content` accepts."""
+def check_docs(docs: Iterable[Doc]) -> DocColumns:
+    """``docs`` as a `DocColumns` table with unique ids and content `check_content` accepts.
+
+    A `DocColumns` (from `make_docs` or another index) holds checked content already, so
+    only its ids' uniqueness is checked; `Doc` objects are checked one by one.
+    """
+    if isinstance(docs, DocColumns):
+        _refuse_duplicates(docs.rows.duplicates())
+        return docs
     docs = list(docs)
     for i, d in enumerate(docs):
         if not isinstance(d, Doc):
@@ -354,25 +384,33 @@ def check_docs(docs: Iterable[Doc]) -> list[Doc]:
         if d.metadata or not d.text.isascii() or not d.id.isascii():  # else nothing to check
             check_content(d.id, d.text, d.metadata, f"document {d.id!r}")
     ids = [d.id for d in docs]
-    if len(set(ids)) == len(ids):
-        return docs
-    seen: set[str] = set()
-    dupes: list[str] = []
-    for doc_id in ids:
-        if doc_id in seen:
-            dupes.append(doc_id)
-        seen.add(doc_id)
+    if len(set(ids)) != len(ids):
+        seen: set[str] = set()
+        dupes: list[str] = []
+        for doc_id in ids:
+            if doc_id in seen:
+                dupes.append(doc_id)
+            seen.add(doc_id)
+        _refuse_duplicates(dupes)
+    return DocColumns.from_columns(ids, [d.text for d in docs], [d.metadata for d in docs])
+
+
+def _refuse_duplicates(dupes: list[str]) -> None:
     if dupes:
         raise ValueError(
             f"duplicate document ids: {sorted(set(dupes))[:5]}; ids must be unique "
             "(omit ids to get content ids)"
         )
-    return docs
 
 
-def check_new_ids(docs: list[Doc], taken: Mapping[str, Any], fix: str) -> None:
+def check_new_ids(docs: Iterable[Doc] | DocColumns, taken: Mapping[str, Any], fix: str) -> None:
     """Refuse documents whose id an index already holds; ``fix`` says what to do instead."""
-    clash = [d.id for d in docs if d.id in taken]
+    ids = docs.ids() if isinstance(docs, DocColumns) else [d.id for d in docs]
+    if isinstance(taken, IdRows):
+        clash = [ids[j] for j in np.flatnonzero(taken.find(ids) >= 0).tolist()] if len(
+            taken) else []
+    else:
+        clash = [i for i in ids if i in taken]
     if clash:
         raise ValueError(f"{len(clash)} id(s) already in the index: {clash[:5]}; {fix}")
 

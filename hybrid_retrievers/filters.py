@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from .document_columns import DocColumns
 from .types import Doc, MetadataFilter
 from .validation import check_filter_values
 
@@ -94,8 +95,10 @@ def filter_key(filter: Mapping[Any, Any]) -> Hashable | None:
 def equality_mask(filter: Mapping[Any, Any], docs: Sequence[Doc]) -> NDArray[np.bool_]:
     """Which ``docs`` have every ``filter`` key in their metadata, with an equal value."""
     items = list(filter.items())
+    # A `DocColumns` table gives its metadata without making a `Doc` per document.
+    metadatas = docs.metadatas() if isinstance(docs, DocColumns) else (d.metadata for d in docs)
     return np.fromiter(
-        (all(d.metadata.get(f, _MISSING) == v for f, v in items) for d in docs),
+        (all(m.get(f, _MISSING) == v for f, v in items) for m in metadatas),
         bool,
         len(docs),
     )

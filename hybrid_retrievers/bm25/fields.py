@@ -242,7 +242,7 @@ def combined(main: Snapshot, weights: Mapping[str, float], params: BM25Params,
     # Terms found only in fields weighted 0 have no posting here: the engine needs none empty.
     view_vocab, view_df = live_terms(vocab, np.diff(indptr))
     view = Snapshot(main.docs, view_vocab, offsets(view_df), docs, values.astype(np.float32),
-                    doc_terms, positions=main.positions)
+                    doc_terms)
     return view, vocab, idf, df
 
 

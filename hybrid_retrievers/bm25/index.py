@@ -29,6 +29,7 @@ from typing import Any, NamedTuple, Self
 import numpy as np
 from numpy.typing import NDArray
 
+from ..document_columns import DocColumns
 from ..documents import EditableIndex, check_docs, make_docs
 from ..persistence import AtomicSave, IndexReader, read_index
 from ..query import Query, Syntax, as_query
@@ -143,7 +144,7 @@ class BM25Index(AtomicSave, EditableIndex):
         Raises:
             ValueError: ``state``'s documents hold duplicate ids.
         """
-        if len(state.positions) != len(state.docs):
+        if state.positions.duplicates():
             raise ValueError("duplicate document ids")
         with self._lock:
             self._state = state
@@ -234,7 +235,7 @@ class BM25Index(AtomicSave, EditableIndex):
     # the hooks below. ``n_jobs`` (here and in `from_docs`): processes that tokenise.
     _edit_options = frozenset({"n_jobs"})
 
-    def _payload(self, docs: list[Doc], show_progress: bool, *, n_jobs: int = 1) -> _Tokenising:
+    def _payload(self, docs: DocColumns, show_progress: bool, *, n_jobs: int = 1) -> _Tokenising:
         """How to tokenise ``docs``: token ids depend on the vocabulary of the snapshot
         being written, so the texts are tokenised under the writer lock (`_written`)."""
         return _Tokenising(show_progress, resolve_n_jobs(n_jobs))
@@ -242,7 +243,7 @@ class BM25Index(AtomicSave, EditableIndex):
     def _written(
         self,
         state: Snapshot,
-        docs: list[Doc],
+        docs: DocColumns,
         payload: _Tokenising,
         rows: NDArray[np.int64] | None,
     ) -> Snapshot:
@@ -252,7 +253,7 @@ class BM25Index(AtomicSave, EditableIndex):
         """
         show_progress, n_jobs = payload
         vocab = dict(state.vocab)
-        chunks = token_chunks(self._analyzer, [d.text for d in docs],
+        chunks = token_chunks(self._analyzer, docs.texts(),
                               n_jobs=n_jobs, show_progress=show_progress, vocab=vocab)
         new = written(state, docs, chunks, rows, vocab)
         if state.fields is not None:
@@ -262,12 +263,15 @@ class BM25Index(AtomicSave, EditableIndex):
                 field_vocab = dict(fs.vocab)
                 new.fields[f] = written(fs, docs, token_chunks(
                     self._analyzer, texts, n_jobs=n_jobs, vocab=field_vocab), rows, field_vocab)
+                new.fields[f].docs = new.docs  # one table for every field
         return new
 
     def _deleted(self, state: Snapshot, alive: NDArray[np.bool_]) -> Snapshot:
         new = compacted(state, alive)
         if state.fields is not None:
             new.fields = {f: compacted(fs, alive) for f, fs in state.fields.items()}
+            for fs in new.fields.values():
+                fs.docs = new.docs  # one table for every field
         return new
 
     def _query_terms(self, query: str) -> tuple[list[str], list[int]]:
@@ -523,12 +527,13 @@ class BM25Index(AtomicSave, EditableIndex):
         explain: bool,
     ) -> list[Hit]:
         """Hits of ranked document ``positions`` (best first), explained on request."""
-        docs = st.docs
+        rows = positions.tolist()
         cache = self._cache(st) if explain else None
-        return [Hit(docs[pos], value, rank,
+        return [Hit(doc, value, rank,
                     {"bm25": self._explain(st, cache, query, terms, counts, pos).as_dict()}
                     if cache is not None else {})
-                for rank, (pos, value) in enumerate(zip(positions.tolist(), scores.tolist()), 1)]
+                for rank, (doc, pos, value) in enumerate(
+                    zip(st.docs.at(rows), rows, scores.tolist()), 1)]
 
     # ------------------------------------------------------------------ explaining
 
@@ -605,7 +610,7 @@ class BM25Index(AtomicSave, EditableIndex):
             # The same postings in a new snapshot: its score cache is built with the new
             # statistics, while searches already running keep the old one.
             new = Snapshot(st.docs, st.vocab, st.indptr, st.post_docs, st.post_tf,
-                           st.doc_len, positions=st.positions, tokens=st.tokens)
+                           st.doc_len, tokens=st.tokens)
             new.fields = st.fields
             self._state = new
 

@@ -2,8 +2,9 @@
 
 `write` puts one snapshot, its parameters and its analyzer into a directory; `read`
 checks and reads them back (`BM25Index.save` / `BM25Index.load` call them). The layout (see
-`hybrid_retrievers.persistence`): ``docs.jsonl``, ``vocabulary.json`` (terms in term-id
-order), the postings as ``.npy`` arrays (``postings_indptr``, ``postings_docs``,
+`hybrid_retrievers.persistence`): the documents as arrays
+(`hybrid_retrievers.persistence.documents`; ``docs.jsonl`` before), ``vocabulary.json``
+(terms in term-id order), the postings as ``.npy`` arrays (``postings_indptr``, ``postings_docs``,
 ``postings_tf``, ``doc_lengths``) and a checksummed manifest with the BM25 parameters
 and the analyzer's configuration; an index with positions adds ``positions.npy`` (each
 document's term ids in order, `Snapshot.tokens`) and ``"positions": true`` in the
@@ -126,14 +127,14 @@ def read_fields(r: IndexReader, st: Snapshot, *, mmap: bool = False,
     except (TypeError, ValueError) as exc:
         raise IndexFormatError(f"{where}: invalid 'fields' in manifest ({exc})") from None
     st.fields = {}
-    ids = [d.id for d in st.docs]
+    ids = st.docs.ids()
     for i, name in enumerate(_extra_fields(weights)):
         sub = r.subdir(f"field-{i}", kind=FIELD_KIND, max_version=FORMAT_VERSION)
         if sub.manifest.get("name") != name:
             raise IndexFormatError(f"{where}/field-{i}: holds field "
                                    f"{sub.manifest.get('name')!r}, expected {name!r}")
         part = read_postings(sub, mmap=mmap, verify=verify)
-        if [d.id for d in part.docs] != ids:
+        if part.docs.ids() != ids:
             raise IndexFormatError(f"{where}/field-{i}: its documents are not the index's")
         if (sub.manifest.get("positions", False) is True) != (st.tokens is not None):
             raise IndexFormatError(f"{where}/field-{i}: keeps positions only where the index "
@@ -141,8 +142,7 @@ def read_fields(r: IndexReader, st: Snapshot, *, mmap: bool = False,
         tokens = (_read_positions(sub, part, full=not mmap or verify)
                   if st.tokens is not None else None)
         st.fields[name] = Snapshot(st.docs, part.vocab, part.indptr, part.post_docs,
-                                   part.post_tf, part.doc_len, positions=st.positions,
-                                   tokens=tokens)
+                                   part.post_tf, part.doc_len, tokens=tokens)
     return weights
 
 

@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from ..bm25.index import BM25Index
+from ..documents import make_docs, share_documents
 from ..filters import check_filter, combine_filters
 from ..persistence.composite import check_weights_restorable, fusion_settings, load_children
 from ..types import Hit, MetadataFilter
@@ -332,22 +333,22 @@ class FusionSearcher:
         if embedder is None and dense is not None:
             raise ValueError("dense options were given but no embedder: pass the dense "
                              "model as embedder=, or drop dense=")
-        text_list = list(texts)
-        id_list = None if ids is None else list(ids)
-        meta_list = None if metadatas is None else list(metadatas)
+        bm25_options = None if bm25 is False else _options(bm25 or None, "bm25")
+        dense_options = None if embedder is None else _options(dense, "dense")
+        sparse_options = None if sparse is None else _sparse_options(sparse)
+        # One document table (content ids computed once), shared by every leg: an edit
+        # of one leg later gives it a new table and leaves the others' as they were.
+        docs = make_docs(texts, ids, metadatas)
         legs: dict[str, Any] = {}
-        if bm25 is not False:
-            legs["bm25"] = BM25Index.from_texts(
-                text_list, id_list, meta_list, show_progress=show_progress,
-                **_options(bm25 or None, "bm25"))
-        if embedder is not None:
-            legs["dense"] = VectorIndex.from_texts(
-                text_list, id_list, meta_list, embedder=embedder, show_progress=show_progress,
-                **_options(dense, "dense"))
-        if sparse is not None:
-            legs["sparse"] = SparseIndex.from_texts(
-                text_list, id_list, meta_list, show_progress=show_progress,
-                **_sparse_options(sparse))
+        if bm25_options is not None:
+            legs["bm25"] = BM25Index.from_docs(docs, show_progress=show_progress,
+                                               **bm25_options)
+        if dense_options is not None:
+            legs["dense"] = VectorIndex.from_docs(docs, embedder=embedder,
+                                                  show_progress=show_progress, **dense_options)
+        if sparse_options is not None:
+            legs["sparse"] = SparseIndex.from_docs(docs, show_progress=show_progress,
+                                                   **sparse_options)
         if not legs:
             raise ValueError("the hybrid recipe needs at least one leg: bm25 (not False), "
                              "an embedder (dense) or sparse=")
@@ -620,6 +621,7 @@ class FusionSearcher:
         }, model=embedder, model_arg="embedder", method="FusionSearcher.load",
             sparse_model=sparse_embedder, sparse_model_arg="sparse_embedder")
         check_weights_restorable(settings, options, path, "FusionSearcher.load")
+        share_documents(children)  # the legs of a saved hybrid: one table again
         restored = {key: settings[key] for key in FUSION_SETTINGS if key in settings}
         return cls(children, **{**restored, **options})
 

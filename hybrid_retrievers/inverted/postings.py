@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 import numpy as np
 from numpy.typing import NDArray
 
+from ..document_columns import DocColumns
 from ..documents import DocTable
 from ..types import Doc
 
@@ -43,7 +44,7 @@ class Snapshot(DocTable):
     fields, so every reader sees the same values.
 
     Fields: the documents (``docs`` in index order, ``positions`` id -> position, the
-    ``masks`` memo: its `DocTable`), ``vocab`` (term -> term id), term-major postings
+    ``masks`` memo: its `DocTable`, whose `DocColumns` other snapshots may share), ``vocab`` (term -> term id), term-major postings
     (term t's documents are ``post_docs[indptr[t]:indptr[t+1]]``, ascending, with raw
     term frequencies in ``post_tf``), ``doc_len`` and, when the index keeps positions,
     ``tokens``: every document's term ids in order, documents one after another
@@ -59,16 +60,15 @@ class Snapshot(DocTable):
 
     def __init__(
         self,
-        docs: list[Doc],
+        docs: DocColumns | list[Doc],
         vocab: dict[str, int],
         indptr: NDArray[np.integer],
         post_docs: NDArray[np.integer],
         post_tf: NDArray[np.integer],
         doc_len: NDArray[np.integer],
-        positions: dict[str, int] | None = None,
         tokens: NDArray[np.int32] | None = None,
     ) -> None:
-        super().__init__(docs, positions)
+        super().__init__(docs)
         self.tokens = tokens
         self.fields: dict[str, Snapshot] | None = None
         self.vocab = vocab
@@ -106,13 +106,13 @@ class Snapshot(DocTable):
     @classmethod
     def empty(cls, positions: bool = False) -> Snapshot:
         """No documents; ``positions``: edits keep each document's term ids (`tokens`)."""
-        return cls([], {}, np.zeros(1, np.int64), np.zeros(0, np.int32), np.zeros(0, np.uint8),
+        return cls(DocColumns.empty(), {}, np.zeros(1, np.int64), np.zeros(0, np.int32), np.zeros(0, np.uint8),
                    np.zeros(0, np.int32), tokens=np.zeros(0, np.int32) if positions else None)
 
 
 def written(
     state: Snapshot,
-    docs: list[Doc],
+    docs: DocColumns,
     chunks: Iterable[TokenChunk],
     rows: NDArray[np.int64] | None,
     vocab: dict[str, int],
@@ -133,6 +133,7 @@ def written(
     the whole corpus and no COO copy of it is ever held.
     """
     offset = len(state.docs)
+    rows_given = rows
     if rows is None:
         rows = np.arange(offset, offset + len(docs), dtype=np.int64)
     rows32 = rows.astype(np.int32)
@@ -200,15 +201,12 @@ def written(
     doc_len = np.zeros(n_docs, dtype=np.int32)
     doc_len[:offset] = state.doc_len
     doc_len[rows] = lengths
-    new_list = list(state.docs)
-    new_list.extend([None] * (n_docs - offset))  # type: ignore[list-item]
-    for row, d in zip(rows.tolist(), docs):
-        new_list[row] = d
+    new_docs = state.docs.placed(docs, None if rows_given is None else rows)
     tokens = None
     if new_tokens is not None:
         assert state.tokens is not None
         tokens = _placed_tokens(state, new_tokens, lengths, rows, doc_len, live)
-    return Snapshot(new_list, vocab, indptr, post_docs, post_tf, doc_len, tokens=tokens)
+    return Snapshot(new_docs, vocab, indptr, post_docs, post_tf, doc_len, tokens=tokens)
 
 
 def _placed_tokens(
@@ -389,8 +387,7 @@ def compacted(state: Snapshot, alive: NDArray[np.bool_]) -> Snapshot:
         if not (df > 0).all():
             tokens = (np.cumsum(df > 0) - 1)[tokens].astype(np.int32)
     vocab, df = live_terms(state.vocab, df)
-    docs = [d for d, a in zip(state.docs, alive.tolist()) if a]
-    return Snapshot(docs, vocab, offsets(df), new_pos[state.post_docs[keep]],
+    return Snapshot(state.docs.kept(alive), vocab, offsets(df), new_pos[state.post_docs[keep]],
                     compact_tf(state.post_tf[keep]), state.doc_len[alive], tokens=tokens)
 
 

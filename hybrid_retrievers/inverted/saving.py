@@ -1,6 +1,7 @@
 """The engine's half of the on-disk format: one snapshot's documents, vocabulary and postings.
 
-`write_postings` writes, into an `IndexWriter`'s directory, ``docs.jsonl``,
+`write_postings` writes, into an `IndexWriter`'s directory, the documents
+(`hybrid_retrievers.persistence.documents`),
 ``vocabulary.json`` (terms in term-id order) and the postings as ``.npy`` arrays
 (``postings_indptr``, ``postings_docs``, the posting values and ``doc_lengths``), and
 returns the counts the manifest records; `read_postings` reads them back, checked. The
@@ -13,15 +14,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._integrity import check_offsets, check_postings, check_unique_ids
+from .._integrity import check_offsets, check_postings
 from ..persistence import IndexFormatError, IndexReader, IndexWriter
+from ..persistence.documents import read_documents, write_documents
 from .postings import Snapshot
 from .scorer import MAX_IMPACT
 
 __all__ = ["write_postings", "read_postings"]
 
 
-def write_postings(w: IndexWriter, st: Snapshot, values: str = "postings_tf") -> dict[str, int]:
+def write_postings(w: IndexWriter, st: Snapshot, values: str = "postings_tf") -> dict[str, object]:
     """Write a snapshot's documents, vocabulary and postings; the manifest's counts back.
 
     ``values`` names the file of the posting values (BM25's term frequencies, or a
@@ -30,14 +32,14 @@ def write_postings(w: IndexWriter, st: Snapshot, values: str = "postings_tf") ->
     terms = [""] * len(st.vocab)
     for t, i in st.vocab.items():
         terms[i] = t
-    w.docs("docs", st.docs)  # first: it is what refuses bad metadata
+    layout = write_documents(w, st.docs)  # first: it is what refuses bad metadata
     w.json("vocabulary", terms)
     w.array("postings_indptr", st.indptr)
     w.array("postings_docs", st.post_docs)
     w.array(values, st.post_tf)
     w.array("doc_lengths", st.doc_len)
     return {"n_docs": len(st.docs), "vocabulary_size": len(terms),
-            "n_postings": int(st.post_docs.size)}
+            "n_postings": int(st.post_docs.size), **layout}
 
 
 def read_postings(r: IndexReader, *, mmap: bool = False, verify: bool = False,
@@ -78,10 +80,7 @@ def read_postings(r: IndexReader, *, mmap: bool = False, verify: bool = False,
         or len(set(terms)) != len(terms)
     ):
         raise IndexFormatError(f"{where}/vocabulary.json must list {vocabulary_size} distinct terms")
-    docs = list(r.docs("docs"))
-    if len(docs) != n_docs:
-        raise IndexFormatError(f"{where}: docs.jsonl has {len(docs)} documents, manifest says {n_docs}")
-    check_unique_ids([d.id for d in docs], where=f"{where}/docs.jsonl")
+    docs = read_documents(r, n_docs, mmap=mmap, verify=verify)
     return Snapshot(
         docs, {t: i for i, t in enumerate(terms)}, indptr.astype(np.int64),
         post_docs if post_docs.dtype == np.int32 else post_docs.astype(np.int32),

@@ -250,6 +250,10 @@ class IndexReader:
             _check_hash(path, digest.hexdigest(), entry)
             return array
 
+    def checksum(self, filename: str) -> str:
+        """The SHA-256 the manifest records for ``filename``."""
+        return str(self._entry(filename)["sha256"])
+
     def json(self, name: str) -> Any:
         """Load ``name.json`` (checksummed, then parsed)."""
         path = self.directory / f"{name}.json"

@@ -23,6 +23,7 @@ from typing import Any, Self
 import numpy as np
 from numpy.typing import NDArray
 
+from ..document_columns import DocColumns
 from ..documents import EditableIndex, check_docs, make_docs
 from ..inverted.backend import Backend, BackendName
 from ..inverted.matching import match_many, query_ids, ranked_matches
@@ -199,11 +200,11 @@ class SparseIndex(AtomicSave, EditableIndex):
         return self._write(_docs_for(checked, ids, metadatas, texts, taken=None), checked,
                            upsert=True)
 
-    def _payload(self, docs: list[Doc], show_progress: bool) -> SparseVectors:
+    def _payload(self, docs: DocColumns, show_progress: bool) -> SparseVectors:
         """The vectors of ``docs``' texts (outside the writer lock: the model is slow)."""
         return self._encode(docs, show_progress)
 
-    def _written(self, state: Snapshot, docs: list[Doc], vectors: SparseVectors,
+    def _written(self, state: Snapshot, docs: DocColumns, vectors: SparseVectors,
                  rows: NDArray[np.int64] | None) -> Snapshot:
         """A new snapshot: ``state`` with ``docs[j]`` (vector ``vectors[j]``) at ``rows[j]``."""
         if len(vectors) != len(docs):
@@ -214,14 +215,14 @@ class SparseIndex(AtomicSave, EditableIndex):
     def _deleted(self, state: Snapshot, alive: NDArray[np.bool_]) -> Snapshot:
         return compacted(state, alive)
 
-    def _encode(self, docs: list[Doc], show_progress: bool) -> SparseVectors:
+    def _encode(self, docs: DocColumns, show_progress: bool) -> SparseVectors:
         """The checked vectors of ``docs``' texts, ``batch_size`` texts per model call."""
         embedder = self._require_embedder("add or index texts", "add_vectors / from_vectors")
         out = SparseVectorsBuilder("the vector of texts[{i}]")
         bar = progress(None, show=show_progress, desc="Encoding", unit="doc", total=len(docs))
         try:
             for s in range(0, len(docs), self._batch_size):
-                batch = [d.text for d in docs[s:s + self._batch_size]]
+                batch = [docs.text(j) for j in range(s, min(s + self._batch_size, len(docs)))]
                 vectors = embedder.embed_documents(batch)
                 if isinstance(vectors, Mapping) or len(vectors) != len(batch):
                     raise ValueError(f"the embedder returned {len(vectors)} vectors for "
@@ -359,10 +360,12 @@ class SparseIndex(AtomicSave, EditableIndex):
               explain: bool) -> list[Hit]:
         """Hits of ranked document ``positions`` (best first), explained on request."""
         weights = vector.weights.tolist()
-        return [Hit(st.docs[pos], value, rank,
+        rows = positions.tolist()
+        return [Hit(doc, value, rank,
                     {"sparse": _explain(st, query, vector.tokens, weights, pos).as_dict()}
                     if explain else {})
-                for rank, (pos, value) in enumerate(zip(positions.tolist(), scores.tolist()), 1)]
+                for rank, (doc, pos, value) in enumerate(
+                    zip(st.docs.at(rows), rows, scores.tolist()), 1)]
 
     def explain(self, query: str | Mapping[str, float], doc_id: str) -> SparseExplanation:
         """Per shared token: query weight, document weight and contribution (their sum is
@@ -440,7 +443,7 @@ class SparseIndex(AtomicSave, EditableIndex):
                 )
             index = cls(embedder=embedder, backend=backend)
             index._model_id = model_id if model_id is not None else given
-            if len(state.positions) != len(state.docs):
+            if state.positions.duplicates():
                 raise ValueError("duplicate document ids")
             index._state = state
             return index
@@ -563,7 +566,7 @@ def _checked_vectors(vectors: Any, vocabulary: Sequence[str] | None) -> SparseVe
 
 def _docs_for(vectors: SparseVectors, ids: Iterable[str] | None,
               metadatas: Iterable[Mapping[str, Any] | None] | None,
-              texts: Iterable[str] | None, taken: Mapping[str, Any] | None) -> list[Doc]:
+              texts: Iterable[str] | None, taken: Mapping[str, Any] | None) -> DocColumns:
     """The documents of pre-encoded vectors: one per vector (lengths must agree)."""
     if texts is None:
         text_list = [""] * len(vectors)
@@ -585,7 +588,7 @@ def _docs_for(vectors: SparseVectors, ids: Iterable[str] | None,
     return make_docs(text_list, ids, metadatas, taken=taken)
 
 
-def _nonempty(docs: list[Doc]) -> list[Doc]:
+def _nonempty(docs: DocColumns) -> DocColumns:
     if not docs:
         raise ValueError("cannot build a sparse index from an empty corpus; pass at least one "
                          "text or vector")

@@ -1,8 +1,8 @@
 """Saving and loading a `SparseIndex`: one directory, no pickle, nothing trusted on load.
 
 Format ``"sparse"`` version 1 (see `hybrid_retrievers.persistence` for the directory
-layout, checksums and atomic writes): ``docs.jsonl``, ``vocabulary.json`` (tokens in
-term-id order), the impact postings as ``.npy`` arrays (``postings_indptr``,
+layout, checksums and atomic writes): the documents
+(`hybrid_retrievers.persistence.documents`), ``vocabulary.json`` (tokens in term-id order), the impact postings as ``.npy`` arrays (``postings_indptr``,
 ``postings_docs``, ``postings_weights`` in float32, ``doc_lengths``: each document's
 number of tokens), written and checked by the same code as BM25's postings
 (`inverted.saving.write_postings` / `read_postings`), and a checksummed manifest with the

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from ..document_columns import DocColumns
 from ..documents import check_docs, check_texts_argument, make_docs
 from ..types import Doc
 from .embedding import EmbeddingCache, check_matrix, embed_texts
@@ -33,7 +34,7 @@ Metadatas = Iterable[Mapping[str, Any] | None] | None
 
 def encode_docs(
     embedder: Any,
-    docs: list[Doc],
+    docs: DocColumns,
     *,
     cache: EmbeddingCache | None,
     batch_size: int,
@@ -48,13 +49,13 @@ def encode_docs(
             "creating or loading it, or add precomputed vectors with add_vectors()"
         )
     return embed_texts(
-        embedder, [d.text for d in docs], cache=cache, batch_size=batch_size,
+        embedder, docs.texts(), cache=cache, batch_size=batch_size,
         show_progress=show_progress, dimension=dimension,
     )
 
 
 def inserted(
-    st: Snapshot, docs: list[Doc], matrix: NDArray[np.float32], dim: int,
+    st: Snapshot, docs: DocColumns, matrix: NDArray[np.float32], dim: int,
     rows: NDArray[np.int64] | None,
 ) -> Snapshot:
     """A new snapshot with ``docs`` (rows of ``matrix``, already ``dim``-d and normalised
@@ -78,7 +79,7 @@ into a copy of the graph (HNSW graphs cannot be searched while rows are added)."
 
 def edited(
     st: Snapshot,
-    docs: list[Doc],
+    docs: DocColumns,
     matrix: NDArray[np.float32],
     old: list[int],
     new: list[int],
@@ -89,18 +90,16 @@ def edited(
     n = st.n
     need = n + len(new)
     buf = st.buf if st.buf.shape[1] == dim else np.zeros((0, dim), dtype=np.float32)
-    docs_list = list(st.docs)
-    positions = dict(st.positions)
+    placed = np.empty(len(docs), dtype=np.int64)  # each document's row, as for `placed`
     graphs = st.graphs
     max_norm = st.known_max_norm()
     if old:
         # Copy-on-write: searches on older snapshots keep reading the old rows.
         grown = np.empty((_capacity(n, need), dim), dtype=np.float32)
         grown[:n] = buf[:n]
-        rows = [positions[docs[j].id] for j in old]
+        rows = st.positions.find([docs.id(j) for j in old])
         grown[rows] = matrix[old]
-        for j, row in zip(old, rows):
-            docs_list[row] = docs[j]
+        placed[old] = rows
         buf = grown
         graphs = GraphLineage()  # HNSW cannot replace vectors: rebuilt on demand
     if new:
@@ -111,12 +110,10 @@ def edited(
         # Rows n.. are past every published snapshot's end: nobody reads them yet.
         added = matrix[new] if len(new) != len(docs) else matrix
         buf[n:need] = added
-        for offset, j in enumerate(new):
-            docs_list.append(docs[j])
-            positions[docs[j].id] = n + offset
+        placed[new] = np.arange(n, need, dtype=np.int64)
     if max_norm is not None:  # an upper bound is all rounding_margins needs
         max_norm = max(max_norm, max_row_norm(matrix))
-    state = Snapshot(buf, need, docs_list, positions, ann=st.ann, graphs=graphs,
+    state = Snapshot(buf, need, st.docs.placed(docs, placed), ann=st.ann, graphs=graphs,
                      max_norm=max_norm)
     _fold_tail(state)
     return state
@@ -125,10 +122,10 @@ def edited(
 def deleted(st: Snapshot, alive: NDArray[np.bool_]) -> Snapshot:
     """A new snapshot holding the rows and documents of ``st`` where ``alive``."""
     buf = np.ascontiguousarray(st.vectors[alive])  # a copy: st is left as it was
-    docs = [d for d, a in zip(st.docs, alive.tolist()) if a]
+    docs = st.docs.kept(alive)
     # A new graph lineage: HNSW cannot remove rows, so it is rebuilt on demand.
     # The old largest norm still bounds the remaining rows (see rounding_margins).
-    return Snapshot(buf, len(docs), docs, None, ann=st.ann, max_norm=st.known_max_norm())
+    return Snapshot(buf, len(docs), docs, ann=st.ann, max_norm=st.known_max_norm())
 
 
 def _fold_tail(st: Snapshot) -> None:
@@ -153,7 +150,7 @@ def vectors_and_docs(
     vectors: Any, ids: Iterable[str] | None, metadatas: Metadatas,
     texts: Iterable[str] | None, caller: str, *, docs: Iterable[Doc] | None = None,
     taken: Mapping[str, Any] | None = None,
-) -> tuple[NDArray[np.float32], list[Doc]]:
+) -> tuple[NDArray[np.float32], DocColumns]:
     """The checked matrix and documents of an ``add_vectors`` / ``upsert_vectors`` call."""
     matrix = check_matrix(vectors, row_count(vectors), "vectors")
     if docs is None:
@@ -168,7 +165,7 @@ def docs_for_vectors(
     texts: Iterable[str] | None,
     caller: str,
     taken: Mapping[str, Any] | None = None,
-) -> list[Doc]:
+) -> DocColumns:
     """Documents for ``n`` precomputed vectors; lengths are checked against the vectors."""
     if texts is not None:
         texts = check_texts_argument(texts, paired=True)

@@ -31,6 +31,7 @@ from typing import Any, Self
 import numpy as np
 from numpy.typing import NDArray
 
+from ..document_columns import DocColumns
 from ..documents import EditableIndex, check_docs, make_docs
 from ..optional import require
 from ..persistence import AtomicSave, IndexReader, read_index
@@ -141,15 +142,14 @@ class VectorIndex(AtomicSave, EditableIndex):
         self._dim: int | None = None if dimension is None else _check_dimension(dimension)
         self._lock = threading.RLock()  # serialises writers; readers never take it
         self._flat_faiss = False  # exact scans through faiss.knn (same results)
-        self._state = Snapshot(np.zeros((0, self._dim or 0), dtype=np.float32), 0, [], {},
-                               max_norm=0.0)
+        self._state = Snapshot(np.zeros((0, self._dim or 0), dtype=np.float32), 0,
+                               DocColumns.empty(), max_norm=0.0)
 
     def _install(
         self,
         vectors: NDArray[np.float32],
-        docs: list[Doc],
+        docs: DocColumns,
         *,
-        positions: dict[str, int] | None = None,
         ann: HNSWConfig | None = None,
     ) -> None:
         """Publish a complete new version of the index (used by `load`).
@@ -158,7 +158,7 @@ class VectorIndex(AtomicSave, EditableIndex):
         read-only memory map): one row per document of ``docs``.
         """
         with self._lock:
-            self._state = Snapshot(vectors, len(docs), docs, positions, ann=ann)
+            self._state = Snapshot(vectors, len(docs), docs, ann=ann)
 
     @property
     def _buf(self) -> NDArray[np.float32]:
@@ -333,21 +333,21 @@ class VectorIndex(AtomicSave, EditableIndex):
         matrix, docs = vectors_and_docs(vectors, ids, metadatas, texts, "upsert_vectors")
         return self._write(docs, self._stored(docs, matrix), upsert=True)
 
-    def _payload(self, docs: list[Doc], show_progress: bool) -> NDArray[np.float32]:
+    def _payload(self, docs: DocColumns, show_progress: bool) -> NDArray[np.float32]:
         """The stored vectors of ``docs``' texts, through the cache (outside the lock)."""
         matrix = encode_docs(self._embedder, docs, cache=self._cache,
                              batch_size=self._batch_size, show_progress=show_progress,
                              dimension=self._dim)
         return self._stored(docs, matrix)
 
-    def _stored(self, docs: list[Doc], matrix: NDArray[np.float32]) -> NDArray[np.float32]:
+    def _stored(self, docs: DocColumns, matrix: NDArray[np.float32]) -> NDArray[np.float32]:
         """``matrix`` as the index stores it (checked, normalised for cosine)."""
         if not docs:
             return matrix
         self._check_dimension_of(matrix)
         return normalize(matrix) if self._metric == "cosine" else matrix
 
-    def _written(self, state: Snapshot, docs: list[Doc], matrix: NDArray[np.float32],
+    def _written(self, state: Snapshot, docs: DocColumns, matrix: NDArray[np.float32],
                  rows: NDArray[np.int64] | None) -> Snapshot:
         """A new snapshot with ``docs`` and their stored vectors (`editing.inserted`); the
         first vectors of an index without a dimension set it."""
@@ -693,7 +693,7 @@ class VectorIndex(AtomicSave, EditableIndex):
         index = cls(embedder=None, metric=saved.metric, dimension=saved.dimension, cache=cache)
         index._embedder = embedder
         index._loaded_model_id = saved.model_id
-        index._install(saved.vectors, saved.docs, positions=saved.positions, ann=saved.ann)
+        index._install(saved.vectors, saved.docs, ann=saved.ann)
         return index
 
 

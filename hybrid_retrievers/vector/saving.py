@@ -1,4 +1,4 @@
-"""The saved form of a `VectorIndex`: ``vectors.npy`` + ``docs.jsonl`` + a manifest.
+"""The saved form of a `VectorIndex`: ``vectors.npy`` + the documents + a manifest.
 
 Format ``"vector"`` version 1 (see `hybrid_retrievers.persistence` for the directory
 layout, checksums and atomic writes): the manifest records the metric, dimension,
@@ -16,9 +16,10 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from .._integrity import check_unique_ids, check_vectors
+from .._integrity import check_vectors
+from ..document_columns import DocColumns
 from ..persistence import IndexFormatError, IndexReader, IndexWriter
-from ..types import Doc
+from ..persistence.documents import read_documents, write_documents
 from .ann import HNSWConfig
 from .embedding import embedder_dimension, embedder_identity
 from .snapshot import Snapshot
@@ -35,7 +36,7 @@ def write_index(
 ) -> None:
     """Write the files of ``st`` and their manifest into an existing empty directory."""
     w = IndexWriter(directory)
-    w.docs("docs", st.docs)  # first: it is what refuses bad metadata
+    layout = write_documents(w, st.docs)  # first: it is what refuses bad metadata
     w.array("vectors", st.buf[: st.n])
     w.manifest(
         "vector",
@@ -47,6 +48,7 @@ def write_index(
             "model_id": model_id,
             "embedder": None if embedder is None else type(embedder).__name__,
             "ann": None if st.ann is None else st.ann.to_config(),
+            **layout,
         },
     )
 
@@ -59,8 +61,7 @@ class SavedIndex:
     dimension: int | None
     model_id: str | None
     vectors: NDArray[np.float32]
-    docs: list[Doc]
-    positions: dict[str, int]
+    docs: DocColumns
     ann: HNSWConfig | None
 
 
@@ -102,13 +103,7 @@ def read_saved(
     if vectors.dtype != np.float32:
         raise IndexFormatError(f"{where}: vectors.npy must be float32, got {vectors.dtype}")
     check_vectors(vectors, metric=metric, where=where, full=not mmap or verify)
-    docs = list(r.docs("docs"))
-    if len(docs) != n_docs:
-        raise IndexFormatError(
-            f"{where}: docs.jsonl has {len(docs)} documents, manifest says {n_docs}"
-        )
-    check_unique_ids([d.id for d in docs], where=f"{where}/docs.jsonl")
-    positions = {d.id: i for i, d in enumerate(docs)}
+    docs = read_documents(r, n_docs, mmap=mmap, verify=verify)
     if embedder is not None:
         # A model not loaded yet (a lazy embedder) is not loaded to learn its size: that
         # would cost a query-less load seconds; a query vector of another size is refused
@@ -129,4 +124,4 @@ def read_saved(
                 stacklevel=6,
             )
     return SavedIndex(metric, dim, saved_id, vectors if mmap else np.ascontiguousarray(vectors),
-                      docs, positions, ann_config)
+                      docs, ann_config)

@@ -132,7 +132,7 @@ def search_block(
     else:
         results = exact_topk(vectors, queries, k, mask, margins)
     return [
-        [Hit(docs[p], s, r) for r, (p, s) in enumerate(zip(idx.tolist(), sc.tolist()), 1)]
+        [Hit(d, s, r) for r, (d, s) in enumerate(zip(docs.at(idx.tolist()), sc.tolist()), 1)]
         for idx, sc in results
     ]
 

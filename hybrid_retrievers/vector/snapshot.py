@@ -8,12 +8,12 @@ change what a published one reads, so searches never wait and never see a torn i
 from __future__ import annotations
 
 import threading
-from collections.abc import Hashable
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
+from ..document_columns import DocColumns
 from ..documents import DocTable
 from ..types import Doc
 from .ann import FaissHNSW, HNSWConfig
@@ -51,21 +51,17 @@ class Snapshot(DocTable):
         self,
         buf: NDArray[np.float32],
         n: int,
-        docs: list[Doc],
-        positions: dict[str, int] | None,
+        docs: DocColumns | list[Doc],
         *,
         ann: HNSWConfig | None = None,
         graphs: GraphLineage | None = None,
-        masks: dict[Hashable, NDArray[np.bool_]] | None = None,
         max_norm: float | None = None,
     ) -> None:
-        super().__init__(docs, positions)
+        super().__init__(docs)
         self.buf = buf
         self.n = n
         self.ann = ann
         self.graphs = GraphLineage() if graphs is None else graphs
-        if masks is not None:
-            self.masks = masks
         self._max_norm = max_norm
 
     @property
@@ -84,9 +80,8 @@ class Snapshot(DocTable):
 
     def derived(self, **changes: Any) -> Snapshot:
         """The same rows and documents with other ANN settings (``ann``, ``graphs``)."""
-        fields = {"ann": self.ann, "graphs": self.graphs, "masks": self.masks,
-                  "max_norm": self._max_norm, **changes}
-        return Snapshot(self.buf, self.n, self.docs, self.positions, **fields)
+        fields = {"ann": self.ann, "graphs": self.graphs, "max_norm": self._max_norm, **changes}
+        return Snapshot(self.buf, self.n, self.docs, **fields)
 
 
 def graph_of(st: Snapshot, *, wait: bool = True) -> FaissHNSW | None:

@@ -119,7 +119,7 @@ def test_from_docs_keeps_ids_and_metadata() -> None:
     index = BM25Index.from_docs(docs)
     hit = index.search("gamma", k=1)[0]
     assert hit.doc == docs[1] and hit.doc.metadata == {"src": "b"}
-    assert index.get("x") is docs[0] and "y" in index and len(index) == 2
+    assert index.get("x") == docs[0] and "y" in index and len(index) == 2
 
 
 @pytest.mark.parametrize(
@@ -192,7 +192,7 @@ def test_delete_everything_then_add() -> None:
 def test_stored_documents_are_never_mutated(index: BM25Index) -> None:
     doc = index.get("p0")
     hits = index.search("bm25", k=3, explain=True)
-    assert index.get("p0") is doc and dict(doc.metadata) == {"n": 0, "kind": "even"}
+    assert index.get("p0") == doc and dict(doc.metadata) == {"n": 0, "kind": "even"}
     assert all(isinstance(h.explanation, dict) for h in hits)
 
 

@@ -103,7 +103,7 @@ def _edit_manifest(path: Path, **changes) -> None:
         (lambda p: (files_of(p) / "postings_docs.npy").unlink(), "missing"),
         (lambda p: _truncate(files_of(p) / "postings_tf.npy"), "truncated"),
         (lambda p: _flip_byte(files_of(p) / "postings_docs.npy"), "corrupt"),
-        (lambda p: _flip_byte(files_of(p) / "docs.jsonl"), "corrupt"),
+        (lambda p: _flip_byte(files_of(p) / "doc_texts.npy"), "corrupt"),
         (lambda p: _flip_byte(files_of(p) / "vocabulary.json"), "corrupt"),
     ],
 )

@@ -210,25 +210,39 @@ def test_npz_in_place_of_npy(tmp_path: Path, name: str) -> None:
         BM25Index.load(path)
 
 
-@pytest.mark.parametrize("which", ["pointer", "manifest", "vocabulary.json", "docs.jsonl"])
+@pytest.mark.parametrize("which", ["pointer", "manifest", "vocabulary.json",
+                                   "doc_metadata.npy"])
 def test_deeply_nested_json_is_refused(tmp_path: Path, which: str) -> None:
     path = bm25(tmp_path / "idx")
     nested = "[" * 100_000 + "]" * 100_000
     target = {"pointer": path / MANIFEST, "manifest": files_of(path) / MANIFEST}.get(
         which, files_of(path) / which)
-    target.write_text(nested + ("\n" if which.endswith("jsonl") else ""))
+    if which == "doc_metadata.npy":  # one document's metadata, nested
+        _save_buffer(files_of(path), "doc_metadata", ['{"n":' + nested + "}", "", "", ""])
+    else:
+        target.write_text(nested)
     if which not in ("pointer", "manifest"):
         rehash(path)
     with pytest.raises(IndexFormatError):
         BM25Index.load(path)
 
 
+def _save_buffer(directory: Path, name: str, texts: list[str]) -> None:
+    """Replace a saved UTF-8 column (``name``.npy and its offsets) with ``texts``."""
+    data = [t.encode("utf-8", "surrogatepass") for t in texts]
+    offsets_name = {"doc_metadata": "doc_metadata_offsets", "doc_texts": "doc_text_offsets",
+                    "doc_ids": "doc_id_offsets"}[name]
+    np.save(directory / f"{name}.npy", np.frombuffer(b"".join(data), dtype=np.uint8))
+    np.save(directory / f"{offsets_name}.npy",
+            np.concatenate([[0], np.cumsum([len(d) for d in data])]).astype(np.int64))
+
+
 def test_invalid_utf8_in_docs_names_the_file(tmp_path: Path) -> None:
     path = bm25(tmp_path / "idx")
-    target = files_of(path) / "docs.jsonl"
-    target.write_bytes(b"\xff" + target.read_bytes())
+    target = files_of(path) / "doc_texts.npy"
+    target.write_bytes(target.read_bytes().replace(b"wings", b"w\xffngs"))
     rehash(path)
-    with pytest.raises(IndexFormatError, match=r"docs.jsonl, line 1"):
+    with pytest.raises(IndexFormatError, match=r"doc_texts.npy: the texts of document 0"):
         BM25Index.load(path)
     store = tmp_path / "store"
     ParentStore([Doc("p", "text")]).save(store)
@@ -251,7 +265,7 @@ def test_path_of_the_wrong_type_names_path(tmp_path: Path, bad: Any) -> None:
 def test_manifest_file_entry_with_a_string_byte_count(tmp_path: Path) -> None:
     path = bm25(tmp_path / "idx")
     manifest = json.loads((files_of(path) / MANIFEST).read_text())
-    entry = manifest["files"]["docs.jsonl"]
+    entry = manifest["files"]["doc_texts.npy"]
     entry["bytes"] = str(entry["bytes"])
     (files_of(path) / MANIFEST).write_text(json.dumps(manifest))
     rebind_pointer(path)
@@ -382,8 +396,8 @@ def test_embedding_cache_refuses_surrogates_clearly() -> None:
 
 def test_surrogate_forged_into_a_saved_file_is_refused(tmp_path: Path) -> None:
     path = bm25(tmp_path / "idx")
-    target = files_of(path) / "docs.jsonl"
-    target.write_text(target.read_text().replace('"wings make lift"', '"wings \\ud800 lift"'))
+    # UTF-8 cannot hold a lone surrogate; the one place it can hide is a JSON escape.
+    _save_buffer(files_of(path), "doc_metadata", ['{"n":"wings \\ud800 lift"}', "", "", ""])
     rehash(path)
     with pytest.raises(IndexFormatError, match="lone surrogate"):
         BM25Index.load(path)
@@ -504,8 +518,8 @@ def test_fuzz_every_file_of_every_kind_gives_only_index_format_errors(tmp_path: 
 
 def test_forged_child_without_parent_id_is_a_format_error(tmp_path: Path) -> None:
     path = _pcs(tmp_path / "pcs")
-    docs = files_of(path) / "children" / "docs.jsonl"
-    docs.write_text(docs.read_text().replace('"parent_id"', '"parent_xx"'))
+    docs = files_of(path) / "children" / "doc_metadata.npy"
+    docs.write_bytes(docs.read_bytes().replace(b'"parent_id"', b'"parent_xx"'))
     rehash(path)
     with pytest.raises(IndexFormatError, match="parent_id"):
         ParentChildSearcher.load(path)
