@@ -1,4 +1,5 @@
-"""A bounded many-readers / one-writer stress harness, and a corpus whose edits are checkable.
+"""A bounded many-readers / one-writer stress harness, a corpus whose edits are checkable, and
+`Meeting`, the rendezvous that proves calls run at the same time without timing them.
 
 Readers search while one writer edits; every hit is checked against what a consistent
 snapshot could have returned. ``sys.setswitchinterval`` is lowered for the run so
@@ -14,6 +15,7 @@ that holds every id alive at any moment in between ("live at either snapshot").
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import random
 import sys
@@ -25,6 +27,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 N_WORDS = 40
+MEETING_TIMEOUT = 10.0
+"""Seconds a `Meeting` call waits for the others: only a broken test ever waits this long."""
 _checked = itertools.count()  # hits seen by check_hits (thread-safe in CPython)
 
 
@@ -220,3 +224,51 @@ def bm25_corpus(size: int) -> Any:
     return BM25Index.from_texts([text_of(n) for n in range(size)],
                                 ids=[f"d{n}" for n in range(size)],
                                 metadatas=[meta_of(n) for n in range(size)])
+
+
+class Meeting:
+    """A rendezvous only calls running at the same time can pass.
+
+    Each of ``parties`` calls of `wait` (threads) or `await_` (one event loop) blocks until
+    all ``parties`` have arrived, then all go on; a call still waiting after ``timeout``
+    seconds raises ``AssertionError``. So a test whose calls run one after another fails
+    (after ``timeout``), and one whose calls run concurrently passes however loaded the
+    machine is: no wall-clock bound on how long the calls took.
+    The thread side is a `threading.Barrier` (reusable: the next ``parties`` calls meet
+    again); the async side meets once.
+
+        >>> meeting = Meeting(2, timeout=0.01)
+        >>> meeting.wait()
+        Traceback (most recent call last):
+        AssertionError: a call waited 0.01 s for the other 1: the calls did not run at the same time
+    """
+
+    def __init__(self, parties: int, *, timeout: float = MEETING_TIMEOUT) -> None:
+        self.parties = parties
+        self.timeout = timeout
+        self._barrier = threading.Barrier(parties)
+        self._arrived = 0
+        self._all_here: asyncio.Event | None = None  # created in the event loop
+
+    def _failure(self) -> AssertionError:
+        return AssertionError(f"a call waited {self.timeout:g} s for the other "
+                              f"{self.parties - 1}: the calls did not run at the same time")
+
+    def wait(self) -> None:
+        """Block until ``parties`` threads wait here (``AssertionError`` after ``timeout``)."""
+        try:
+            self._barrier.wait(self.timeout)
+        except threading.BrokenBarrierError:
+            raise self._failure() from None
+
+    async def await_(self) -> None:
+        """Wait until ``parties`` coroutines await here (``AssertionError`` after ``timeout``)."""
+        if self._all_here is None:
+            self._all_here = asyncio.Event()
+        self._arrived += 1
+        if self._arrived >= self.parties:
+            self._all_here.set()
+        try:
+            await asyncio.wait_for(self._all_here.wait(), self.timeout)
+        except asyncio.TimeoutError:
+            raise self._failure() from None

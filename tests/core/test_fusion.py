@@ -6,11 +6,11 @@ from __future__ import annotations
 import doctest
 import math
 import threading
-import time
 from typing import Any
 
 import pytest
 
+from concurrency import Meeting
 from corpora import CORPUS, WING_QUERY
 from hybrid_retrievers import BM25Index, Doc, Hit
 from hybrid_retrievers.fusion import (
@@ -384,11 +384,13 @@ def test_every_mode_is_implemented():
 
 
 class Spy:
-    """A searcher returning fixed hits; records its calls; optionally sleeps."""
+    """A searcher returning fixed hits; records its calls and threads; optionally waits at a
+    `Meeting` (so its search returns only while the other children's run too)."""
 
-    def __init__(self, order: list[str], delay: float = 0.0, name: str = "spy") -> None:
+    def __init__(self, order: list[str], meeting: Meeting | None = None,
+                 name: str = "spy") -> None:
         self.order = order
-        self.delay = delay
+        self.meeting = meeting
         self.calls: list[tuple[str, int, Any]] = []
         self.threads: list[str] = []
         self.name = name
@@ -396,8 +398,8 @@ class Spy:
     def search(self, query: str, k: int = 10, *, filter: Any = None) -> list[Hit]:
         self.calls.append((query, k, filter))
         self.threads.append(threading.current_thread().name)
-        if self.delay:
-            time.sleep(self.delay)
+        if self.meeting is not None:
+            self.meeting.wait()
         return ranking(*self.order[:k])
 
 
@@ -564,30 +566,30 @@ def test_a_zero_weight_child_is_not_queried():
 
 
 def test_children_run_concurrently():
-    children = [Spy(list("abc"), delay=0.2), Spy(list("cab"), delay=0.2),
-                Spy(list("bca"), delay=0.2)]
+    # Each child returns only once all three are searching at the same time (a Meeting):
+    # children run one by one would fail the meeting instead of merely taking longer.
+    meeting = Meeting(3)
+    children = [Spy(list("abc"), meeting), Spy(list("cab"), meeting), Spy(list("bca"), meeting)]
     hybrid = FusionSearcher(children)
     hybrid.search("warm", k=3)  # start the pool
-    start = time.perf_counter()
     hits = hybrid.search("q", k=3)
-    elapsed = time.perf_counter() - start
     assert len(hits) == 3
-    assert elapsed < 0.35, f"fused search took {elapsed:.2f}s; the children ran one by one"
     assert children[0].threads[-1] == threading.current_thread().name
     assert children[1].threads[-1].startswith("FusionSearcher")
-    start = time.perf_counter()
-    FusionSearcher(children, max_workers=1).search("q", k=3)
-    assert time.perf_counter() - start >= 0.55  # sequential: the sum
+    # max_workers=1: one after the other, all in the calling thread.
+    alone = [Spy(list("abc")), Spy(list("cab")), Spy(list("bca"))]
+    assert ids(FusionSearcher(alone, max_workers=1).search("q", k=3)) == ids(hits)
+    assert [c.threads for c in alone] == [[threading.current_thread().name]] * 3
     hybrid.close()
 
 
 def test_search_many_runs_children_concurrently_and_matches_search(bm25, dense):
-    slow = [Spy(list("abc"), delay=0.2), Spy(list("cab"), delay=0.2)]
+    meeting = Meeting(2)  # both children are searching each query at the same time
+    slow = [Spy(list("abc"), meeting), Spy(list("cab"), meeting)]
     hybrid = FusionSearcher(slow)
-    start = time.perf_counter()
     out = hybrid.search_many(["q1", "q2"], k=2)
-    assert time.perf_counter() - start < 0.6  # 2 queries x 2 children x 0.2 s = 0.8 s serial
     assert [ids(h) for h in out] == [["a", "c"], ["a", "c"]]
+    assert [len(c.calls) for c in slow] == [2, 2] and slow[0].threads != slow[1].threads
     real = FusionSearcher([bm25, dense], mode="dist_based_score")
     queries = ["wing lift", "bread dough yeast", "soil compost"]
     many = real.search_many(queries, k=4, filter={"topic": "aero"})

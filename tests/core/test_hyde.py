@@ -10,6 +10,7 @@ import time
 import numpy as np
 import pytest
 
+from concurrency import Meeting
 from hybrid_retrievers import BM25Index, VectorIndex
 from hybrid_retrievers.hyde import HYDE_PROMPTS, HyDE, HyDESearcher, render_prompt
 from hybrid_retrievers.models import HashingEmbedder
@@ -127,22 +128,39 @@ def test_partial_failure_uses_the_rest(emb: HashingEmbedder) -> None:
     assert result.errors == ("ValueError: first call fails",)
 
 
-def test_timeout_falls_back_quickly(emb: HashingEmbedder) -> None:
-    def slow(prompt: str) -> str:
-        time.sleep(1.0)
+HUNG_S = 60.0  # a hung generation's wait: far beyond every timeout and bound below
+
+
+def test_timeout_falls_back_on_a_hung_generation_not_on_a_prompt_one(emb: HashingEmbedder) -> None:
+    release = threading.Event()  # set only after the search: until then the LLM hangs
+
+    def hung(prompt: str) -> str:
+        release.wait(HUNG_S)
         return "late"
 
-    start = time.perf_counter()
-    result = HyDE(slow, emb, n=2, timeout=0.05).generate("q")
-    assert time.perf_counter() - start < 0.8
+    try:
+        start = time.monotonic()
+        result = HyDE(hung, emb, n=2, timeout=0.2).generate("q")
+        elapsed = time.monotonic() - start
+    finally:
+        release.set()
     assert result.fallback and "TimeoutError" in result.error
+    assert elapsed < HUNG_S / 4, elapsed  # abandoned at the timeout, not waited for
 
-    async def aslow(prompt: str) -> str:
-        await asyncio.sleep(1.0)
+    async def ahung(prompt: str) -> str:
+        await asyncio.sleep(HUNG_S)  # cancelled at the timeout
         return "late"
 
-    result = asyncio.run(HyDE(aslow, emb, timeout=0.05).agenerate("q"))
+    start = time.monotonic()
+    result = asyncio.run(HyDE(ahung, emb, timeout=0.2).agenerate("q"))
     assert result.fallback and "TimeoutError" in result.error
+    assert time.monotonic() - start < HUNG_S / 4
+
+    # A generation that answers is used, and returns without waiting for the timeout.
+    start = time.monotonic()
+    result = HyDE(lambda p: "lift", emb, n=2, timeout=HUNG_S).generate("q")
+    assert not result.fallback and result.passages == ("lift", "lift")
+    assert time.monotonic() - start < HUNG_S / 4
 
 
 def test_async_generations_run_concurrently(emb: HashingEmbedder) -> None:
@@ -172,14 +190,17 @@ def test_async_generations_run_concurrently(emb: HashingEmbedder) -> None:
 
 
 def test_sync_callable_in_async_path_runs_in_threads(emb: HashingEmbedder) -> None:
-    def slow(prompt: str) -> str:
-        time.sleep(0.1)
+    meeting = Meeting(4)  # each call answers only while all four are running
+    threads = set()
+
+    def blocking(prompt: str) -> str:
+        threads.add(threading.get_ident())
+        meeting.wait()  # a failure here is a failed generation: not four passages
         return "lift"
 
-    start = time.perf_counter()
-    result = asyncio.run(HyDE(slow, emb, n=4).agenerate("q"))
-    assert result.passages == ("lift",) * 4
-    assert time.perf_counter() - start < 0.35  # four 0.1 s calls at once
+    result = asyncio.run(HyDE(blocking, emb, n=4).agenerate("q"))
+    assert result.passages == ("lift",) * 4, result.errors
+    assert len(threads) == 4 and threading.get_ident() not in threads
 
 
 def test_cache_by_prompt_and_query(emb: HashingEmbedder) -> None:

@@ -25,7 +25,7 @@ from hybrid_retrievers.rerank import parse_ranking
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = [Doc("a", "wing lift"), Doc("b", "bread"), Doc("c", "lift and drag"), Doc("d", "cats")]
-SLACK = 2.0  # seconds allowed above the timeout on a loaded 2-core machine
+SLACK = 10.0  # seconds allowed above the timeout on a loaded 2-core machine; hangs last 60
 
 
 @pytest.fixture(autouse=True)
@@ -137,16 +137,24 @@ async def test_arerank_times_out_a_hung_async_generator() -> None:
 
 
 async def test_arerank_returns_at_the_timeout_when_cancellation_is_ignored() -> None:
+    release = asyncio.Event()  # set after the rerank: until then the cancelled call lingers
+
     async def stubborn(prompt: str) -> str:
         try:
             await asyncio.sleep(60)
         except asyncio.CancelledError:
-            await asyncio.sleep(2.0)  # finishes cancelling late (wait_for would wait)
+            # Finishes cancelling only when released, or after 30 s (wait_for would wait).
+            await asyncio.wait_for(release.wait(), 30)
         return "[1]"
 
     start = time.monotonic()
-    hits = await LLMReranker(lambda p: "[1]", agenerate=stubborn, timeout=0.2).arerank("q", DOCS)
-    assert time.monotonic() - start < 1.5
+    try:
+        hits = await LLMReranker(lambda p: "[1]", agenerate=stubborn,
+                                 timeout=0.2).arerank("q", DOCS)
+        elapsed = time.monotonic() - start
+    finally:
+        release.set()
+    assert elapsed < 0.2 + SLACK, elapsed
     assert hits[0].explanation["rerank"]["status"] == "fallback"
 
 

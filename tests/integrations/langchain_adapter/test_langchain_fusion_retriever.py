@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import copy
 import threading
-import time
 from typing import Any
 from uuid import UUID
 
@@ -43,10 +42,10 @@ from langchain_hybrid_retrievers import (
 )
 from langchain_hybrid_retrievers._convert import document_to_hit
 
+from concurrency import Meeting
 from corpora import CORPUS, QUERIES, WING_QUERY
 
 DIM = 256
-SLEEP = 0.2
 
 
 @pytest.fixture
@@ -77,10 +76,11 @@ def _ids(docs: list[Document]) -> list[str | None]:
 
 
 class ListRetriever(BaseRetriever):
-    """Returns a fixed list of documents; optionally sleeps; records what it was asked."""
+    """Returns a fixed list of documents; records what it was asked; optionally waits at a
+    `Meeting` (so it answers only while its siblings are retrieving too)."""
 
     docs: list[Document]
-    sleep: float = 0.0
+    meeting: Any = None
     calls: list[dict[str, Any]] = []
     threads: list[int] = []
 
@@ -89,8 +89,8 @@ class ListRetriever(BaseRetriever):
     ) -> list[Document]:
         self.calls.append({"query": query, "k": k})
         self.threads.append(threading.get_ident())
-        if self.sleep:
-            time.sleep(self.sleep)
+        if self.meeting is not None:
+            self.meeting.wait()
         return list(self.docs if k is None else self.docs[:k])
 
     async def _aget_relevant_documents(
@@ -98,8 +98,8 @@ class ListRetriever(BaseRetriever):
         k: int | None = None,
     ) -> list[Document]:
         self.calls.append({"query": query, "k": k, "async": True})
-        if self.sleep:
-            await asyncio.sleep(self.sleep)
+        if self.meeting is not None:
+            await self.meeting.await_()
         return list(self.docs if k is None else self.docs[:k])
 
 
@@ -495,40 +495,34 @@ def test_vector_store_retriever_receives_fetch_k(documents: list[Document]) -> N
 # ------------------------------------------------------------------ concurrency
 
 
-def _sleepy_pair() -> list[ListRetriever]:
-    return [ListRetriever(docs=_docs("a", "b"), sleep=SLEEP),
-            ListRetriever(docs=_docs("b", "c"), sleep=SLEEP)]
+def _meeting_pair(meeting: Meeting | None = None) -> list[ListRetriever]:
+    """Two children; with ``meeting``, each answers only while the other is retrieving too."""
+    return [ListRetriever(docs=_docs("a", "b"), meeting=meeting),
+            ListRetriever(docs=_docs("b", "c"), meeting=meeting)]
 
 
 def test_sync_children_run_concurrently() -> None:
-    children = _sleepy_pair()
+    children = _meeting_pair(Meeting(2))  # run one after the other, they never meet
     fusion = FusionRetriever(retrievers=children)
-    start = time.perf_counter()
     docs = fusion.invoke("q")
-    elapsed = time.perf_counter() - start
     assert _ids(docs) == ["b", "a", "c"]
-    assert elapsed < 1.75 * SLEEP, elapsed  # ~0.2 s, not 0.4
     assert children[0].threads[-1] == threading.get_ident()  # first child: this thread
     assert children[1].threads[-1] != threading.get_ident()
 
 
 def test_max_concurrency_one_runs_children_in_turn() -> None:
-    children = _sleepy_pair()
-    start = time.perf_counter()
-    FusionRetriever(retrievers=children).invoke("q", config={"max_concurrency": 1})
-    assert time.perf_counter() - start >= 2 * SLEEP
-    assert children[0].threads[-1] == children[1].threads[-1] == threading.get_ident()
+    children = _meeting_pair()
+    docs = FusionRetriever(retrievers=children).invoke("q", config={"max_concurrency": 1})
+    assert _ids(docs) == ["b", "a", "c"]
+    assert children[0].threads == children[1].threads == [threading.get_ident()]
 
 
 @pytest.mark.asyncio
 async def test_async_children_are_gathered() -> None:
-    children = _sleepy_pair()
+    children = _meeting_pair(Meeting(2))
     fusion = FusionRetriever(retrievers=children)
-    start = time.perf_counter()
     docs = await fusion.ainvoke("q")
-    elapsed = time.perf_counter() - start
     assert _ids(docs) == ["b", "a", "c"]
-    assert elapsed < 1.75 * SLEEP, elapsed
     assert all(c.calls[-1].get("async") for c in children)  # their own async path
 
 

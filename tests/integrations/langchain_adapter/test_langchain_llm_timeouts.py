@@ -15,7 +15,7 @@ from langchain_hybrid_retrievers import HyDERetriever, LLMRerankCompressor
 
 DOCS = [Document(id="a", page_content="cats sleep"),
         Document(id="b", page_content="wing lift and drag")]
-SLACK = 2.0
+SLACK = 10.0  # seconds allowed above the timeout on a loaded machine; the hung LLM waits 60
 
 
 @pytest.fixture

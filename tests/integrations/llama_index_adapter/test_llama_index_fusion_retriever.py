@@ -9,10 +9,8 @@ provenance on copied nodes, immutability, callbacks and ``RetrieverQueryEngine``
 
 from __future__ import annotations
 
-import asyncio
 import copy
 import threading
-import time
 from typing import Any
 
 import pytest
@@ -36,10 +34,10 @@ from llama_index_hybrid_retrievers import (
     HybridRetriever,
 )
 
+from concurrency import Meeting
 from corpora import CORPUS, QUERIES, WING_QUERY
 
 DIM = 256
-SLEEP = 0.2
 
 
 @pytest.fixture
@@ -63,12 +61,14 @@ def _ids(results: list[NodeWithScore]) -> list[str]:
 
 
 class ListRetriever(BaseRetriever):
-    """Returns fixed (node, score) pairs; optionally sleeps; records its calls."""
+    """Returns fixed (node, score) pairs; records its calls; optionally waits at a
+    `Meeting` (so it answers only while its siblings are retrieving too)."""
 
-    def __init__(self, pairs: list[tuple[str, float | None]], sleep: float = 0.0) -> None:
+    def __init__(self, pairs: list[tuple[str, float | None]],
+                 meeting: Meeting | None = None) -> None:
         self.nodes = [TextNode(id_=i, text=f"text of {i}") for i, _ in pairs]
         self.scores = [s for _, s in pairs]
-        self.sleep = sleep
+        self.meeting = meeting
         self.calls: list[str] = []
         self.threads: list[int] = []
         self.bundles: list[QueryBundle] = []
@@ -81,14 +81,14 @@ class ListRetriever(BaseRetriever):
         self.calls.append("sync")
         self.threads.append(threading.get_ident())
         self.bundles.append(query_bundle)
-        if self.sleep:
-            time.sleep(self.sleep)
+        if self.meeting is not None:
+            self.meeting.wait()
         return self._results()
 
     async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         self.calls.append("async")
-        if self.sleep:
-            await asyncio.sleep(self.sleep)
+        if self.meeting is not None:
+            await self.meeting.await_()
         return self._results()
 
 
@@ -301,38 +301,31 @@ def test_score_mode_needs_scores_and_says_so() -> None:
 # ---------------------------------------------------------------- concurrency
 
 
-def _sleepy() -> list[ListRetriever]:
-    return [ListRetriever(_pairs("a", "b"), sleep=SLEEP),
-            ListRetriever(_pairs("b", "c"), sleep=SLEEP)]
+def _meeting_pair(meeting: Meeting | None = None) -> list[ListRetriever]:
+    """Two children; with ``meeting``, each answers only while the other is retrieving too."""
+    return [ListRetriever(_pairs("a", "b"), meeting), ListRetriever(_pairs("b", "c"), meeting)]
 
 
 def test_retrieve_runs_children_concurrently() -> None:
-    children = _sleepy()
-    start = time.perf_counter()
+    children = _meeting_pair(Meeting(2))  # run one after the other, they never meet
     results = FusionRetriever(children, similarity_top_k=3).retrieve("q")
-    elapsed = time.perf_counter() - start
     assert _ids(results) == ["b", "a", "c"]
-    assert elapsed < 1.75 * SLEEP, elapsed
     assert children[0].threads[-1] == threading.get_ident()
     assert children[1].threads[-1] != threading.get_ident()
 
 
 def test_max_workers_one_runs_children_in_turn() -> None:
-    children = _sleepy()
-    start = time.perf_counter()
-    FusionRetriever(children, max_workers=1).retrieve("q")
-    assert time.perf_counter() - start >= 2 * SLEEP
+    children = _meeting_pair()
+    results = FusionRetriever(children, similarity_top_k=3, max_workers=1).retrieve("q")
+    assert _ids(results) == ["b", "a", "c"]
     assert children[0].threads == children[1].threads == [threading.get_ident()]
 
 
 @pytest.mark.asyncio
 async def test_aretrieve_gathers_children() -> None:
-    children = _sleepy()
-    start = time.perf_counter()
+    children = _meeting_pair(Meeting(2))
     results = await FusionRetriever(children, similarity_top_k=3).aretrieve("q")
-    elapsed = time.perf_counter() - start
     assert _ids(results) == ["b", "a", "c"]
-    assert elapsed < 1.75 * SLEEP, elapsed
     assert [c.calls for c in children] == [["async"], ["async"]]
 
 

@@ -13,7 +13,7 @@ from hybrid_retrievers.models import HashingEmbedder
 from llama_index_hybrid_retrievers import HyDERetriever, LLMListwiseRerank
 
 NODES = [TextNode(text="cats sleep", id_="a"), TextNode(text="wing lift and drag", id_="b")]
-SLACK = 2.0
+SLACK = 10.0  # seconds allowed above the timeout on a loaded machine; the hung LLM waits 60
 
 
 @pytest.fixture
