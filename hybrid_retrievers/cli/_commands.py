@@ -248,6 +248,8 @@ def search(args: argparse.Namespace) -> int:
     if not hits:
         print("no chunk matches the query (its BM25 terms, after stopwords and stemming: "
               f"{loaded.lexical.analyzer.tokenize(query)})", file=sys.stderr)
+    for note in loaded.notes:
+        print(f"({note})", file=sys.stderr)
     if loaded.loads:  # on stderr: --json output stays one record per line
         took = ", ".join(f"{name} {seconds:.1f} s" for name, seconds in loaded.loads)
         print(f"(loading the query models took {took}; for many queries, `hybrid-retrievers "

@@ -134,9 +134,13 @@ def index_command(args: argparse.Namespace) -> int:
     else:
         searcher = _update(old, plan, new_docs, embedder, sparse, args, found)
     _close_sparse_cache(sparse)
+    from ..models.onnx_query import export_query_encoders
+
+    query = export_query_encoders({"dense": embedder, "sparse": sparse},
+                                  _saved_ingest(args.out).get("query_encoders"), log=_err)
     n_described = sum(1 for d in searcher.leg("bm25").docs if d.metadata.get("type") == "image")
     _save(searcher, args.out, {**settings, "images": routes.settings(n_described),
-                               _CLASHED_KEY: clashed > 0})
+                               _CLASHED_KEY: clashed > 0, "query_encoders": query})
     routes.save()
     _report_skipped(found.skipped)
     _report_other_kinds(found.other_kinds)
@@ -280,7 +284,7 @@ def ingest_settings(args: argparse.Namespace, model: str | None, embedder: Any,
 
 def load_index(
     folder: Path, model: str | None = None, *, sparse_model: str | None = None,
-    mmap: bool = False,
+    mmap: bool = False, onnx_queries: bool = False,
 ) -> tuple[Any, dict[str, Any]]:
     """``(FusionSearcher, ingest settings)`` of an index folder written by ``index``.
 
@@ -288,6 +292,9 @@ def load_index(
     another path). A folder written by an older ``index`` (a bare `BM25Index`) loads as
     a one-leg fusion. Nothing is loaded or imported for the models: each one loads at
     its leg's first query (the saved manifests answer the dimension and model identity).
+    ``onnx_queries``: a leg whose query encoder was exported (``"query_encoders"`` in
+    the ingest settings, for the same model) encodes queries with it, without torch
+    (`hybrid_retrievers.models.onnx_query.OnnxQueryPath`).
     """
     from ..bm25 import BM25Index
     from ..fusion import FusionSearcher
@@ -313,7 +320,22 @@ def load_index(
             raise ValueError(f"{folder} holds a learned sparse leg but records no model; "
                              "pass --sparse-model")
         sparse = _make_sparse_embedder(name, ingest.get("sparse_model_id"))
+    if onnx_queries:
+        embedder, sparse = (_onnx_queries(e, ingest, leg)
+                            for e, leg in ((embedder, "dense"), (sparse, "sparse")))
     return FusionSearcher.load(folder, embedder, sparse_embedder=sparse, mmap=mmap), ingest
+
+
+def _onnx_queries(encoder: Any, ingest: dict[str, Any], leg: str) -> Any:
+    """``encoder`` behind its exported query encoder, when ``index`` recorded one for it."""
+    records = ingest.get("query_encoders")
+    record = records.get(leg) if isinstance(records, dict) else None
+    if encoder is None or not isinstance(record, dict) or not record.get("folder") \
+            or record.get("model_id") != encoder.model_id:
+        return encoder
+    from ..models.onnx_query import OnnxQueryPath
+
+    return OnnxQueryPath(encoder, record["folder"])
 
 
 def _previous(args: argparse.Namespace, settings: dict[str, Any]) -> tuple[Any, str | None]:

@@ -90,7 +90,8 @@ class LoadedIndex:
 
         self.folder = folder
         self.label = label or str(folder)
-        self.fused, self.ingest = load_index(folder, model, sparse_model=sparse_model)
+        self.fused, self.ingest = load_index(folder, model, sparse_model=sparse_model,
+                                             onnx_queries=True)
         self.lexical = self.fused.leg("bm25")
         self.names = tuple(str(n) for n in self.fused.names)
         if self.lexical is None:  # passages, explain and the chunk list need BM25's
@@ -100,6 +101,7 @@ class LoadedIndex:
         self._reranker_name = reranker
         self._reranker: Any = None
         self.loads: list[tuple[str, float]] = []  # (leg, seconds): see `load_encoders`
+        self.notes: list[str] = []  # a query encoder that fell back to torch, and why
         self.images = open_clip_index(folder, self.ingest, clip_model)
         self.describer, self.describe_timeout = describer, describe_timeout
         self.multimodal = self.images is not None or any(
@@ -146,7 +148,9 @@ class LoadedIndex:
         `load_index` loads no model: each one loads here, before the first query that
         needs it, so a BM25-only index or a search weighting the model legs 0 never
         imports torch, and the command line can say what the load cost (``serve``
-        keeps the models loaded).
+        keeps the models loaded). A leg whose query encoder ``index`` exported loads it
+        on ONNX Runtime, without torch (`hybrid_retrievers.models.onnx_query`); one that
+        loads its model instead adds to `notes` why and how to get the export.
         """
         plan = self.fused.plan.weights
         asked = weights if weights is not None else (None if callable(plan) else plan)
@@ -158,10 +162,16 @@ class LoadedIndex:
                 continue
             from ._build import _quiet_transformers
 
-            _quiet_transformers()
             start = time.perf_counter()
-            encoder.warm_up()
+            load_onnx = getattr(encoder, "load_onnx", None)  # torch-free (models/onnx_query)
+            if not (callable(load_onnx) and load_onnx()):
+                _quiet_transformers()
+                encoder.warm_up()
             loaded.append((name, time.perf_counter() - start))
+            if getattr(encoder, "runtime", None) != "onnx":
+                from ..models.onnx_query import torch_query_note
+
+                self.notes.append(torch_query_note(name, encoder, self.ingest))
         self.loads.extend(loaded)
         return loaded
 
