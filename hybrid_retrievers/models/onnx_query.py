@@ -148,11 +148,10 @@ class OnnxQueryEncoder:
         """The vector length (dense) or vocabulary size (sparse)."""
         return int(self.settings["dimension"])
 
-    def _features(self, texts: list[str]) -> dict[str, NDArray[np.int64]]:
-        """The graph's inputs for ``texts``: token ids padded to the longest, the mask."""
-        encodings = self._tokenizer.encode_batch(texts)
+    def _features(self, encodings: list[Any]) -> dict[str, NDArray[np.int64]]:
+        """The graph's inputs for tokenized texts: ids padded to the longest, the mask."""
         width = max(len(e.ids) for e in encodings)
-        shape = (len(texts), width)
+        shape = (len(encodings), width)
         ids = np.full(shape, int(self.settings["pad_id"]), dtype=np.int64)
         mask = np.zeros(shape, dtype=np.int64)
         types = np.zeros(shape, dtype=np.int64)
@@ -162,16 +161,30 @@ class OnnxQueryEncoder:
         named = {"input_ids": ids, "attention_mask": mask, "token_type_ids": types}
         return {name: named[name] for name in self.settings["inputs"]}
 
-    def encode(self, texts: Sequence[str], batch_size: int = 32) -> NDArray[np.float32]:
+    def encode(self, texts: Sequence[str], batch_size: int = 32,
+               max_batch_tokens: int = 2048) -> NDArray[np.float32]:
         """Pooled query vectors, ``(len(texts), dimension)`` float32 (sparse: one weight
-        per vocabulary entry, zeros included)."""
-        texts = [str(t) for t in texts]
-        out = np.zeros((len(texts), self.dimension), dtype=np.float32)
-        for start in range(0, len(texts), batch_size):
-            batch = texts[start:start + batch_size]
-            feed = self._features(batch)
+        per vocabulary entry, zeros included).
+
+        At most ``batch_size`` texts and ``max_batch_tokens`` padded tokens (texts x the
+        longest) per run of the graph, as `SpladeEncoder` batches: a masked-language
+        model's output is a vocabulary-wide row per token (2,048 tokens of BERT's
+        vocabulary: 250 MB).
+        """
+        encodings = self._tokenizer.encode_batch([str(t) for t in texts])
+        out = np.zeros((len(encodings), self.dimension), dtype=np.float32)
+        start = 0
+        while start < len(encodings):
+            end, width = start + 1, len(encodings[start].ids)
+            while end < len(encodings) and end - start < batch_size:
+                width = max(width, len(encodings[end].ids))
+                if (end - start + 1) * width > max_batch_tokens:
+                    break
+                end += 1
+            feed = self._features(encodings[start:end])
             (tokens,) = self._session.run([self.settings["output"]], feed)
-            out[start:start + len(batch)] = self._pool(tokens, feed["attention_mask"])
+            out[start:end] = self._pool(tokens, feed["attention_mask"])
+            start = end
         return out
 
     def _pool(self, tokens: NDArray[Any], mask: NDArray[np.int64]) -> NDArray[np.float32]:
@@ -179,8 +192,8 @@ class OnnxQueryEncoder:
         keep = mask[:, :, None].astype(bool)
         if self.kind == "sparse":
             if self.settings["pooling"] == "max":  # activation is monotone: max first
-                pooled = _splade_activation(np.where(keep, tokens, -np.inf).max(axis=1),
-                                            self.settings["activation"])
+                tokens[mask == 0] = -np.inf  # padding never wins (in place: no copy)
+                pooled = _splade_activation(tokens.max(axis=1), self.settings["activation"])
             else:  # "sum"
                 pooled = (_splade_activation(tokens, self.settings["activation"])
                           * keep).sum(axis=1)

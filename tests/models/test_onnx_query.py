@@ -183,3 +183,10 @@ def test_a_failing_export_is_logged_and_left_out(
     assert export_query_encoders({"dense": lazy}, None, log=logged.append) == {}
     assert logged == ["dense: exporting the query encoder failed (OSError: No space left on "
                       "device); a search loads torch for it, and the next index run tries again"]
+
+
+def test_batches_of_any_size_and_token_budget_give_the_same_vectors(sparse, dense) -> None:
+    for _, onnx in (sparse, dense):
+        alone = onnx.encode(QUERIES, batch_size=1)
+        np.testing.assert_allclose(onnx.encode(QUERIES), alone, atol=1e-6)
+        np.testing.assert_allclose(onnx.encode(QUERIES, max_batch_tokens=16), alone, atol=1e-6)
