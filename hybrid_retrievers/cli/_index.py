@@ -129,15 +129,17 @@ def index_command(args: argparse.Namespace) -> int:
         raise ValueError(f"nothing to index under {args.source}: every file was skipped"
                          + (" (the CLIP image vectors need text beside them: a text file or "
                             "--describer)" if routes.clip_index is not None else ""))
+    # The query encoders' export (once per model: later runs find it in the ONNX cache),
+    # before the encoding, which then reuses the export's freed working memory.
+    from ..models.onnx_query import export_query_encoders
+
+    query = export_query_encoders({"dense": embedder, "sparse": sparse},
+                                  _saved_ingest(args.out).get("query_encoders"), log=_err)
     if old is None:
         searcher = _build(new_docs, embedder, sparse, args)
     else:
         searcher = _update(old, plan, new_docs, embedder, sparse, args, found)
     _close_sparse_cache(sparse)
-    from ..models.onnx_query import export_query_encoders
-
-    query = export_query_encoders({"dense": embedder, "sparse": sparse},
-                                  _saved_ingest(args.out).get("query_encoders"), log=_err)
     n_described = sum(1 for d in searcher.leg("bm25").docs if d.metadata.get("type") == "image")
     _save(searcher, args.out, {**settings, "images": routes.settings(n_described),
                                _CLASHED_KEY: clashed > 0, "query_encoders": query})

@@ -59,6 +59,7 @@ import hashlib
 import importlib.util
 import json
 import os
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -286,9 +287,10 @@ class OnnxQueryPath:
         self._onnx: OnnxQueryEncoder | None = None
         self._fell_back = False
         self.fallback_reason: str | None = None
+        self._lock = threading.Lock()  # `serve` answers queries on several threads
 
     def __getattr__(self, name: str) -> Any:  # everything but the query side: the wrapper's
-        if name.startswith("__") or name == "_encoder":
+        if name.startswith("__") or name in ("_encoder", "_lock"):
             raise AttributeError(name)
         return getattr(self._encoder, name)
 
@@ -336,6 +338,10 @@ class OnnxQueryPath:
         the first query) then loads the model. A caller that prepares the model's
         loading (quiets its progress bar, which imports transformers) does it only then.
         """
+        with self._lock:
+            return self._load_onnx()
+
+    def _load_onnx(self) -> bool:
         if self._onnx is not None or self._fell_back:
             return self._onnx is not None
         missing = missing_runtime()
