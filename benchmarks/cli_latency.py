@@ -12,8 +12,11 @@
    sentence-transformers, and the torch-free pair onnxruntime + tokenizers.
 
 ``--code PATH`` runs another checkout's package (e.g. ``git archive`` of an older commit
-unpacked in /tmp) for a before/after comparison. Timings on a loaded machine are noisy:
-report the load average with them (printed first).
+unpacked in /tmp); ``--before PATH`` times that checkout too, alternating its runs with
+``--code``'s (before, after, before, after...) so both see the same load, and prints both
+(a search after ``index`` exported the query encoders runs them on ONNX Runtime without
+importing torch, `hybrid_retrievers.models.onnx_query`; an older checkout loads torch).
+Timings on a loaded machine are noisy: the load average is printed first and per row.
 
 Run: ``python benchmarks/cli_latency.py --index-from docs/ --out /tmp/idx [--repeat 3]``,
 or ``--out EXISTING_INDEX`` alone to time searches only.
@@ -39,6 +42,13 @@ PROBE = ("import json, runpy, sys; sys.argv = ['hybrid-retrievers', *sys.argv[1:
          "if m in sys.modules], 'from', __import__('hybrid_retrievers').__file__, file=sys.stderr)")
 
 
+def checkout_env(code: Path) -> dict[str, str]:
+    """The environment that runs the package of the checkout ``code``."""
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(
+        [str(code), str(code / "integrations"), os.environ.get("PYTHONPATH", "")]),
+        "HYBRID_RETRIEVERS_CODE": str(code)}
+
+
 def run(args: list[str], env: dict[str, str]) -> tuple[float, float, str]:
     """Wall seconds, peak RSS in MB and stderr of one child process."""
     start = time.perf_counter()
@@ -59,28 +69,39 @@ def main() -> None:
     parser.add_argument("--query", default="how do I serve the index over MCP")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--code", type=Path, default=ROOT, help="the checkout to run")
+    parser.add_argument("--before", type=Path, help="another checkout, timed alternately")
     args = parser.parse_args()
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
-        [str(args.code), str(args.code / "integrations"), os.environ.get("PYTHONPATH", "")]),
-        "HYBRID_RETRIEVERS_CODE": str(args.code)}
-    print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores; code {args.code}")
+    env = checkout_env(args.code)
+    codes = {"before": checkout_env(args.before), "after": env} if args.before else {"": env}
+    print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores; code {args.code}"
+          + (f", before: {args.before}" if args.before else ""))
     if args.index_from is not None:
         with tempfile.TemporaryDirectory() as cache:
             wall, rss, _ = run([sys.executable, "-m", "hybrid_retrievers", "index",
                                 str(args.index_from), "--out", str(args.out), "--rebuild"],
                                {**env, "HYBRID_RETRIEVERS_CACHE_DIR": cache})
         print(f"index {args.index_from}: {wall:.1f} s, peak {rss:,.0f} MB")
-    print("| search | median wall s | peak MB | imported / loaded |\n|---|---:|---:|---|")
+    print("| search | code | median wall s | peak MB | load average | imported / loaded |\n"
+          "|---|---|---:|---:|---:|---|")
     for label, weights in WEIGHTS.items():
-        walls, rss, note = [], 0.0, ""
+        walls: dict[str, list[float]] = {name: [] for name in codes}
+        rss = dict.fromkeys(codes, 0.0)
+        note = dict.fromkeys(codes, "")
+        loads = []
         for _ in range(args.repeat):
-            cmd = [sys.executable, "-c", PROBE, "search", str(args.out), args.query, "-k", "3"]
-            wall, peak, err = run(cmd + (["--weights", weights] if weights else []), env)
-            walls.append(wall)
-            rss = max(rss, peak)
-            note = " ".join(line.strip() for line in err.splitlines()
-                            if line.startswith(("imported:", "(loading")))
-        print(f"| {label} | {statistics.median(walls):.2f} | {rss:,.0f} | {note} |")
+            for name, code_env in codes.items():  # alternating: the same load for both
+                cmd = [sys.executable, "-c", PROBE, "search", str(args.out), args.query,
+                       "-k", "3"]
+                wall, peak, err = run(cmd + (["--weights", weights] if weights else []),
+                                      code_env)
+                walls[name].append(wall)
+                rss[name] = max(rss[name], peak)
+                loads.append(os.getloadavg()[0])
+                note[name] = " ".join(line.strip() for line in err.splitlines()
+                                      if line.startswith(("imported:", "(loading")))
+        for name in codes:
+            print(f"| {label} | {name} | {statistics.median(walls[name]):.2f} | "
+                  f"{rss[name]:,.0f} | {statistics.mean(loads):.1f} | {note[name]} |")
     print("\n| import in a new process | wall s |\n|---|---:|")
     for module in ("hybrid_retrievers.cli", "torch", "sentence_transformers",
                    "onnxruntime, tokenizers"):

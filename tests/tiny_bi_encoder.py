@@ -15,22 +15,17 @@ from pathlib import Path
 
 from tiny_cross_encoder import DEFAULT_WORDS, _tokenizer, _vocabulary
 
-__all__ = ["build_tiny_bi_encoder"]
+__all__ = ["build_tiny_bi_encoder", "save_tiny_bert"]
 
 
-def build_tiny_bi_encoder(folder: str | Path, *, hidden_size: int = 32, seed: int = 0) -> Path:
-    """Write a tiny, seeded sentence-transformers bi-encoder to ``folder``; return its path."""
+def save_tiny_bert(hf: Path, model_class: str = "BertModel", *, hidden_size: int = 32,
+                   seed: int = 0) -> Path:
+    """Save a seeded 2-layer ``transformers`` BERT (``model_class``: ``"BertModel"``,
+    ``"BertForMaskedLM"``) and its WordPiece tokenizer over the tiny vocabulary into ``hf``."""
     import torch
-    from sentence_transformers import SentenceTransformer
+    import transformers
+    from transformers import BertConfig, BertTokenizerFast
 
-    try:  # sentence-transformers >= 6 moved the modules here
-        from sentence_transformers.sentence_transformer import modules as models
-    except ImportError:  # pragma: no cover - older releases
-        from sentence_transformers import models
-    from transformers import BertConfig, BertModel, BertTokenizerFast
-
-    folder = Path(folder)
-    hf = folder.parent / f"{folder.name}-hf"
     hf.mkdir(parents=True, exist_ok=True)
     vocab_file = hf / "vocab.txt"
     vocab_file.write_text("\n".join(_vocabulary(DEFAULT_WORDS)) + "\n", encoding="utf-8")
@@ -40,8 +35,22 @@ def build_tiny_bi_encoder(folder: str | Path, *, hidden_size: int = 32, seed: in
         max_position_embeddings=128)
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
-        BertModel(config).save_pretrained(hf)
+        getattr(transformers, model_class)(config).save_pretrained(hf)
     _tokenizer(BertTokenizerFast, vocab_file, 128).save_pretrained(hf)
+    return hf
+
+
+def build_tiny_bi_encoder(folder: str | Path, *, hidden_size: int = 32, seed: int = 0) -> Path:
+    """Write a tiny, seeded sentence-transformers bi-encoder to ``folder``; return its path."""
+    from sentence_transformers import SentenceTransformer
+
+    try:  # sentence-transformers >= 6 moved the modules here
+        from sentence_transformers.sentence_transformer import modules as models
+    except ImportError:  # pragma: no cover - older releases
+        from sentence_transformers import models
+
+    folder = Path(folder)
+    hf = save_tiny_bert(folder.parent / f"{folder.name}-hf", hidden_size=hidden_size, seed=seed)
     model = SentenceTransformer(modules=[models.Transformer(str(hf), max_seq_length=64),
                                          models.Pooling(hidden_size, "mean"), models.Normalize()],
                                 device="cpu")

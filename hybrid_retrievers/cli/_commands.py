@@ -247,6 +247,8 @@ def search(args: argparse.Namespace) -> int:
     if not results:
         print("no chunk matches the query (its BM25 terms, after stopwords and stemming: "
               f"{index.lexical.analyzer.tokenize(query)})", file=sys.stderr)
+    for note in index.notes:
+        print(f"({note})", file=sys.stderr)
     if index.loads:  # on stderr: --json output stays one record per line
         took = ", ".join(f"{name} {seconds:.1f} s" for name, seconds in index.loads)
         print(f"(loading the query models took {took}; for many queries, `hybrid-retrievers "

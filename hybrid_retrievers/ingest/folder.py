@@ -160,6 +160,7 @@ class FolderIndex:
         self.report = report
         """What the `build` or `update` that made this index did (None when opened)."""
         self.loads: list[tuple[str, float]] = []
+        self.notes: list[str] = []  # a query encoder that fell back to torch, and why
         """``(leg, seconds)`` of each query encoder loaded (see `load_encoders`)."""
         self._reranker_spec = reranker
         self._reranker: Any = None
@@ -404,7 +405,9 @@ class FolderIndex:
         `open` loads no model: each one loads here, before the first query that needs
         it, so a BM25-only index or a search weighting the model legs 0 never imports
         torch, and the command line can say what the load cost (``serve`` keeps the
-        models loaded).
+        models loaded). A leg whose query encoder the build exported loads it on ONNX
+        Runtime, without torch (`hybrid_retrievers.models.onnx_query`); one that loads
+        its model instead adds to `notes` why and how to get the export.
         """
         plan = self.fused.plan.weights
         asked = weights if weights is not None else (None if callable(plan) else plan)
@@ -415,10 +418,16 @@ class FolderIndex:
                 if (encoder is None or getattr(encoder, "is_loaded", True)
                         or (asked is not None and not asked[i] > 0)):
                     continue
-                folder_models.quiet_transformers()
                 start = time.perf_counter()
-                encoder.warm_up()
+                load_onnx = getattr(encoder, "load_onnx", None)  # torch-free: models.onnx_query
+                if not (callable(load_onnx) and load_onnx()):
+                    folder_models.quiet_transformers()
+                    encoder.warm_up()
                 loaded.append((name, time.perf_counter() - start))
+                if getattr(encoder, "runtime", None) != "onnx":
+                    from ..models.onnx_query import torch_query_note
+
+                    self.notes.append(torch_query_note(name, encoder, self.ingest))
             self.loads.extend(loaded)
         return loaded
 
@@ -592,8 +601,24 @@ def _load(folder: Path, model: Any, sparse_model: Any, mmap: bool) -> tuple[Any,
                               "learned sparse", "sparse_model",
                               lambda name: folder_models.make_sparse_embedder(
                                   name, ingest.get("sparse_model_id")))
+    embedder, sparse = (_onnx_queries(e, ingest, leg)
+                        for e, leg in ((embedder, "dense"), (sparse, "sparse")))
     return FusionSearcher.from_saved(folder, saved, embedder, sparse_embedder=sparse,
                                      mmap=mmap), ingest
+
+
+def _onnx_queries(encoder: Any, ingest: dict[str, Any], leg: str) -> Any:
+    """``encoder`` behind its exported query encoder, when the build recorded one for it
+    (``"query_encoders"``, same model): the leg then encodes queries on ONNX Runtime,
+    without torch (`hybrid_retrievers.models.onnx_query.OnnxQueryPath`)."""
+    records = ingest.get("query_encoders")
+    record = records.get(leg) if isinstance(records, dict) else None
+    if encoder is None or not isinstance(record, dict) or not record.get("folder") \
+            or record.get("model_id") != getattr(encoder, "model_id", None):
+        return encoder
+    from ..models.onnx_query import OnnxQueryPath
+
+    return OnnxQueryPath(encoder, record["folder"])
 
 
 def _query_model(folder: Path, given: Any, recorded: Any, leg: str, argument: str,

@@ -180,6 +180,12 @@ def sync_folder(
                          + (f" ({reasons})" if reasons else "")
                          + (" (the CLIP image vectors need text beside them: a text file or "
                             "a describer)" if routes.clip_index is not None else ""))
+    # The query encoders' export (once per model: later runs find it in the ONNX cache),
+    # before the encoding, which then reuses the export's freed working memory.
+    from ..models.onnx_query import export_query_encoders
+
+    query = export_query_encoders({"dense": legs.embedder, "sparse": legs.sparse},
+                                  saved_ingest.get("query_encoders"), log=log)
     if old is None:
         searcher = _build(new_docs, legs, language, method, cache, log, progress)
     else:
@@ -189,7 +195,7 @@ def sync_folder(
         folder_models.close_sparse_cache(store, log)
     n_described = sum(1 for d in searcher.leg("bm25").docs if d.metadata.get("type") == "image")
     ingest = {**settings, "images": routes.settings(n_described), _CLASHED_KEY: clashed > 0,
-              SOURCE_KEY: str(source.resolve())}
+              SOURCE_KEY: str(source.resolve()), "query_encoders": query}
     _save(searcher, out, ingest)
     routes.save()
     report = IndexReport(

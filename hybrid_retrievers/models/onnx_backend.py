@@ -46,7 +46,7 @@ from .export import (
     torch_threads,
 )
 
-__all__ = ["default_cache_dir", "install_onnx_backend"]
+__all__ = ["default_cache_dir", "export_onnx", "install_onnx_backend"]
 
 _EXPORT_VERSION = "4"  # bump when the export recipe changes: old cache entries are not reused
 _OPSET = 17  # the TorchScript exporter's newest well-supported opset
@@ -75,16 +75,45 @@ def install_onnx_backend(
     """
     ort = require("onnxruntime", extra="onnx", feature="the ONNX Runtime backend")
     model = text_transformer(st_model, "ONNX")
-    entry = cache_root(cache_dir, "HYBRID_RETRIEVERS_ONNX_CACHE", "onnx") / fingerprint(
-        model, _EXPORT_VERSION)
-    path = entry / ("model_int8.onnx" if quantize else "model.onnx")
-    if not path.is_file():
-        _export(model, entry, quantize)
+    path = _exported(model, quantize, cache_dir)
     options = ort.SessionOptions()
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
     options.intra_op_num_threads = torch_threads()  # the same threads as the torch backend
     session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
     model.hf.forward = _OrtForward(session, model.inputs, model.output)
+    return path
+
+
+def export_onnx(
+    st_model: Any, *, quantize: bool = False, fuse: bool = True,
+    cache_dir: str | os.PathLike[str] | None = None,
+) -> Path:
+    """The ``.onnx`` graph of ``st_model``'s transformer, exported now unless cached.
+
+    The same export (and, with ``fuse``, the same cache entry) as `install_onnx_backend`;
+    the torch-free query encoders (`hybrid_retrievers.models.onnx_query`) export with
+    ``fuse=False``: the offline BERT fusions speed up batches, not one query, and cost
+    ~0.6 GB of memory for all-MiniLM-L6-v2 (ONNX Runtime still applies its own fusions
+    when it loads the graph). Its inputs are the tokenizer's (``input_ids``,
+    ``attention_mask``, ``token_type_ids`` when the model has them), its output the
+    transformer's per-token output (hidden states, or a masked-language-model head's
+    logits).
+
+    Raises:
+        ImportError: naming the ``onnx`` extra when onnx (or torch) is missing.
+        ValueError: for a model whose first module is not a text ``Transformer``.
+    """
+    return _exported(text_transformer(st_model, "ONNX"), quantize, cache_dir, fuse=fuse)
+
+
+def _exported(model: TextTransformer, quantize: bool,
+              cache_dir: str | os.PathLike[str] | None, *, fuse: bool = True) -> Path:
+    recipe = _EXPORT_VERSION if fuse else f"{_EXPORT_VERSION}-unfused"
+    entry = cache_root(cache_dir, "HYBRID_RETRIEVERS_ONNX_CACHE", "onnx") / fingerprint(
+        model, recipe)
+    path = entry / ("model_int8.onnx" if quantize else "model.onnx")
+    if not path.is_file():
+        _export(model, entry, quantize, fuse)
     return path
 
 
@@ -103,7 +132,7 @@ class _OrtForward:
         return {self.output: torch.from_numpy(out)}
 
 
-def _export(model: TextTransformer, entry: Path, quantize: bool) -> None:
+def _export(model: TextTransformer, entry: Path, quantize: bool, fuse: bool = True) -> None:
     """Export (and quantize) into ``entry`` atomically: a half-written graph is never used."""
     torch = require("torch", extra="models", feature="the ONNX Runtime backend")
     require("onnx", extra="onnx", feature="exporting a model to ONNX")
@@ -114,7 +143,8 @@ def _export(model: TextTransformer, entry: Path, quantize: bool) -> None:
         if not fp32.is_file():
             source = tmp / "model.onnx"
             _torch_export(torch, model, source)
-            _fuse(source, model.hf.config, model.inputs, model.output, probe_inputs(model))
+            if fuse:
+                _fuse(source, model.hf.config, model.inputs, model.output, probe_inputs(model))
         if quantize:
             _quantize(source, tmp / "model_int8.onnx", model.hf.config)
 
@@ -228,6 +258,9 @@ def _torch_export(torch: Any, model: TextTransformer, path: Path) -> None:
     if callable(setter):  # eager attention exports to plain ONNX ops on every runtime
         setter("eager")
     was_training = hf.training
+    # A backend installed on the model (bfloat16 autocast, ONNX Runtime) replaces its
+    # forward on the instance: the graph is the class's own float32 forward.
+    installed = hf.__dict__.pop("forward", None)
     hf.eval()
     try:
         with warnings.catch_warnings(), torch.no_grad():
@@ -243,4 +276,6 @@ def _torch_export(torch: Any, model: TextTransformer, path: Path) -> None:
     finally:
         if callable(setter) and previous:
             setter(previous)
+        if installed is not None:
+            hf.forward = installed
         hf.train(was_training)

@@ -338,6 +338,7 @@ def test_index_and_search_with_the_real_splade_tiny(tmp_path: Path, capsys, hash
                         lambda model: CountingEmbedder(dimension=64))
     monkeypatch.setattr(folder_models, "dense_available", lambda model: None)
     monkeypatch.setenv("HYBRID_RETRIEVERS_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("HYBRID_RETRIEVERS_ONNX_CACHE", str(tmp_path / "onnx"))
     src = _folder(tmp_path)
     idx = tmp_path / "idx"
     assert main(["index", str(src), "--out", str(idx)]) == 0
@@ -352,6 +353,9 @@ def test_index_and_search_with_the_real_splade_tiny(tmp_path: Path, capsys, hash
     # The model loaded for this query: stderr says so and points to serve.
     assert "loading the query models took sparse" in captured.err
     assert f"hybrid-retrievers serve {idx}` keeps them loaded" in captured.err
+    # index exported the sparse query encoder: the query ran on ONNX Runtime
+    assert "runs on torch" not in captured.err
+    assert (tmp_path / "onnx").is_dir()
 
 
 def _hostile_folder(root: Path) -> Path:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -127,3 +128,45 @@ def test_a_loaded_embedder_of_another_size_is_still_refused_at_load(tmp_path: Pa
     VectorIndex.from_vectors(np.eye(4, dtype=np.float32)[:3], IDS).save(tmp_path / "v")
     with pytest.raises(ValueError, match="makes 8-d vectors but the index"):
         VectorIndex.load(tmp_path / "v", HashingEmbedder(dimension=8))
+
+
+def _ranks(out: str) -> list[tuple[str, dict]]:
+    hits = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+    return [(h["id"], {leg: (v or {}).get("rank") for leg, v in h["legs"].items()})
+            for h in hits]
+
+
+def test_a_search_through_both_model_legs_imports_no_torch_once_indexed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``index`` exports the query encoders (`hybrid_retrievers.models.onnx_query`); a
+    search through the dense and sparse legs then runs them on ONNX Runtime: no torch,
+    transformers or sentence-transformers imported, and the ranks the torch path gives
+    (checked by removing the exports, which also prints how to get them back)."""
+    for module in ("sentence_transformers", "onnxruntime", "onnx", "tokenizers"):
+        pytest.importorskip(module)
+    from tiny_bi_encoder import build_tiny_bi_encoder
+    from tiny_splade import build_tiny_splade
+
+    source = tmp_path / "notes"
+    source.mkdir()
+    for name, text in zip(IDS, TEXTS):
+        (source / name).write_text(text + "\n", encoding="utf-8")
+    models = ["--model", str(build_tiny_bi_encoder(tmp_path / "bi")),
+              "--sparse-model", str(build_tiny_splade(tmp_path / "splade"))]
+    monkeypatch.setenv("HYBRID_RETRIEVERS_ONNX_CACHE", str(tmp_path / "onnx"))
+    monkeypatch.setenv("HYBRID_RETRIEVERS_CACHE_DIR", str(tmp_path / "cache"))
+    index = tmp_path / "idx"
+    probe, _, err = _run("index", str(source), "--out", str(index), *models)
+    assert probe["code"] == 0, err
+    search = ("search", str(index), "bake bread with yeast", "-k", "3", "--json")
+    probe, fast, err = _run(*search)
+    assert probe == {"code": 0, "imported": []}, err
+    assert "runs on torch" not in err and "loading the query models took dense" in err
+    ranks = _ranks(fast)
+    assert len(ranks) == 3 and all(legs["dense"] and legs["sparse"] for _, legs in ranks)
+    shutil.rmtree(tmp_path / "onnx")
+    probe, slow, err = _run(*search)
+    assert probe["code"] == 0 and "torch" in probe["imported"], err
+    assert "dense: the query encoder runs on torch" in err and "index` on this index" in err
+    assert _ranks(slow) == ranks
