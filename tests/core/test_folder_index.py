@@ -208,3 +208,29 @@ def test_the_cli_index_and_the_class_write_the_same_folder(tmp_path: Path, monke
         [(d.id, d.text) for d in built.lexical.docs]
     assert cli.ingest == built.ingest
     assert isinstance(cli.fused, FusionSearcher) and cli.names == ("bm25",)
+
+
+def test_an_update_keeps_the_exported_query_encoders(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The build exports each model's query side (`hybrid_retrievers.models.onnx_query`);
+    an index opened with those exports, updated with its own models, records them again
+    (its models are the ONNX-fronted ones: the update must see through them) and still
+    searches on ONNX Runtime."""
+    for module in ("sentence_transformers", "onnxruntime", "onnx", "tokenizers"):
+        pytest.importorskip(module)
+    from tiny_bi_encoder import build_tiny_bi_encoder
+
+    monkeypatch.setenv("HYBRID_RETRIEVERS_ONNX_CACHE", str(tmp_path / "onnx"))
+    src = _notes(tmp_path)
+    FolderIndex.build(src, tmp_path / "idx", model=str(build_tiny_bi_encoder(tmp_path / "bi")),
+                      sparse=False, chunk_size=40, cache=False)
+    index = FolderIndex.open(tmp_path / "idx")
+    recorded = index.ingest["query_encoders"]
+    assert set(recorded) == {"dense"} and recorded["dense"]["folder"]
+    (src / "bread.txt").write_text("Sourdough bread needs a starter.\n", encoding="utf-8")
+    index.update()
+    again = FolderIndex.open(tmp_path / "idx")
+    assert again.ingest["query_encoders"] == recorded
+    assert again.search("sourdough starter", k=1)[0].file == "bread.txt"
+    assert again.fused.leg("dense").embedder.runtime == "onnx" and not again.notes
