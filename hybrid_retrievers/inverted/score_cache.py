@@ -209,7 +209,7 @@ class ScoreCache:
 
 
 _UPPER_SLAB_POSTINGS = 1 << 20
-"""Postings per slab when computing upper bounds (fewer only for one longer list), so
+"""Postings per slab when computing upper bounds (more only when one list is longer), so
 the transient (a few float32 arrays of a slab's size) stays small: slabs of 65,536
 terms held nearly every posting of a Zipfian corpus (a 1M-document build peaked here)."""
 
