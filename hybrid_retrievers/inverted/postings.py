@@ -273,22 +273,26 @@ class _Slabs:
     objects, and once freed stay in the process's resident memory (at 1M documents,
     more than the postings themselves). Packed into slabs of `SLAB_BYTES` (above
     glibc's largest mmap threshold, so each slab is its own mapping), they go back to
-    the system as soon as the last run of a slab is placed. Pages of a slab are only
-    resident once written, so a small build pays for what it uses.
+    the system as soon as the last run of a slab is placed. Slabs start at 1 MiB and
+    double up to that size, so a small build (an `add` of a few documents) does not
+    reserve 64 MiB.
     """
 
     SLAB_BYTES = 64 << 20
+    FIRST_SLAB_BYTES = 1 << 20
 
     def __init__(self) -> None:
         self._slab = np.empty(0, dtype=np.uint8)
         self._used = 0
+        self._next = self.FIRST_SLAB_BYTES
 
     def packed(self, runs: _Runs) -> _Runs:
         """``runs`` with its arrays copied into the current slab (views of it)."""
         arrays = (runs.terms, runs.counts, runs.docs, runs.tf)
         need = sum(-(-a.nbytes // 8) * 8 for a in arrays)
         if self._used + need > self._slab.size:
-            self._slab = np.empty(max(self.SLAB_BYTES, need), dtype=np.uint8)
+            self._slab = np.empty(max(self._next, need), dtype=np.uint8)
+            self._next = min(2 * self._next, self.SLAB_BYTES)
             self._used = 0
         views = []
         for a in arrays:
