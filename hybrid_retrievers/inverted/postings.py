@@ -132,8 +132,8 @@ def written(
     then the term-major CSR is filled by a counting sort (old postings first, then each
     chunk in turn, each slab freed once its runs are placed), so no token list of the
     whole corpus and no COO copy of it is ever held. At 1M documents of bm25_speed's
-    corpus a build (score cache included) grew the process by 490 MiB (819 with runs
-    held one by one, bounds in slabs of 65,536 terms) and peaked 572 MiB above its
+    corpus a build (score cache included) grew the process by 511 MiB (819 with runs
+    held one by one, bounds in slabs of 65,536 terms) and peaked 577 MiB above its
     start (1,253), ``benchmarks/bm25_memory.py``.
     """
     offset = len(state.docs)
