@@ -127,10 +127,14 @@ def written(
     arrays are only read, so searches on it go on safely.
 
     Streamed: each chunk becomes term-sorted ``(term, doc, tf)`` runs, held compactly
-    (uint16 chunk-local documents, the smallest tf type, one entry per distinct term)
-    until every document frequency is known; then the term-major CSR is filled by a
-    counting sort (old postings first, then each chunk in turn), so no token list of
-    the whole corpus and no COO copy of it is ever held.
+    (uint16 chunk-local documents, the smallest tf type, one narrow entry per distinct
+    term; `_Runs`) in large slabs (`_Slabs`) until every document frequency is known;
+    then the term-major CSR is filled by a counting sort (old postings first, then each
+    chunk in turn, each slab freed once its runs are placed), so no token list of the
+    whole corpus and no COO copy of it is ever held. At 1M documents of bm25_speed's
+    corpus a build (score cache included) grew the process by 511 MiB (819 with runs
+    held one by one, bounds in slabs of 65,536 terms) and peaked 577 MiB above its
+    start (1,253), ``benchmarks/bm25_memory.py``.
     """
     offset = len(state.docs)
     rows_given = rows
@@ -143,12 +147,14 @@ def written(
     runs: list[_Runs] = []
     new_tokens: list[NDArray[np.int32]] | None = [] if state.tokens is not None else None
     start = 0
+    slabs = _Slabs()
     for chunk in chunks:
         if new_tokens is not None:
             new_tokens.append(chunk.vocab_ids)
-        runs.append(_chunk_runs(chunk, start))
+        runs.append(slabs.packed(_chunk_runs(chunk, start)))
         lengths[start:start + chunk.lengths.size] = chunk.lengths
         start += chunk.lengths.size
+    del slabs  # each slab is now held by its runs' views only: freed once they are placed
     if start != len(docs):
         raise ValueError(f"tokenised {start} documents, expected {len(docs)}")
     old_indptr, old_docs, old_tf = state.indptr, state.post_docs, state.post_tf
@@ -180,13 +186,14 @@ def written(
     runs.reverse()
     while runs:  # popped one by one, so each chunk's runs are freed once placed
         r = runs.pop()
-        within = np.arange(r.docs.size, dtype=np.int64) - np.repeat(r.starts, r.counts)
+        within = np.arange(r.docs.size, dtype=np.int64) - np.repeat(offsets(r.counts)[:-1],
+                                                                    r.counts)
         dest = np.repeat(cursor[r.terms], r.counts) + within
         post_docs[dest] = rows32[r.first + r.docs.astype(np.int64)]
         post_tf[dest] = r.tf
         cursor[r.terms] += r.counts
         if replaced.size:
-            touched.append(r.terms)
+            touched.append(r.terms.copy())  # a copy: a view would keep its slab alive
         del r, within, dest
     live = None
     if replaced.size:
@@ -240,16 +247,58 @@ class _Runs(NamedTuple):
     """One chunk's postings, term-sorted: ``counts[i]`` entries of term ``terms[i]``.
 
     The entries (``docs``: chunk-local positions, ascending within a term; ``tf``)
-    for ``terms[i]`` start at ``starts[i]``; ``first`` is the chunk's first document.
+    for ``terms[i]`` follow those of ``terms[i - 1]``; ``first`` is the chunk's first
+    document. Held until every chunk is counted, so kept narrow: ``counts`` and
+    ``docs`` in the smallest unsigned type for the chunk's size (uint16 for
+    `build.CHUNK_DOCS`), ``tf`` in the smallest for its largest count: 3 bytes a
+    posting and 6 a (chunk, term) pair for most corpora.
     """
 
     terms: NDArray[np.int32]
-    counts: NDArray[np.int64]
-    starts: NDArray[np.int64]
+    counts: NDArray[np.unsignedinteger]
     docs: NDArray[np.unsignedinteger]
     tf: NDArray[Any]  # counts (smallest unsigned type), or float32 weights
     max_tf: int
     first: int
+
+
+class _Slabs:
+    """Packs the runs of a build's chunks into large slabs, each freed whole once placed.
+
+    A chunk's runs are small arrays (about a MiB), kept until every chunk is counted,
+    while each chunk also makes and frees temporaries of that size. Allocated one by
+    one they would sit in the C heap between those temporaries and later long-lived
+    objects, and once freed stay in the process's resident memory (at 1M documents,
+    more than the postings themselves). Packed into slabs of `SLAB_BYTES` (above
+    glibc's largest mmap threshold, so each slab is its own mapping), they go back to
+    the system as soon as the last run of a slab is placed. Slabs start at 1 MiB and
+    double up to that size, so a small build (an `add` of a few documents) does not
+    reserve 64 MiB.
+    """
+
+    SLAB_BYTES = 64 << 20
+    FIRST_SLAB_BYTES = 1 << 20
+
+    def __init__(self) -> None:
+        self._slab = np.empty(0, dtype=np.uint8)
+        self._used = 0
+        self._next = self.FIRST_SLAB_BYTES
+
+    def packed(self, runs: _Runs) -> _Runs:
+        """``runs`` with its arrays copied into the current slab (views of it)."""
+        arrays = (runs.terms, runs.counts, runs.docs, runs.tf)
+        need = sum(-(-a.nbytes // 8) * 8 for a in arrays)
+        if self._used + need > self._slab.size:
+            self._slab = np.empty(max(self._next, need), dtype=np.uint8)
+            self._next = min(2 * self._next, self.SLAB_BYTES)
+            self._used = 0
+        views = []
+        for a in arrays:
+            view = self._slab[self._used:self._used + a.nbytes].view(a.dtype)
+            view[...] = a
+            views.append(view)
+            self._used += -(-a.nbytes // 8) * 8  # 8-byte aligned
+        return _Runs(*views, runs.max_tf, runs.first)
 
 
 def _chunk_runs(chunk: TokenChunk, first: int) -> _Runs:
@@ -288,10 +337,9 @@ def _chunk_runs(chunk: TokenChunk, first: int) -> _Runs:
     tnew[:1] = True
     np.not_equal(terms[1:], terms[:-1], out=tnew[1:])
     starts = np.flatnonzero(tnew)
-    counts = np.diff(np.append(starts, terms.size))
+    counts = np.diff(np.append(starts, terms.size)).astype(smallest_uint(n))
     max_tf = int(tf.max()) if tf.size else 0
-    return _Runs(terms[starts].astype(np.int32), counts, starts, docs,
-                 compact_tf(tf), max_tf, first)
+    return _Runs(terms[starts].astype(np.int32), counts, docs, compact_tf(tf), max_tf, first)
 
 
 def _transposed_runs(chunk: TokenChunk, first: int) -> _Runs | None:
@@ -313,12 +361,12 @@ def _transposed_runs(chunk: TokenChunk, first: int) -> _Runs | None:
     csc = sp.csr_matrix((chunk.weights, chunk.vocab_ids, indptr), shape=(n, n_terms)).tocsc()
     if not csc.has_canonical_format:  # some (term, doc) pair twice
         return None
-    counts = np.diff(csc.indptr).astype(np.int64)
+    counts = np.diff(csc.indptr)
     terms = np.flatnonzero(counts)
     tf = np.asarray(csc.data, dtype=np.float32)
-    return _Runs(terms.astype(np.int32), counts[terms], csc.indptr[terms].astype(np.int64),
-                 csc.indices.astype(smallest_uint(max(n, 1))), tf,
-                 int(tf.max()) if tf.size else 0, first)
+    narrow = smallest_uint(max(n, 1))
+    return _Runs(terms.astype(np.int32), counts[terms].astype(narrow),
+                 csc.indices.astype(narrow), tf, int(tf.max()) if tf.size else 0, first)
 
 
 def _copy_old(
