@@ -191,7 +191,10 @@ class SpladeEncoder(LazyModel):
         """Token string per vocabulary id (loads the model; computed once)."""
         if self._vocabulary is None:
             model = self.model
-            size = model.get_embedding_dimension() or len(model.tokenizer)
+            # The MLM head's width: sentence-transformers reports the hidden size until
+            # the first encode (SpladePooling learns its width then), 128 for splade-tiny.
+            config = getattr(getattr(model[0], "auto_model", None), "config", None)
+            size = getattr(config, "vocab_size", None) or len(model.tokenizer)
             tokens = list(model.tokenizer.convert_ids_to_tokens(list(range(size))))
             seen: set[str] = set()
             for j, token in enumerate(tokens):  # a dot product needs one string per id

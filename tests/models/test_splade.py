@@ -282,3 +282,14 @@ def test_chunked_pooling_gives_the_same_vectors_to_the_bit() -> None:
     chunked = model.encode_document(texts, batch_size=12, convert_to_tensor=True).to_dense()
     assert bool((whole == chunked).all())
     assert SpladeEncoder(_splade()).model[1].chunk_size == 16  # what the encoder loads with
+
+
+def test_the_vocabulary_is_the_mlm_heads_before_any_encoding(tmp_path) -> None:
+    """Before the first encode sentence-transformers reports the hidden size as the
+    dimension (SpladePooling learns the vocabulary's width on its first forward pass):
+    the token list must come from the MLM head, not from that number."""
+    from tiny_splade import build_tiny_splade
+
+    fresh = SpladeEncoder(str(build_tiny_splade(tmp_path / "splade", hidden_size=32)))
+    size = fresh.vocabulary_size
+    assert size == len(fresh.model.tokenizer) and size > 32
