@@ -76,6 +76,7 @@ class Oracle:
         self.norm = length_norm(lengths.astype(np.float64), avgdl, params.b).astype(np.float32)
         absent = self.variant.absent
         self.absent_weight = 0.0 if absent is None else float(absent(self.k1, self.delta))
+        self._scored: dict[str, tuple[np.ndarray, np.ndarray]] = {}
 
     def scores(self, query: str) -> tuple[np.ndarray, np.ndarray]:
         """Every document's float32 total, and whether it matches a query term."""
@@ -97,9 +98,11 @@ class Oracle:
         return total + np.float32(constant), matched
 
     def top(self, query: str, k: int, allowed: np.ndarray | None = None) -> list[tuple[str, float]]:
-        total, matched = self.scores(query)
+        if query not in self._scored:
+            self._scored[query] = self.scores(query)
+        total, matched = self._scored[query]
         if allowed is not None:
-            matched &= allowed
+            matched = matched & allowed
         pos = np.flatnonzero(matched)
         order = np.lexsort((pos, -total[pos]))[:k]
         return [(self.ids[p], float(total[p])) for p in pos[order]]
