@@ -272,8 +272,8 @@ def _scatter_below(stop, q, t, s, indptr, post_docs, post_tf, norm, doc_codes, t
 
 @njit(cache=True)
 def search_taat(indptr, post_docs, post_tf, norm, doc_codes, table, weight_ptr, weights, terms,
-                scales, variant, k1, k1p1, delta, aw, has_aw, constant, k, chunk_docs, positive,
-                acc, seen, touched):  # pragma: no cover
+                scales, variant, k1, k1p1, delta, aw, has_aw, constant, k, chunk_docs, dense_ratio,
+                positive, acc, seen, touched):  # pragma: no cover
     """The top ``k`` documents of one query by exhaustive term-at-a-time scoring.
 
     Each term's postings, in query order, add their float32 weight to ``acc`` (a
@@ -290,7 +290,9 @@ def search_taat(indptr, post_docs, post_tf, norm, doc_codes, table, weight_ptr, 
     so matches need no bookkeeping; otherwise ``seen`` (zeroed, one bool per
     document) marks them and ``touched`` (int32, one per document) lists them.
 
-    ``chunk_docs`` (> 0) is how many documents a chunk of dense accumulation covers.
+    ``chunk_docs`` (> 0) is how many documents a chunk of dense accumulation covers; a
+    query takes that dense path when it has at least one posting per ``dense_ratio``
+    documents (`Backend.taat_dense_ratio`), else it reads its postings back.
     """
     if not positive:
         return _taat_tracked(indptr, post_docs, post_tf, norm, doc_codes, table, terms, scales,
@@ -304,7 +306,7 @@ def search_taat(indptr, post_docs, post_tf, norm, doc_codes, table, weight_ptr, 
     heap_s = np.empty(k, np.float32)
     heap_d = np.empty(k, np.int32)
     size = 0
-    if 4 * n_post >= acc.size:
+    if dense_ratio * n_post >= acc.size:
         # Many postings: the documents are taken in chunks of ``chunk_docs``, and each
         # chunk gets every term's postings, in query order, then one sequential pass
         # that keeps the top k and zeroes it while it is still in cache. The sums are

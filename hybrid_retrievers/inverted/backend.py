@@ -8,7 +8,7 @@ Which path scores a query (numbers measured with ``benchmarks/bm25_speed.py``):
 ====================  ====================================================  ==========
 path                  taken when                                            module
 ====================  ====================================================  ==========
-numba TAAT            top-k, no filter, kernels on, not `_prefer_maxscore`  kernels
+numba TAAT            top-k, no filter, kernels on, not `_long_list_rule`   kernels
 numba block-max       top-k, no filter, kernels on, one long list           kernels
 numba batch           `search_many` without a filter, kernels on            kernels
 numpy batched         otherwise, fewer than ``batched_postings`` postings   matching
@@ -58,7 +58,7 @@ class Backend:
             compiled kernels (~1 s). At 10k and 100k documents TAAT was about 2x and 2.5x
             faster than numpy at the median (~9x at p95 for 100k).
         strategy: which kernel takes a query: ``"taat"`` (exhaustive term at a time),
-            ``"maxscore"`` (block-max MaxScore) or ``"auto"`` (`kernels._prefer_maxscore`).
+            ``"maxscore"`` (block-max MaxScore) or ``"auto"`` (`kernels._long_list_rule`).
         maxscore_min_postings: with ``strategy="auto"``, postings the longest list needs
             before MaxScore is considered.
         stored_weights_df: posting lists this long or longer keep each posting's float32
@@ -70,6 +70,12 @@ class Backend:
             accumulator being written (256 KiB by default) stays in a core's L2 cache; at
             1M documents the kernel took 0.56 / 0.86 ms median / p95 in chunks against
             1.04 / 1.54 in one pass. Set it above the corpus size for one pass.
+        taat_dense_ratio: a TAAT query with at least one posting per ``taat_dense_ratio``
+            documents takes that dense path (its cost: a scan of every document, ~0.9 ms
+            at 1M, plus ~0.65 ns a posting); a sparser one reads its postings back, two
+            random accesses each, which cost 5-10 ns apiece on a busy machine. At 1M
+            documents (bm25_speed's corpus and queries, load ~15 on 2 cores) 16 instead
+            of 4 took the kernel's median from 2.11 to 1.78 ms; results are the same.
         batch_cells: result slots (queries x k) one batched kernel call fills at most; a
             larger `search_many` batch is cut into several calls.
         batched_postings: on the numpy path, queries touching fewer postings are scored
@@ -93,6 +99,7 @@ class Backend:
     maxscore_min_postings: int = 4096
     stored_weights_df: int = 8192
     taat_chunk_docs: int = 65536
+    taat_dense_ratio: int = 16
     batch_cells: int = 1 << 22
     batched_postings: int = 65_536
     dense_scan: int = 8
@@ -101,7 +108,8 @@ class Backend:
         _check_choice("backend", self.name, ("auto", "numba", "numpy"))
         _check_choice("strategy", self.strategy, ("auto", "taat", "maxscore"))
         for name, low in (("min_docs", 0), ("maxscore_min_postings", 0),
-                          ("stored_weights_df", 1), ("taat_chunk_docs", 1), ("batch_cells", 1),
+                          ("stored_weights_df", 1), ("taat_chunk_docs", 1),
+                          ("taat_dense_ratio", 1), ("batch_cells", 1),
                           ("batched_postings", 0), ("dense_scan", 0)):
             value = getattr(self, name)
             check_number(value, f"Backend.{name}", low=low, integer=True)

@@ -7,7 +7,7 @@ missing, the backend says numpy, the index below ``Backend.min_docs`` with "auto
 negative idfs); the numpy path then runs as before. Everything here is a function of
 (snapshot, score cache, params, scratch, backend): no index is passed or called back.
 
-Two kernels (`hybrid_retrievers.inverted._numba`), chosen per query by `_prefer_maxscore`:
+Two kernels (`hybrid_retrievers.inverted._numba`), chosen per query by `_long_list_rule`:
 
 - TAAT (the usual one): every posting of every query term, in query order, adds its
   weight to a dense float32 accumulator, then a compiled scan keeps the top k; a query
@@ -195,29 +195,25 @@ def _params(params: Scorer, cache: ScoreCache) -> tuple[Any, ...]:
     )
 
 
-def _prefer_maxscore(indptr: NDArray[np.int64], terms: NDArray[np.int64], k: int,
-                     backend: Backend) -> bool:
-    """Whether block-max MaxScore should take this query instead of TAAT scoring.
+def _long_list_rule(longest: Any, total: Any, k: int, backend: Backend) -> Any:
+    """Whether block-max MaxScore should take a query instead of TAAT scoring (arrays: many).
 
     TAAT's cost is the query's postings; MaxScore's is the postings it cannot skip,
     and with several long lists it skips few and pays per candidate. Measured at
     100k documents, k = 10 (bm25_speed's synthetic corpus): MaxScore wins 2.5-4x on
     one long list alone or with short ones (one 30k list: 0.07 vs 0.15-0.28 ms; with
     five lists of 258: 0.17 vs 0.22 ms) and loses 2-6x once two lists are long
-    (two: 0.52 vs 0.22 ms; Cranfield queries: median 1.1 vs 0.26 ms). So: MaxScore
-    when one list of at least ``backend.maxscore_min_postings`` postings (default 4096,
-    and 64·k) holds 8/9 of them. ``backend.strategy`` other than "auto" forces a kernel.
+    (two: 0.52 vs 0.22 ms; Cranfield queries: median 1.1 vs 0.26 ms; at 1M documents
+    29 vs 1.9 ms). So: MaxScore when one list of at least ``_min_longest`` postings
+    holds 8/9 of them (``longest``: the longest list, ``total``: all the query's).
+    `_numba_batch.search_one` applies the same rule to one query, compiled.
     """
-    if backend.strategy != "auto":
-        return backend.strategy == "maxscore"
-    lengths = indptr[terms + 1] - indptr[terms]
-    return bool(_long_list_rule(int(lengths.max()), int(lengths.sum()), k, backend))
+    return (longest >= _min_longest(k, backend)) & (8 * (total - longest) <= longest)
 
 
-def _long_list_rule(longest: Any, total: Any, k: int, backend: Backend) -> Any:
-    """`_prefer_maxscore`'s rule, for one query (ints) or many (arrays)."""
-    return ((longest >= max(backend.maxscore_min_postings, 64 * k))
-            & (8 * (total - longest) <= longest))
+def _min_longest(k: int, backend: Backend) -> int:
+    """Postings MaxScore's long list needs: ``backend.maxscore_min_postings``, and 64·k."""
+    return max(backend.maxscore_min_postings, 64 * k)
 
 
 def block_max(state: Snapshot, cache: ScoreCache, params: Scorer,
@@ -237,42 +233,51 @@ def match_top_k(
     scratch: Scratch,
     backend: Backend,
 ) -> tuple[NDArray[np.int32], NDArray[np.float32]] | None:
-    """The exact top ``k`` of a query as ``(positions, scores)``, unordered, or None.
+    """The exact top ``k`` of a query as ``(positions, scores)``, best first, or None.
 
     ``ids`` are the query's (term id, count) pairs in query order, all in the
     vocabulary, whose contributions must all be >= 0 (the kernels assume it;
     ``positive``: all > 0; both from `ScoreCache.signs`); ``constant`` the absent-term
-    weight every document gets. None means "use the numpy path": ``backend`` rules the
-    kernels out for this index (or numba is missing), or an idf is negative.
+    weight every document gets. Hits are ranked as `selection.top_k` ranks them (higher
+    score, then the earlier document). None means "use the numpy path": ``backend``
+    rules the kernels out for this index (or numba is missing), or an idf is negative.
+
+    One compiled call (`_numba_batch.search_one`) chooses the kernel (TAAT, or block-max
+    MaxScore by `_long_list_rule` or ``backend.strategy``), runs it and ranks its hits;
+    the metadata that kernel needs is built on its first use.
     """
-    kernels = _kernels_for(state, cache, backend)
-    if kernels is None or not ids:
+    if _kernels_for(state, cache, backend) is None or not ids:
         return None
+    import hybrid_retrievers.inverted._numba_batch as compiled_batch
+
     terms = np.fromiter((t for t, _ in ids), dtype=np.int64, count=len(ids))
     scales = np.array([float(cache.idf[t]) * c for t, c in ids], dtype=np.float32)
     n = len(state.docs)
     k = max(1, min(k, n))
-    if not _prefer_maxscore(state.indptr, terms, k, backend):
-        meta = norm_codes(state, cache, params, backend)
-        acc, seen = scratch.accumulators(n)  # the numpy path's zeroed per-thread buffers
-        return kernels.search_taat(
+    codes, blocks = cache.peek(NormCodes), cache.peek(BlockMax)
+    acc, seen = scratch.accumulators(n)  # the numpy path's zeroed per-thread buffers
+    while True:
+        meta = codes if codes is not None else blocks
+        docs, scores, need = compiled_batch.search_one(
             state.indptr, np.asarray(state.post_docs), np.asarray(state.post_tf), cache.norm,
-            meta.doc_codes, meta.table, meta.weight_ptr, meta.weights, terms, scales, *meta.params,
-            np.float32(constant), k, backend.taat_chunk_docs,
+            *_code_arrays(codes), *_block_arrays(blocks), terms, scales,
+            _STRATEGY_CODES[backend.strategy], _min_longest(k, backend),
+            *(meta.params if meta is not None else _params(params, cache)),
+            np.float32(constant), k, backend.taat_chunk_docs, backend.taat_dense_ratio,
             positive, acc, seen, scratch.marks(n),  # marks: int32 scratch, any content
         )
-    meta = block_max(state, cache, params, backend)
-    return kernels.search_top_k(
-        state.indptr, np.asarray(state.post_docs), np.asarray(state.post_tf), cache.norm,
-        meta.block_ptr, meta.block_max, meta.block_last, meta.term_max,
-        terms, scales, *meta.params, np.float32(constant), k,
-    )
+        if need == compiled_batch.READY:
+            return docs, scores
+        if need == compiled_batch.NEED_CODES:
+            codes = norm_codes(state, cache, params, backend)
+        else:
+            blocks = block_max(state, cache, params, backend)
 
 
 def _prefer_maxscore_many(indptr: NDArray[np.int64], terms: NDArray[np.int64],
                           qptr: NDArray[np.int64], k: int,
                           backend: Backend) -> NDArray[np.bool_]:
-    """`_prefer_maxscore` of each query ``terms[qptr[i]:qptr[i+1]]`` (none empty), vectorised."""
+    """`_long_list_rule` of each query ``terms[qptr[i]:qptr[i+1]]`` (none empty), vectorised."""
     if backend.strategy != "auto":
         return np.full(qptr.size - 1, backend.strategy == "maxscore")
     lengths = indptr[terms + 1] - indptr[terms]
@@ -325,7 +330,8 @@ def match_top_k_many(
             state.indptr, np.asarray(state.post_docs), np.asarray(state.post_tf), cache.norm,
             codes.doc_codes, codes.table, codes.weight_ptr, codes.weights, *_block_arrays(blocks),
             qptr, terms, scales, pruned,
-            *codes.params, constants, k, backend.taat_chunk_docs, positive,
+            *codes.params, constants, k, backend.taat_chunk_docs, backend.taat_dense_ratio,
+            positive,
             *scratch.accumulators(n), scratch.marks(n),
         )
         for row, i in enumerate(chunk):
@@ -340,9 +346,22 @@ def _kernels_for(state: Snapshot, cache: ScoreCache, backend: Backend) -> Module
     return _load()
 
 
+_STRATEGY_CODES = {"auto": 0, "taat": 1, "maxscore": 2}  # `_numba_batch.AUTO`, TAAT, MAXSCORE
+_NO_CODES = (np.zeros(0, np.uint8), np.zeros(0, np.float32), np.zeros(0, np.int64),
+             np.zeros(0, np.float32))
+_NO_BLOCKS = (np.zeros(1, np.int64), np.zeros(0, np.float32), np.zeros(0, np.int32),
+              np.zeros(0, np.float32))
+
+
+def _code_arrays(codes: NormCodes | None) -> tuple[Any, ...]:
+    """TAAT's metadata arguments; empty arrays when they are not built yet."""
+    if codes is None:
+        return _NO_CODES
+    return codes.doc_codes, codes.table, codes.weight_ptr, codes.weights
+
+
 def _block_arrays(blocks: BlockMax | None) -> tuple[Any, ...]:
     """The kernels' block metadata arguments; empty arrays when no query is pruned."""
     if blocks is None:
-        return (np.zeros(1, np.int64), np.zeros(0, np.float32), np.zeros(0, np.int32),
-                np.zeros(0, np.float32))
+        return _NO_BLOCKS
     return blocks.block_ptr, blocks.block_max, blocks.block_last, blocks.term_max

@@ -64,6 +64,7 @@ def match(
     allowed: NDArray[np.bool_] | None,
     scratch: Scratch,
     backend: Backend,
+    compiled: bool = True,
 ) -> Matches:
     """Documents matching at least one term, with their full BM25 scores.
 
@@ -72,14 +73,16 @@ def match(
     the sum of the remaining terms' maximum contributions, no unseen document
     can catch up, so the remaining (long, low-idf) posting lists only update
     the candidates already found (MaxScore; Turtle & Flood 1995).
+    The compiled kernels take the query when they can (``compiled``: whether to ask
+    them; their hits come ranked), the numpy path otherwise.
     """
+    if compiled:
+        top = _compiled(st, cache, params, ids, constant, k, allowed, scratch, backend)
+        if top is not None:
+            return top
     if not ids:
         return np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.float32)
     nonnegative, positive = cache.signs(ids)
-    if k is not None and allowed is None and nonnegative:  # numba TAAT / block-max, when allowed
-        top = match_top_k(st, cache, params, ids, positive, constant, k, scratch, backend)
-        if top is not None:
-            return top
     indptr, post_docs, post_tf = st.indptr, st.post_docs, st.post_tf
     if len(ids) == 1:
         t, c = ids[0]
@@ -139,6 +142,27 @@ def match(
             seen[f] = False
     return cand, scores
 
+
+def _compiled(
+    st: Snapshot,
+    cache: ScoreCache,
+    params: Scorer,
+    ids: TermIds,
+    constant: np.float32,
+    k: int | None,
+    allowed: NDArray[np.bool_] | None,
+    scratch: Scratch,
+    backend: Backend,
+) -> Matches | None:
+    """The compiled kernels' top ``k``, ranked best first, or None when they cannot take
+    the query (no ``k``, a mask, a negative contribution, or the backend says no)."""
+    if k is None or allowed is not None or not ids:
+        return None
+    nonnegative, positive = cache.signs(ids)
+    if not nonnegative:
+        return None
+    return match_top_k(st, cache, params, ids, positive, constant, k, scratch, backend)
+
 def ranked_matches(
     st: Snapshot,
     cache: ScoreCache,
@@ -159,7 +183,11 @@ def ranked_matches(
     ``admitted`` (a structured query's mask, `operators.admitted`) is such a mask too.
     """
     if filter is None and admitted is None:
-        cand, scores = match(st, cache, params, ids, constant, k, None, scratch, backend)
+        top = _compiled(st, cache, params, ids, constant, k, None, scratch, backend)
+        if top is not None:
+            return top  # ranked in the same compiled call
+        cand, scores = match(st, cache, params, ids, constant, k, None, scratch, backend,
+                             compiled=False)
     elif callable(filter) and not isinstance(filter, Mapping):
         # A predicate is only known per candidate, so every match must be seen.
         cand, scores = match(st, cache, params, ids, constant, None, None, scratch, backend)
