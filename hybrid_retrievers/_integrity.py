@@ -22,13 +22,16 @@ UNIT_NORM_TOLERANCE = 1e-3
 """Cosine indexes store rows of length 1 (or 0); float32 rounding stays far below this."""
 
 
-def check_offsets(indptr: NDArray[np.integer], *, where: str) -> None:
-    """``indptr`` (per-term posting offsets) starts at 0 and never decreases."""
-    if indptr.size == 0 or int(indptr[0]) != 0 or bool(np.any(np.diff(indptr) < 0)):
-        raise IndexFormatError(
-            f"{where}/postings_indptr.npy is not a valid offset array (it must start at 0 "
-            "and never decrease)"
-        )
+def check_offsets(indptr: NDArray[np.integer], *, where: str,
+                  file: str = "postings_indptr.npy", end: int | None = None) -> None:
+    """``indptr`` (row ``i`` holds items ``indptr[i]:indptr[i + 1]``: per-term postings,
+    or the bytes of document ``i`` in a buffer) starts at 0, never decreases and, given
+    ``end``, ends there (the size of what it cuts)."""
+    if (indptr.size == 0 or int(indptr[0]) != 0 or bool(np.any(np.diff(indptr) < 0))
+            or (end is not None and int(indptr[-1]) != end)):
+        rule = ("start at 0 and never decrease" if end is None
+                else f"start at 0, never decrease and end at {end}")
+        raise IndexFormatError(f"{where}/{file} is not a valid offset array (it must {rule})")
 
 
 def check_postings(

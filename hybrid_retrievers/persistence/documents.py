@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from .._integrity import check_offsets, check_unique_ids
 from ..document_columns import DocColumns, StrColumn
 from .reader import _SURROGATE_ESCAPE, IndexReader
 from .safe_read import IndexFormatError
@@ -77,7 +78,7 @@ def read_documents(r: IndexReader, n_docs: int, *, mmap: bool = False,
         if buf.dtype != np.uint8:
             raise IndexFormatError(f"{r.where(name + '.npy')}: must be uint8, got {buf.dtype}")
         off = off.astype(np.int64, copy=False)
-        _check_offsets(off, buf.size, r.where(f"{offsets_name}.npy"))
+        check_offsets(off, where=where, file=f"{offsets_name}.npy", end=buf.size)
         if full:
             _check_utf8(buf, off, r.where(f"{name}.npy"), what)
         columns.append(StrColumn(buf=buf, off=off))
@@ -93,8 +94,6 @@ def read_documents(r: IndexReader, n_docs: int, *, mmap: bool = False,
 
 def _read_lines(r: IndexReader, n_docs: int) -> DocColumns:
     """Documents saved as ``docs.jsonl`` (releases before the columns)."""
-    from .._integrity import check_unique_ids
-
     docs = list(r.docs("docs"))
     where = r.where()
     if len(docs) != n_docs:
@@ -102,12 +101,6 @@ def _read_lines(r: IndexReader, n_docs: int) -> DocColumns:
                                f"says {n_docs}")
     check_unique_ids([d.id for d in docs], where=f"{where}/docs.jsonl")
     return DocColumns.from_docs(docs)
-
-
-def _check_offsets(off: NDArray[np.int64], size: int, where: str) -> None:
-    if off[0] != 0 or off[-1] != size or (off.size > 1 and bool((np.diff(off) < 0).any())):
-        raise IndexFormatError(f"{where}: offsets must start at 0, never decrease and end at "
-                               f"the buffer's size {size}")
 
 
 def _check_utf8(buf: NDArray[np.uint8], off: NDArray[np.int64], where: str, what: str) -> None:

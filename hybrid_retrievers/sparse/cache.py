@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from .._integrity import check_offsets
 from ..persistence import IndexFormatError, IndexReader, IndexWriter
 from ..validation import check_str_items
 from ..vector.embedding import (
@@ -210,9 +211,7 @@ class SparseEmbeddingCache(ModelKeyedCache):
                     keys: list[str]) -> dict[str, SparseVector]:
         i, size = entry["file"], entry["size"]
         indptr = r.array(f"indptr_{i}", dtype_kind="i", ndim=1, length=size + 1)
-        if indptr[0] != 0 or (np.diff(indptr) < 0).any():
-            raise IndexFormatError(
-                f"{r.where(f'indptr_{i}.npy')}: must start at 0 and never decrease")
+        check_offsets(indptr, where=r.where(), file=f"indptr_{i}.npy")
         nnz = int(indptr[-1])
         tokens = r.array(f"tokens_{i}", dtype_kind="i", ndim=1, length=nnz)
         weights = r.array(f"weights_{i}", dtype_kind="f", ndim=1, length=nnz)

@@ -219,6 +219,21 @@ def test_forged_document_files_are_refused(tmp_path: Path, name: str, old: bytes
         BM25Index.load(tmp_path / "idx")
 
 
+@pytest.mark.parametrize("offsets", [[0, 5, 9], [1, 5, 10], [0, 6, 5]])
+def test_forged_document_offsets_are_refused_naming_the_file(tmp_path: Path,
+                                                             offsets: list[int]) -> None:
+    from index_tamper import rehash
+
+    BM25Index.from_texts(["a cat", "a dog"], ids=["c", "d"]).save(tmp_path / "idx")
+    np.save(current_files(tmp_path / "idx") / "doc_text_offsets.npy",
+            np.array(offsets, dtype=np.int64))
+    rehash(tmp_path / "idx")
+    for mmap in (False, True):
+        with pytest.raises(IndexFormatError, match=r"doc_text_offsets.npy is not a valid "
+                                                   r"offset array .*end at 10"):
+            BM25Index.load(tmp_path / "idx", mmap=mmap)
+
+
 def test_sparse_and_vector_indexes_keep_the_table_through_save(tmp_path: Path) -> None:
     texts, metas = _corpus(40)
     sparse = SparseIndex.from_texts(texts, metadatas=metas, embedder=HashingSparseEmbedder())
