@@ -13,12 +13,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ..ingest.folder_models import (  # noqa: F401 (tests patch them here, for demo and eval)
+from ..ingest.folder_models import (
     close_embedding_cache,
     close_sparse_cache,
-    dense_available,
     open_embedding_cache,
-    sparse_available,
     sparse_encoder,
 )
 from ..ingest.folder_models import quiet_transformers as _quiet_transformers

@@ -9,6 +9,7 @@ import time
 from typing import Any
 
 import hybrid_retrievers.cli._build as _build  # a module: tests patch its functions
+from ..ingest import folder_models  # a module: tests patch its availability checks
 
 NEXT_COMMAND = ("eval cranfield --retriever bm25 --retriever hybrid "
                 "--min hybrid:ndcg@10=0.40")
@@ -31,13 +32,13 @@ def demo(args: argparse.Namespace) -> int:
     _say(f"Dataset {ds.name}: {len(docs)} documents, {len(ds.queries)} judged queries")
 
     names = ["bm25"]
-    why_not = "--bm25-only given" if args.bm25_only else _build.dense_available(args.model)
+    why_not = "--bm25-only given" if args.bm25_only else folder_models.dense_available(args.model)
     if why_not is None:
         names += ["dense", "hybrid"]
     else:
         _say(f"Dense and hybrid retrieval skipped: {why_not}. Running BM25 only.")
     sparse_why_not = "--bm25-only given" if args.bm25_only else (
-        why_not or _build.sparse_available(args.sparse_model))
+        why_not or folder_models.sparse_available(args.sparse_model))
     if sparse_why_not is None and args.sparse:
         names += ["sparse", "hybrid3"]
     elif sparse_why_not is None:

@@ -10,6 +10,7 @@ import pytest
 from hybrid_retrievers.persistence import current_files
 from index_tamper import rebind_pointer, rehash
 from hybrid_retrievers.cli import main
+from hybrid_retrievers.ingest import folder_models
 
 WHOLE = ["--bm25-only", "--whole-files"]
 """Today's fast path: one BM25 document per file, no model."""
@@ -88,8 +89,8 @@ def test_demo_with_a_reranker_adds_a_row(monkeypatch, capsys) -> None:
         return VectorIndex.from_docs(docs, embedder=HashingEmbedder(64))
 
     monkeypatch.setattr(_build, "dense_index", fake_dense)
-    monkeypatch.setattr(_build, "dense_available", lambda model: None)
-    monkeypatch.setattr(_build, "sparse_available", lambda model: "not under test here")
+    monkeypatch.setattr(folder_models, "dense_available", lambda model: None)
+    monkeypatch.setattr(folder_models, "sparse_available", lambda model: "not under test here")
     monkeypatch.setattr(rerank.Reranker, "cross_encoder",
                         classmethod(lambda c, model, **kw: c(Overlap())))
     for flag in ("--rerank", "--reranker"):
@@ -113,8 +114,8 @@ def test_demo_and_eval_show_the_three_way_row(monkeypatch, capsys, tmp_path) -> 
 
     monkeypatch.setenv("HYBRID_RETRIEVERS_CACHE_DIR", str(tmp_path))
     monkeypatch.setattr(_build, "dense_index", fake_dense)
-    monkeypatch.setattr(_build, "dense_available", lambda model: None)
-    monkeypatch.setattr(_build, "sparse_available", lambda model: None)
+    monkeypatch.setattr(folder_models, "dense_available", lambda model: None)
+    monkeypatch.setattr(folder_models, "sparse_available", lambda model: None)
     monkeypatch.setattr(_build, "sparse_encoder",
                         lambda model, **kw: (HashingSparseEmbedder(), tmp_path / "sparse"))
     assert main(["demo", "--examples", "0"]) == 0  # the slow SPLADE leg is opt-in
@@ -130,7 +131,8 @@ def test_demo_and_eval_show_the_three_way_row(monkeypatch, capsys, tmp_path) -> 
     assert main(args) == 0
     out = capsys.readouterr().out
     assert "| hybrid3 |" in out and "| sparse |" in out
-    monkeypatch.setattr(_build, "sparse_available", lambda model: "splade-tiny is not installed")
+    monkeypatch.setattr(folder_models, "sparse_available",
+                        lambda model: "splade-tiny is not installed")
     assert main(["demo", "--sparse", "--examples", "0"]) == 0
     out = capsys.readouterr().out
     assert "three-way retrieval skipped: splade-tiny is not installed" in out
