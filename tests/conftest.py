@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 PASSAGES = [
@@ -16,6 +18,32 @@ PASSAGES = [
     "Inverted indexes map each term to the list of documents that contain it.",
     "Part IPC-420 ships with the 3.5 mm connector described in the assembly manual.",
 ]
+
+
+# The environment variables that place the package's on-disk caches (embedding vectors,
+# exported ONNX / OpenVINO models). Without them a test that indexes with a model writes
+# into the user's own ``~/.cache`` (found there: entries keyed by pytest temp paths).
+USER_CACHE_VARIABLES = {"HYBRID_RETRIEVERS_CACHE_DIR": "vectors",
+                        "HYBRID_RETRIEVERS_ONNX_CACHE": "onnx",
+                        "HYBRID_RETRIEVERS_OPENVINO_CACHE": "openvino"}
+
+
+@pytest.fixture(scope="session", autouse=True)
+def caches_in_a_temporary_folder(tmp_path_factory: pytest.TempPathFactory):
+    """Point every cache of the package at one temporary folder for the whole session
+    (subprocesses inherit it), so the suite never reads or writes the user's caches;
+    shared by the session's tests, so a model exported or a corpus encoded once is reused.
+    Tests that check the default locations set or delete these variables themselves."""
+    root = tmp_path_factory.mktemp("user-caches")
+    saved = {name: os.environ.get(name) for name in USER_CACHE_VARIABLES}
+    for name, folder in USER_CACHE_VARIABLES.items():
+        os.environ[name] = str(root / folder)
+    yield root
+    for name, value in saved.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
 
 
 @pytest.fixture(scope="session")
