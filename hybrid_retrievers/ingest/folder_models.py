@@ -2,7 +2,8 @@
 
 `FolderIndex` (and the ``demo``/``eval`` commands) make their models here, by name or
 path, without loading them (each loads at its first use), and keep document vectors in
-the package's own caches under the user cache folder (`user_cache_dir`): dense vectors in
+the package's own caches under its one cache root (`user_cache_dir`, from
+`hybrid_retrievers.models.export`, where the ONNX exports live too): dense vectors in
 an `EmbeddingCache` (``embeddings/``), sparse ones in a `SparseEmbeddingCache`
 (``sparse-embeddings/``), so a second build over the same texts with the same model
 encodes nothing. A cache that is missing or unreadable starts empty (and says so); one
@@ -16,11 +17,11 @@ the leg out with a reason instead of failing on the first document.
 from __future__ import annotations
 
 import importlib.util
-import os
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from ..models.export import CACHE_ENV, user_cache_dir
 
 __all__ = [
     "CACHE_ENV",
@@ -37,25 +38,7 @@ __all__ = [
     "user_cache_dir",
 ]
 
-CACHE_ENV = "HYBRID_RETRIEVERS_CACHE_DIR"
 Log = Callable[[str], Any]
-
-
-def user_cache_dir() -> Path:
-    """Where the embedding caches live: ``$HYBRID_RETRIEVERS_CACHE_DIR``, else the
-    platform's user cache folder (``$XDG_CACHE_HOME`` or ``~/.cache`` on Linux,
-    ``~/Library/Caches`` on macOS, ``%LOCALAPPDATA%`` on Windows) + ``hybrid-retrievers``.
-    """
-    explicit = os.environ.get(CACHE_ENV)
-    if explicit:
-        return Path(explicit).expanduser()
-    if sys.platform == "win32":
-        base = Path(os.environ.get("LOCALAPPDATA") or Path.home() / "AppData" / "Local")
-    elif sys.platform == "darwin":
-        base = Path.home() / "Library" / "Caches"
-    else:
-        base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    return base / "hybrid-retrievers"
 
 
 def quiet_transformers() -> None:

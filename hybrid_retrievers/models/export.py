@@ -6,7 +6,8 @@ loaded ``SentenceTransformer`` or ``CrossEncoder``, convert it once into a cache
 keyed by its weights, and put a forward in its place that takes and returns torch
 tensors. This module holds the common steps: finding the transformer and its output,
 the inputs the tokenizer produces, the weights' fingerprint, a probe batch for tracing,
-the cache folder and an atomic move of a finished export into it.
+the package's one cache root (`user_cache_dir`), the cache folder of an
+export and an atomic move of a finished export into it.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
+import sys
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -24,8 +26,8 @@ import numpy as np
 
 from ..optional import require
 
-__all__ = ["TextTransformer", "cache_root", "feed_arrays", "fingerprint", "probe_inputs",
-           "staged_entry", "text_transformer", "torch_threads"]
+__all__ = ["CACHE_ENV", "TextTransformer", "cache_root", "feed_arrays", "fingerprint",
+           "probe_inputs", "staged_entry", "text_transformer", "torch_threads", "user_cache_dir"]
 
 
 class TextTransformer:
@@ -114,16 +116,47 @@ def torch_threads() -> int:
     return max(1, int(torch.get_num_threads()))
 
 
+CACHE_ENV = "HYBRID_RETRIEVERS_CACHE_DIR"
+"""Moves the package's one cache root (`user_cache_dir`): vector caches and exports alike."""
+
+
+def user_cache_dir() -> Path:
+    """The package's one cache root: ``$HYBRID_RETRIEVERS_CACHE_DIR``, else the platform's
+    user cache folder (``$XDG_CACHE_HOME`` or ``~/.cache`` on Linux, ``~/Library/Caches``
+    on macOS, ``%LOCALAPPDATA%`` on Windows) + ``hybrid-retrievers``.
+
+    Under it: ``embeddings/`` and ``sparse-embeddings/`` (the document vector caches of
+    `hybrid_retrievers.ingest.folder_models`), ``onnx/`` and ``openvino/`` (converted
+    models, `cache_root`).
+    """
+    explicit = os.environ.get(CACHE_ENV)
+    if explicit:
+        return Path(explicit).expanduser()
+    if sys.platform == "win32":
+        base = Path(os.environ.get("LOCALAPPDATA") or Path.home() / "AppData" / "Local")
+    elif sys.platform == "darwin":
+        base = Path.home() / "Library" / "Caches"
+    else:
+        base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return base / "hybrid-retrievers"
+
+
 def cache_root(cache_dir: str | os.PathLike[str] | None, env: str, name: str) -> Path:
-    """The cache folder: ``cache_dir``, else ``$env``, else
-    ``$XDG_CACHE_HOME`` (or ``~/.cache``) ``/hybrid_retrievers/<name>``."""
+    """The folder of the converted models called ``name`` (``"onnx"``, ``"openvino"``):
+    ``cache_dir``, else ``$env``, the variable that moves that folder alone
+    (``HYBRID_RETRIEVERS_ONNX_CACHE``, ``HYBRID_RETRIEVERS_OPENVINO_CACHE``), else
+    ``user_cache_dir() / name``.
+
+    Exports made before the one root (in ``~/.cache/hybrid_retrievers/<name>``) are not
+    looked for: a model missing here is exported again, once; an index that recorded an
+    old query-encoder folder keeps using it while it exists.
+    """
     if cache_dir is not None:
         return Path(cache_dir).expanduser()
     value = os.environ.get(env)
     if value:
         return Path(value).expanduser()
-    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return Path(base) / "hybrid_retrievers" / name
+    return user_cache_dir() / name
 
 
 @contextmanager

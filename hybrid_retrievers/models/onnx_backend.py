@@ -19,7 +19,8 @@ tokenizer, truncation, prompts, pooling, normalisation and the cross-encoder's
 ``predict``, so only the transformer's arithmetic changes.
 
 Exports are cached on disk (``cache_dir``, default ``$HYBRID_RETRIEVERS_ONNX_CACHE`` or
-``~/.cache/hybrid_retrievers/onnx``) under a hash of the model's weights, so the same
+``onnx/`` in the package's one cache root, `hybrid_retrievers.models.export.user_cache_dir`:
+``~/.cache/hybrid-retrievers/onnx`` on Linux) under a hash of the model's weights, so the same
 model is exported once and a changed model is never served a stale graph. Nothing is
 downloaded: the export starts from the weights already in memory.
 """
@@ -55,7 +56,8 @@ _FUSABLE = ("bert", "roberta", "xlm-roberta", "camembert", "distilbert", "electr
 
 
 def default_cache_dir() -> Path:
-    """Where exported models are kept: ``$HYBRID_RETRIEVERS_ONNX_CACHE`` or ``~/.cache/...``."""
+    """Where exported models are kept: ``$HYBRID_RETRIEVERS_ONNX_CACHE``, else ``onnx/`` in
+    the one cache root (`hybrid_retrievers.models.export.user_cache_dir`)."""
     return cache_root(None, "HYBRID_RETRIEVERS_ONNX_CACHE", "onnx")
 
 

@@ -18,8 +18,8 @@ accumulation, close to ``"torch-bf16"``'s vectors), on torch's thread count. The
 tokenizer, truncation, prompts, pooling, normalisation and the cross-encoder's
 ``predict`` stay sentence-transformers'.
 
-Cache: ``cache_dir``, else ``$HYBRID_RETRIEVERS_OPENVINO_CACHE``, else
-``~/.cache/hybrid_retrievers/openvino``.
+Cache: ``cache_dir``, else ``$HYBRID_RETRIEVERS_OPENVINO_CACHE``, else ``openvino/`` in the
+package's cache root (`hybrid_retrievers.models.export.user_cache_dir`).
 """
 
 from __future__ import annotations

@@ -57,9 +57,9 @@ class SentenceTransformerEmbedder(LazyModel):
             `hybrid_retrievers.models.backends`. Applies when this embedder loads the
             model.
         onnx_cache_dir: where converted models are kept (default
-            ``$HYBRID_RETRIEVERS_ONNX_CACHE`` or ``~/.cache/hybrid_retrievers/onnx``
-            for ONNX, ``$HYBRID_RETRIEVERS_OPENVINO_CACHE`` or
-            ``~/.cache/hybrid_retrievers/openvino`` for OpenVINO).
+            ``$HYBRID_RETRIEVERS_ONNX_CACHE`` or ``onnx/`` for ONNX,
+            ``$HYBRID_RETRIEVERS_OPENVINO_CACHE`` or ``openvino/`` for OpenVINO, in
+            the package's cache root `hybrid_retrievers.models.export.user_cache_dir`).
 
     Example:
         >>> emb = SentenceTransformerEmbedder("sentence-transformers/all-MiniLM-L6-v2")

@@ -190,3 +190,41 @@ def test_batches_of_any_size_and_token_budget_give_the_same_vectors(sparse, dens
         alone = onnx.encode(QUERIES, batch_size=1)
         np.testing.assert_allclose(onnx.encode(QUERIES), alone, atol=1e-6)
         np.testing.assert_allclose(onnx.encode(QUERIES, max_batch_tokens=16), alone, atol=1e-6)
+
+
+def test_the_check_runs_one_probe_per_forward_pass(
+    models, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The export's check bounds its memory: batched, the long probe padded the others to
+    its length on both sides (a first three-leg ``index`` then peaked at 1.6 GB)."""
+    widths: list[tuple[int, int]] = []
+    features = OnnxQueryEncoder._features
+
+    def spy(self, encodings):
+        out = features(self, encodings)
+        widths.append(out["input_ids"].shape)
+        return out
+
+    monkeypatch.setattr(OnnxQueryEncoder, "_features", spy)
+    for torch_side in (SentenceTransformerEmbedder(str(models["dense"]), backend="torch"),
+                       SpladeEncoder(str(models["sparse"]))):
+        texts: list[int] = []
+        model_side = torch_side.embed_queries
+        monkeypatch.setattr(torch_side, "embed_queries",
+                            lambda t, f=model_side: texts.append(len(t)) or f(t))
+        widths.clear()
+        export_query_encoder(torch_side, cache_dir=tmp_path)
+        assert len(widths) == len(onnx_query._PROBES) and {w[0] for w in widths} == {1}
+        assert texts and set(texts) == {1}, type(torch_side).__name__
+
+
+def test_an_export_that_differs_from_the_model_is_refused(
+    models, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    pool = OnnxQueryEncoder._pool
+    monkeypatch.setattr(OnnxQueryEncoder, "_pool", lambda self, t, m: pool(self, t, m) + 1e-3)
+    torch_side = SentenceTransformerEmbedder(str(models["dense"]), backend="torch")
+    with pytest.raises(UnsupportedQueryEncoder, match=r"differs from the model on probe "
+                                                      r"texts \(max abs difference 1.00e-03"):
+        export_query_encoder(torch_side, cache_dir=tmp_path)
+    assert not list(tmp_path.glob("query-*/query.json"))  # nothing recorded
