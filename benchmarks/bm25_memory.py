@@ -19,8 +19,11 @@ reset the peak (``/proc/self/clear_refs``), build, and record:
 For ours also: a breakdown of the growth (index arrays by ``nbytes``; the score cache
 with the kernels' metadata; an estimate of the per-document objects and of the
 vocabulary dict; the rest is allocator slack and what the estimates miss), then
-``save`` (size on disk) and, in a fresh process, ``load(mmap=True)``: RSS growth after
-the load and after 100 queries (which page in the postings they read).
+``save`` (its time and size on disk, of which the saved score cache's ``score_*.npy``)
+and, in a fresh process, ``load(mmap=True)``: RSS growth after the load, after the first
+query and after 100 queries (which page in the postings they read and the saved score
+cache's arrays of their terms; without a saved cache the first query read every posting
+to build it).
 
 The table is printed and written to ``benchmarks/results/bm25_memory.md``.
 """
@@ -177,6 +180,8 @@ def child_build(name: str, size: int, data_dir: Path, save_to: str | None) -> di
             built.save(save_to)
             out["save_s"] = time.perf_counter() - t
             out["disk"] = disk_bytes(Path(save_to))
+            out["disk_score_cache"] = sum(f.stat().st_size
+                                          for f in Path(save_to).rglob("score_*.npy"))
     out["process_peak"] = proc_status("VmHWM") if not resettable else max(
         proc_status("VmHWM"), peak or 0)
     return out
@@ -196,10 +201,16 @@ def child_load(path: str, data_dir: Path) -> dict[str, Any]:
     index = BM25Index.load(path, mmap=True)
     load_s = time.perf_counter() - t
     loaded = rss()
-    for q in (queries * 2)[:LOAD_QUERIES]:
+    # Whether the load gave the snapshot its score cache (private: read only to report it;
+    # a snapshot without one keeps None and builds it on the first query).
+    saved_cache = index._state.derived(lambda: None) is not None
+    for n, q in enumerate((queries * 2)[:LOAD_QUERIES]):
         index.search(q, k=10)
+        if n == 0:
+            first = rss()  # a score cache built now would have read every posting
     queried = rss()
     return {"load_s": load_s, "load_growth": loaded - before, "query_growth": queried - before,
+            "first_query_growth": first - before, "saved_cache": saved_cache,
             "load_peak": proc_status("VmHWM") - before}
 
 
@@ -249,7 +260,7 @@ def main(argv: list[str] | None = None) -> int:
             r = run_child(child)
             print(f"  {name}: {r}", file=sys.stderr, flush=True)
             if "error" in r:
-                rows.append([name, *["n/a"] * 7, r["error"]])
+                rows.append([name, *["n/a"] * 8, r["error"]])
                 continue
             load: dict[str, Any] = {}
             if name == "ours":
@@ -265,16 +276,23 @@ def main(argv: list[str] | None = None) -> int:
                     f"kernel metadata {mib(b['score_cache'])}, per-document objects (estimate) "
                     f"{mib(b['documents'])}, vocabulary dict (estimate) {mib(b['vocabulary'])}, "
                     f"the rest {mib(rest)} MiB.")
+                notes.append(
+                    f"- ours, save {r['save_s']:.1f} s, of the {mib(r['disk'])} MiB on disk "
+                    f"{mib(r['disk_score_cache'])} are the saved score cache (``score_*.npy``); "
+                    f"mmap load {load.get('load_s', float('nan')):.2f} s, "
+                    f"{'with' if load.get('saved_cache') else 'without'} the saved cache.")
             rows.append([r["engine"], f"{r['build_s']:.1f}", mib(r["growth"]),
                          mib(r["build_peak"]), mib(r["process_peak"]),
                          mib(r.get("disk")),
                          mib(load.get("load_growth")) if load else "n/a",
+                         mib(load.get("first_query_growth")) if load else "n/a",
                          mib(load.get("query_growth")) if load else "n/a", ""])
             shutil.rmtree(saved, ignore_errors=True)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     headers = ["engine", "build (s)", "RSS growth (MiB)", "build peak over start (MiB)",
                "process peak (MiB)", "on disk (MiB)", "mmap load growth (MiB)",
+               "after 1 query (MiB)",
                f"after {LOAD_QUERIES} queries (MiB)", "note"]
     load_avg = os.getloadavg()
     text = "\n".join([

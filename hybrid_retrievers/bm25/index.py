@@ -625,7 +625,8 @@ class BM25Index(AtomicSave, EditableIndex):
         """Write the index files into an existing empty directory (`AtomicSave.save`, and
         composite indexes that hold this one)."""
         with self._lock:
-            write_files(directory, self._state, self._params, self._analyzer, self._fields)
+            write_files(directory, self._state, self._params, self._analyzer, self._fields,
+                        stats=self._collection_stats, backend=self._backend)
 
     @classmethod
     def load(
@@ -666,7 +667,8 @@ class BM25Index(AtomicSave, EditableIndex):
     def _from_reader(cls, r: IndexReader, *, mmap: bool = False, verify: bool = False,
                      backend: BackendName | Backend = "auto") -> Self:
         """The index in an opened saved directory (composite indexes read theirs too)."""
-        state, params, analyzer = read_files(r, mmap=mmap, verify=verify)
+        state, params, analyzer = read_files(r, mmap=mmap, verify=verify,
+                                             backend=Backend.of(backend))
         weights = read_fields(r, state, mmap=mmap, verify=verify)
         index = cls(analyzer=analyzer, params=params, backend=backend, fields=weights)
         index._install(state)

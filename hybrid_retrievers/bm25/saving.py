@@ -10,7 +10,11 @@ and the analyzer's configuration; an index with positions adds ``positions.npy``
 document's term ids in order, `Snapshot.tokens`) and ``"positions": true`` in the
 manifest (readers before positions ignore both). The postings half (`write_postings` /
 `read_postings`) is the engine's (`hybrid_retrievers.inverted.saving`), which the learned
-sparse index (`hybrid_retrievers.sparse`) saves the same way.
+sparse index (`hybrid_retrievers.sparse`) saves the same way. So is the score cache's
+(`hybrid_retrievers.inverted.cache_saving`: ``score_*.npy`` and the manifest's
+``"score_cache"``, which readers before it ignore): what computing the cache reads every
+posting for, so a memory-mapped index reads only its queries' postings. A fielded index
+saves none (its BM25F view is built from every field's postings on load).
 """
 
 from __future__ import annotations
@@ -21,8 +25,11 @@ from pathlib import Path
 import numpy as np
 from numpy.typing import NDArray
 
+from ..inverted.backend import Backend
+from ..inverted.cache_saving import read_score_cache, write_score_cache
 from ..inverted.postings import Snapshot
 from ..inverted.saving import read_postings, write_postings
+from ..inverted.score_cache import CorpusStatistics
 from ..persistence import IndexFormatError, IndexReader, IndexWriter
 from ..text import Analyzer
 from .fields import check_fields
@@ -41,16 +48,21 @@ _V2_METHODS = frozenset({BM25Method.TEXTBOOK, BM25Method.ATIRE})
 
 
 def write(directory: Path, st: Snapshot, params: BM25Params, analyzer: Analyzer,
-          fields: Mapping[str, float] | None = None) -> None:
+          fields: Mapping[str, float] | None = None, *,
+          stats: CorpusStatistics | None = None, backend: Backend | None = None) -> None:
     """Write the index files and their manifest into an existing empty directory.
 
     A fielded index (BM25F) writes each field other than "text" into a sub-directory
     ``field-<i>`` (its postings, in the same layout), bound by the manifest's checksums,
-    and the build-time weights as ``"fields"``.
+    and the build-time weights as ``"fields"``. Any other index writes its score cache
+    (`write_score_cache`, under its own statistics whatever ``stats`` the index scores
+    with; the kernels' metadata for ``backend``).
     """
     w = IndexWriter(directory)
     counts = write_postings(w, st)
     extra: dict[str, object] = {}
+    if fields is None:
+        extra.update(write_score_cache(w, st, params, stats, backend or Backend()))
     if fields is not None:
         assert st.fields is not None
         extra["fields"] = dict(fields)
@@ -76,12 +88,15 @@ def write(directory: Path, st: Snapshot, params: BM25Params, analyzer: Analyzer,
 
 
 def read(
-    r: IndexReader, *, mmap: bool = False, verify: bool = False
+    r: IndexReader, *, mmap: bool = False, verify: bool = False,
+    backend: Backend | None = None,
 ) -> tuple[Snapshot, BM25Params, Analyzer]:
     """The snapshot, parameters and analyzer of a saved index; nothing trusted unchecked.
 
     Every file read into memory is checksummed, and the manifest (parameters
-    included) is covered by a checksum too. The postings are checked (`read_postings`).
+    included) is covered by a checksum too. The postings are checked (`read_postings`),
+    and so is the saved score cache, which the snapshot gets when it applies
+    (`read_score_cache`; ``backend``: the loading index's).
 
     Raises:
         IndexFormatError: anything missing, corrupt, inconsistent or invalid.
@@ -105,6 +120,8 @@ def read(
         if r.field("positions", bool) is not True:
             raise IndexFormatError(f"{where}: 'positions' must be true when present")
         state.tokens = _read_positions(r, state, full=not mmap or verify)
+    if "fields" not in r.manifest:
+        read_score_cache(r, state, params, backend or Backend(), mmap=mmap, verify=verify)
     return state, params, analyzer
 
 

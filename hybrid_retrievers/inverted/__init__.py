@@ -21,6 +21,7 @@ here imports `bm25` or `sparse`. Its modules, one job each:
 * `scratch`: each thread's query buffers;
 * `operators`: structured queries (`hybrid_retrievers.Query`) as masks before top-k;
 * `saving`: the postings' half of the on-disk format.
+* `cache_saving`: the score cache's half (what computing it reads every posting for).
 
 Example:
     >>> from hybrid_retrievers import BM25Index

@@ -112,6 +112,15 @@ class _Metadata:
         self.params = _params(params, cache)
         self._build(kernels, state, cache, backend)
 
+    @classmethod
+    def from_arrays(cls, params: Scorer, cache: ScoreCache, **arrays: NDArray[Any]) -> Any:
+        """The metadata of arrays built before (a saved index's, `cache_saving`), as they are."""
+        held = cls.__new__(cls)
+        held.params = _params(params, cache)
+        for name in cls.__slots__:
+            setattr(held, name, arrays[name])
+        return held
+
     def _build(self, kernels: ModuleType, state: Snapshot, cache: ScoreCache,
                backend: Backend) -> None:
         raise NotImplementedError

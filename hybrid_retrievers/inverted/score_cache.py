@@ -4,7 +4,10 @@ It holds what depends on N and avgdl: each document's length norm, each term's i
 upper bound (its largest contribution, for MaxScore pruning) and, for BM25L/BM25+, the
 weight of absent terms; and the compiled kernels' metadata built from them (`kept`).
 It is built lazily once per snapshot (`Snapshot.derived`), so an edited index scores
-exactly like one rebuilt from scratch.
+exactly like one rebuilt from scratch. What it needs from a pass over every posting
+(`PostingBounds`: each term's largest weight and the smallest one) is saved with the
+index and given back on load (`cache_saving`), so a memory-mapped index answers its
+first query without reading every posting; so are the kernels' metadata (`seed`).
 
 With corpus-wide statistics (`CorpusStatistics`: a shard of a larger corpus, BM25's
 `CollectionStats` given by `BM25Index.set_collection_stats`) the cache takes its idf
@@ -17,7 +20,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Mapping
-from typing import Protocol, TypeVar
+from typing import NamedTuple, Protocol, TypeVar
 
 import numpy as np
 from numpy.typing import NDArray
@@ -25,7 +28,7 @@ from numpy.typing import NDArray
 from .postings import Snapshot
 from .scorer import Scorer, Variant, length_norm
 
-__all__ = ["ScoreCache", "CorpusStatistics"]
+__all__ = ["ScoreCache", "CorpusStatistics", "PostingBounds"]
 
 T = TypeVar("T")
 
@@ -48,6 +51,42 @@ class CorpusStatistics(Protocol):
     def idf_for(self, vocab: Mapping[str, int], variant: Variant) -> NDArray[np.float64]: ...
 
 
+class PostingBounds(NamedTuple):
+    """What a score cache needs from a pass over every posting, before any idf.
+
+    ``top[t]`` is term t's largest shifted tf weight (``tfw - tfw(0)`` in float32, the
+    weight `matching._weigh` scales by the idf; zeros when the snapshot has no
+    postings) and ``least`` the smallest shifted weight of any posting (infinity
+    without postings). They depend on the tf weight, k1, b, delta, the documents'
+    lengths and avgdl, but not on the idf (N, df, collection statistics), which
+    `ScoreCache.build` applies afterwards.
+    """
+
+    top: NDArray[np.float32]
+    least: np.float32
+
+    @classmethod
+    def of(cls, state: Snapshot, params: Scorer, norm: NDArray[np.float32],
+           absent_weight: float) -> PostingBounds:
+        """The bounds of ``state``'s postings, read in slabs so the transient stays small."""
+        v = params.variant
+        k1, delta = params.k1, params.delta
+        indptr = state.indptr
+        top = np.zeros(indptr.size - 1, dtype=np.float32)
+        least = np.float32(np.inf)
+        if not state.post_docs.size:
+            return cls(top, least)
+        tf = state.post_tf
+        for lo, hi in _slabs(indptr):
+            a, b = int(indptr[lo]), int(indptr[hi])
+            w = v.tfw(tf[a:b].astype(np.float32), norm[state.post_docs[a:b]], k1, delta)
+            top[lo:hi] = np.maximum.reduceat(w, indptr[lo:hi] - a)
+            # Shifted as the scoring paths shift it (`matching._weigh`, the kernels).
+            if w.size:
+                least = min(least, w.min() - np.float32(absent_weight))
+        return cls(top - np.float32(absent_weight), np.float32(least))
+
+
 class ScoreCache:
     """What queries need beyond the postings; depends on N and avgdl, so edits reset it.
 
@@ -56,13 +95,14 @@ class ScoreCache:
     ``absent`` is the weight a term adds to documents that lack it. Posting weights
     are stored shifted by ``absent_weight`` (the tf weight at tf = 0), so absent
     terms add one per-query constant instead of touching every document.
-    ``least_weight`` is the smallest shifted float32 posting weight. ``stats``
-    are the collection statistics it was built with (None: the snapshot's own), and
-    ``avgdl`` the average document length it used.
+    ``bounds`` are the postings' `PostingBounds` (``upper`` is ``bounds.top · idf``;
+    ``bounds.least`` the smallest shifted float32 posting weight). ``stats`` are the
+    collection statistics it was built with (None: the snapshot's own), and ``avgdl``
+    the average document length it used.
     """
 
     __slots__ = ("norm", "idf", "upper", "absent", "absent_weight", "nonnegative", "positive",
-                 "least", "stats", "avgdl", "_kept", "_lock")
+                 "least", "bounds", "stats", "avgdl", "_kept", "_seeds", "_lock")
 
     def __init__(
         self,
@@ -71,9 +111,9 @@ class ScoreCache:
         upper: NDArray[np.float32],
         absent: NDArray[np.float32] | None,
         absent_weight: float,
+        bounds: PostingBounds,
         stats: CorpusStatistics | None = None,
         avgdl: float = 0.0,
-        least_weight: float = np.inf,
     ) -> None:
         self.norm = norm
         self.idf = idf
@@ -88,12 +128,14 @@ class ScoreCache:
         # can make a shifted weight 0 (BM25L at k1 = 0, a large delta) or below.
         # A query's own counts (BM25F's qtf·idf, learned query weights) can still be 0 or
         # below: `signs` answers for one query.
-        least = np.float32(least_weight)
+        self.bounds = bounds
+        least = np.float32(bounds.least)
         low_idf = np.float32(idf.min()) if idf.size else np.float32(np.inf)
         self.least = least
         self.nonnegative = bool(low_idf >= 0 and least >= 0)
         self.positive = bool(low_idf > 0 and least > 0 and least * low_idf > 0)
         self._kept: dict[type, object] = {}
+        self._seeds: dict[type, Callable[[], object]] = {}
         self._lock = threading.Lock()
 
     @classmethod
@@ -103,13 +145,17 @@ class ScoreCache:
 
     @classmethod
     def build(
-        cls, state: Snapshot, params: Scorer, stats: CorpusStatistics | None
+        cls, state: Snapshot, params: Scorer, stats: CorpusStatistics | None,
+        bounds: PostingBounds | None = None,
     ) -> ScoreCache:
-        """The cache of ``state`` computed now (`of` builds it once per snapshot)."""
+        """The cache of ``state`` computed now (`of` builds it once per snapshot).
+
+        ``bounds``: the postings' `PostingBounds` under these parameters, computed
+        before (a saved index's); None reads every posting to compute them.
+        """
         v = params.variant
         k1, delta = params.k1, params.delta
-        indptr = state.indptr
-        df = np.diff(indptr).astype(np.float64)
+        df = np.diff(state.indptr).astype(np.float64)
         if stats is None:
             idf = v.idf(df, len(state.docs)).astype(np.float32)
             avgdl = state.avgdl
@@ -122,21 +168,13 @@ class ScoreCache:
         if v.absent is not None:
             absent_weight = float(v.absent(k1, delta))
             absent = (idf * np.float32(absent_weight)).astype(np.float32)
-        upper = np.zeros(len(df), dtype=np.float32)
-        least = np.float32(np.inf)  # the smallest shifted posting weight
+        if bounds is None:
+            bounds = PostingBounds.of(state, params, norm, absent_weight)
         if state.post_docs.size:
-            # The largest shifted tf weight of each term, computed in slabs so the
-            # transient stays small for big corpora.
-            tf = state.post_tf
-            for lo, hi in _slabs(indptr):
-                a, b = int(indptr[lo]), int(indptr[hi])
-                w = v.tfw(tf[a:b].astype(np.float32), norm[state.post_docs[a:b]], k1, delta)
-                upper[lo:hi] = np.maximum.reduceat(w, indptr[lo:hi] - a)
-                # Shifted as the scoring paths shift it (`matching._weigh`, the kernels).
-                if w.size:
-                    least = min(least, w.min() - np.float32(absent_weight))
-            upper = (upper - np.float32(absent_weight)) * idf
-        return cls(norm, idf, upper, absent, absent_weight, stats, avgdl, least)
+            upper = bounds.top * idf
+        else:
+            upper = np.zeros(len(df), dtype=np.float32)
+        return cls(norm, idf, upper, absent, absent_weight, bounds, stats, avgdl)
 
     def signs(self, ids: list[tuple[int, float]]) -> tuple[bool, bool]:
         """Whether every contribution of a query is >= 0, and whether every one is > 0.
@@ -169,8 +207,32 @@ class ScoreCache:
             with self._lock:
                 held = self._kept.get(kind)
                 if held is None:
-                    held = self._kept[kind] = build()
+                    make = self._seeds.pop(kind, build)
+                    held = self._kept[kind] = make()
         return held  # type: ignore[return-value]
+
+    def seed(self, kind: type[T], build: Callable[[], T]) -> None:
+        """Have `kept` build the ``kind`` of kernel metadata with ``build`` (on first use).
+
+        A loaded index seeds its saved metadata (`cache_saving`): it replaces the
+        caller's build, which reads every posting, and is built as lazily.
+        """
+        with self._lock:
+            if kind not in self._kept:
+                self._seeds[kind] = build
+
+    def saveable(self, kind: type[T], build: Callable[[], T]) -> T:
+        """The ``kind`` of kernel metadata to save: kept or seeded (then kept), else ``build()``.
+
+        What no query built and no load seeded is built for the save and not kept, so
+        saving does not grow an index that never needs it.
+        """
+        held = self.peek(kind)
+        if held is not None:
+            return held
+        if kind in self._seeds:
+            return self.kept(kind, build)
+        return build()
 
     def peek(self, kind: type[T]) -> T | None:
         """The ``kind`` of kernel metadata if a query has built it, else None."""
@@ -178,7 +240,7 @@ class ScoreCache:
 
     def nbytes(self) -> int:
         """Bytes held by the per-document and per-term arrays (not the kernel metadata)."""
-        arrays = [self.norm, self.idf, self.upper, self.absent]
+        arrays = [self.norm, self.idf, self.upper, self.absent, self.bounds.top]
         return int(sum(a.nbytes for a in arrays if a is not None))
 
     # --- collection statistics: terms only other shards hold ------------------------

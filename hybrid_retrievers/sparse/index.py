@@ -399,7 +399,8 @@ class SparseIndex(AtomicSave, EditableIndex):
     def _save_into(self, directory: Path) -> None:
         """Write the index files into an existing empty directory (`AtomicSave.save`)."""
         with self._lock:
-            write_files(directory, self._state, model_id=self.model_id, embedder=self._embedder)
+            write_files(directory, self._state, model_id=self.model_id, embedder=self._embedder,
+                        backend=self._backend)
 
     @classmethod
     def load(
@@ -433,7 +434,7 @@ class SparseIndex(AtomicSave, EditableIndex):
         embedder = _check_embedder(embedder)
 
         def build(r: IndexReader) -> Self:
-            state, model_id = read_files(r, mmap=mmap, verify=verify)
+            state, model_id = read_files(r, mmap=mmap, verify=verify, backend=backend)
             given = _model_id_of(embedder)
             if model_id is not None and given is not None and given != model_id:
                 raise ValueError(
