@@ -25,6 +25,7 @@ from numpy.typing import NDArray
 from ..document_columns import DocColumns
 from ..documents import DocTable
 from ..types import Doc
+from .heap import release_free_heap
 
 if TYPE_CHECKING:
     from .build import TokenChunk
@@ -171,9 +172,11 @@ def written(
     df[:old_indptr.size - 1] = np.diff(old_indptr)
     max_tf = int(old_tf.max()) if old_tf.size else 0
     weighted = bool(runs) and runs[0].tf.dtype.kind == "f"
+    new_postings = 0
     for r in runs:
         df[r.terms] += r.counts
         max_tf = max(max_tf, r.max_tf)
+        new_postings += r.docs.size
     indptr = offsets(df)
     post_docs = np.empty(int(indptr[-1]), dtype=np.int32)
     post_tf = np.empty(post_docs.size,
@@ -213,7 +216,15 @@ def written(
     if new_tokens is not None:
         assert state.tokens is not None
         tokens = _placed_tokens(state, new_tokens, lengths, rows, doc_len, live)
+    if new_postings >= TRIM_POSTINGS:
+        release_free_heap()  # the chunks' freed temporaries: see `heap`
     return Snapshot(new_docs, vocab, indptr, post_docs, post_tf, doc_len, tokens=tokens)
+
+
+# New postings from which a write gives the C heap's free pages back (`heap`): about
+# 90,000 documents of 45 postings, whose freed temporaries are MiBs; an `add` of a few
+# documents skips the heap walk.
+TRIM_POSTINGS = 1 << 22
 
 
 def _placed_tokens(
