@@ -5,8 +5,10 @@ keys, runs and scatter indices, a MiB or so each). glibc's malloc serves those f
 heap once its adaptive mmap threshold has risen past their size, and keeps the freed
 chunks in it: pages the index never uses again stay in the process's resident memory,
 between the long-lived objects allocated meanwhile (the vocabulary, the document table).
-At 1M documents of bm25_speed's corpus that was 63 MiB of the build's 400 MiB growth
-(``benchmarks/bm25_memory.py``). ``malloc_trim(0)`` hands every whole free page back
+Trimmed after the postings are filled, a 1M-document build of bm25_speed's corpus
+grew the process by 370 MiB instead of 400 (``benchmarks/bm25_memory.py``; 394 instead
+of 424 with the heap trimmed before the build too, so that no slack from before it is
+counted). ``malloc_trim(0)`` hands every whole free page back
 (``madvise``), keeping the allocations themselves where they are, so nothing is copied
 and no pointer changes.
 
