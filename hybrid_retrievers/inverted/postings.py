@@ -132,10 +132,12 @@ def written(
     term; `_Runs`) in large slabs (`_Slabs`) until every document frequency is known;
     then the term-major CSR is filled by a counting sort (old postings first, then each
     chunk in turn, each slab freed once its runs are placed), so no token list of the
-    whole corpus and no COO copy of it is ever held. At 1M documents of bm25_speed's
-    corpus a build (score cache included) grew the process by 511 MiB (819 with runs
-    held one by one, bounds in slabs of 65,536 terms) and peaked 577 MiB above its
-    start (1,253), ``benchmarks/bm25_memory.py``.
+    whole corpus and no COO copy of it is ever held. A write of `TRIM_POSTINGS` or more
+    new postings then gives the C heap's freed pages back (`heap.release_free_heap`).
+    At 1M documents of bm25_speed's corpus a build (score cache and kernel metadata
+    included) grew the process by 372 MiB (400 without the trim; 819 with runs held
+    one by one) and peaked 527 MiB above its start (1,253 before the slabs),
+    ``benchmarks/bm25_memory.py``.
     """
     offset = len(state.docs)
     rows_given = rows
