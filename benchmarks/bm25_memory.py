@@ -17,7 +17,7 @@ reset the peak (``/proc/self/clear_refs``), build, and record:
 * process peak: the process's highest RSS, corpus and imports included.
 
 For ours also: a breakdown of the growth (index arrays by ``nbytes``; the score cache
-with the kernels' metadata; an estimate of the per-document objects and of the
+with the kernels' metadata; the document table; an estimate of the
 vocabulary dict; the rest is allocator slack and what the estimates miss), then
 ``save`` (its time and size on disk, of which the saved score cache's ``score_*.npy``)
 and, in a fresh process, ``load(mmap=True)``: RSS growth after the load, after the first
@@ -152,10 +152,27 @@ def ours_breakdown(index: Any) -> dict[str, int]:
     if isinstance(docs, list):
         doc_bytes = sys.getsizeof(docs) + sys.getsizeof(st.positions)
         doc_bytes += sum(sys.getsizeof(d) for d in docs)
+    elif hasattr(docs, "nbytes"):  # DocColumns: id/metadata buffers, id lookup, text list
+        doc_bytes = docs.nbytes() + 8 * len(docs)
     vocab = sys.getsizeof(st.vocab) + sum(sys.getsizeof(t) for t in st.vocab)
     return {"postings": int(st.nbytes()), "score_cache": int(cache.nbytes() + extra),
             "documents": int(doc_bytes), "vocabulary": int(vocab),
-            "n_postings": int(st.post_docs.size)}
+            "n_postings": int(st.post_docs.size), "heap_free": heap_free()}
+
+
+def heap_free() -> int | None:
+    """Free bytes inside glibc's heap (``mallinfo2``): slack, resident unless trimmed."""
+    import ctypes
+
+    class MallInfo2(ctypes.Structure):
+        _fields_ = [(n, ctypes.c_size_t) for n in ("arena", "ordblks", "smblks", "hblks",
+                    "hblkhd", "usmblks", "fsmblks", "uordblks", "fordblks", "keepcost")]
+    try:
+        mallinfo2 = ctypes.CDLL(None).mallinfo2
+    except (OSError, AttributeError):  # not glibc 2.33+
+        return None
+    mallinfo2.restype = MallInfo2
+    return int(mallinfo2().fordblks)
 
 
 def child_build(name: str, size: int, data_dir: Path, save_to: str | None) -> dict[str, Any]:
@@ -273,9 +290,10 @@ def main(argv: list[str] | None = None) -> int:
                     f"- ours, growth by part: postings arrays {mib(b['postings'])} MiB "
                     f"({b['n_postings'] / 1e6:.1f}M postings, "
                     f"{b['postings'] / max(b['n_postings'], 1):.2f} B each), score cache and "
-                    f"kernel metadata {mib(b['score_cache'])}, per-document objects (estimate) "
+                    f"kernel metadata {mib(b['score_cache'])}, document table "
                     f"{mib(b['documents'])}, vocabulary dict (estimate) {mib(b['vocabulary'])}, "
-                    f"the rest {mib(rest)} MiB.")
+                    f"the rest {mib(rest)} MiB (free in the whole process's C heap after it: "
+                    f"{mib(b.get('heap_free'))}).")
                 notes.append(
                     f"- ours, save {r['save_s']:.1f} s, of the {mib(r['disk'])} MiB on disk "
                     f"{mib(r['disk_score_cache'])} are the saved score cache (``score_*.npy``); "

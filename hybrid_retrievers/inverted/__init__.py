@@ -9,7 +9,8 @@ here imports `bm25` or `sparse`. Its modules, one job each:
 * `postings`: one immutable index version (documents and term-major CSR postings,
   `Snapshot`) and the new versions edits make;
 * `build`: the streamed build, tokenising documents into postings chunk by chunk (in
-  worker processes with ``n_jobs``), with `numbering` giving terms their ids;
+  worker processes with ``n_jobs``), with `numbering` giving terms their ids and
+  `heap` giving the C heap's freed pages back after a large one;
 * `scorer`: what the engine scores with (`Scorer`, `Variant`, the length norm) and the
   impact scorer (`ImpactScorer`);
 * `score_cache`: idf, length norms and pruning bounds per version (`ScoreCache`), and

@@ -25,6 +25,7 @@ from numpy.typing import NDArray
 from ..document_columns import DocColumns
 from ..documents import DocTable
 from ..types import Doc
+from .heap import release_free_heap
 
 if TYPE_CHECKING:
     from .build import TokenChunk
@@ -131,10 +132,12 @@ def written(
     term; `_Runs`) in large slabs (`_Slabs`) until every document frequency is known;
     then the term-major CSR is filled by a counting sort (old postings first, then each
     chunk in turn, each slab freed once its runs are placed), so no token list of the
-    whole corpus and no COO copy of it is ever held. At 1M documents of bm25_speed's
-    corpus a build (score cache included) grew the process by 511 MiB (819 with runs
-    held one by one, bounds in slabs of 65,536 terms) and peaked 577 MiB above its
-    start (1,253), ``benchmarks/bm25_memory.py``.
+    whole corpus and no COO copy of it is ever held. A write of `TRIM_POSTINGS` or more
+    new postings then gives the C heap's freed pages back (`heap.release_free_heap`).
+    At 1M documents of bm25_speed's corpus a build (score cache and kernel metadata
+    included) grew the process by 372 MiB (400 without the trim; 819 with runs held
+    one by one) and peaked 527 MiB above its start (1,253 before the slabs),
+    ``benchmarks/bm25_memory.py``.
     """
     offset = len(state.docs)
     rows_given = rows
@@ -171,9 +174,11 @@ def written(
     df[:old_indptr.size - 1] = np.diff(old_indptr)
     max_tf = int(old_tf.max()) if old_tf.size else 0
     weighted = bool(runs) and runs[0].tf.dtype.kind == "f"
+    new_postings = 0
     for r in runs:
         df[r.terms] += r.counts
         max_tf = max(max_tf, r.max_tf)
+        new_postings += r.docs.size
     indptr = offsets(df)
     post_docs = np.empty(int(indptr[-1]), dtype=np.int32)
     post_tf = np.empty(post_docs.size,
@@ -213,7 +218,15 @@ def written(
     if new_tokens is not None:
         assert state.tokens is not None
         tokens = _placed_tokens(state, new_tokens, lengths, rows, doc_len, live)
+    if new_postings >= TRIM_POSTINGS:
+        release_free_heap()  # the chunks' freed temporaries: see `heap`
     return Snapshot(new_docs, vocab, indptr, post_docs, post_tf, doc_len, tokens=tokens)
+
+
+# New postings from which a write gives the C heap's free pages back (`heap`): about
+# 90,000 documents of 45 postings, whose freed temporaries are MiBs; an `add` of a few
+# documents skips the heap walk.
+TRIM_POSTINGS = 1 << 22
 
 
 def _placed_tokens(

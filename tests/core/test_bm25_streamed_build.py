@@ -271,3 +271,28 @@ def test_n_jobs_sends_a_registered_tokenizer(monkeypatch):
         assert "a-b" in two._state.vocab
     finally:
         unregister_tokenizer("test.streamed-ws")
+
+
+def test_a_large_write_gives_the_heaps_free_pages_back(monkeypatch):
+    """A write of at least TRIM_POSTINGS new postings trims the C heap once; a small
+    edit does not pay for the heap walk."""
+    from hybrid_retrievers.inverted import postings
+
+    calls = []
+    monkeypatch.setattr(postings, "release_free_heap", lambda: calls.append(1) or True)
+    monkeypatch.setattr(postings, "TRIM_POSTINGS", 120)
+    texts = [f"a{i % 7} b{i % 3} x{i}" for i in range(40)]  # 40 documents of 3 postings
+    index = BM25Index.from_texts(texts)
+    assert calls == [1]
+    index.add(["one more text"])  # 3 new postings
+    BM25Index.from_texts(texts[:39])  # 117
+    assert calls == [1]
+
+
+def test_release_free_heap_trims_on_glibc():
+    import platform
+
+    from hybrid_retrievers.inverted.heap import release_free_heap
+
+    glibc = platform.system() == "Linux" and platform.libc_ver()[0] == "glibc"
+    assert release_free_heap() is glibc
