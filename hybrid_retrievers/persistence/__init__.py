@@ -44,7 +44,8 @@ The package, one job a module:
 * `safe_read` -- `IndexFormatError`, the check of an index path, and opening and parsing
   untrusted files (regular files only, no links, bounded reads, strict JSON, ``.npy``
   headers without pickle);
-* `manifest` -- the layout's names, the pointer, manifest fields and checksums;
+* `manifest` -- the layout's names, the pointer (`index_kind`: which kind of index a
+  folder holds), manifest fields and checksums;
 * `atomic` -- atomic, durable, locked saves (`atomic_index_dir`);
 * `writer` -- the saving side: `IndexWriter` (the files of one version) and `AtomicSave`
   (the ``save(path)`` of every core index);
@@ -56,7 +57,7 @@ The package, one job a module:
 from __future__ import annotations
 
 from .atomic import LOCK_TIMEOUT, atomic_index_dir
-from .manifest import FORMAT_NAME, LAYOUT_VERSION, LOCK, MANIFEST, current_files
+from .manifest import FORMAT_NAME, LAYOUT_VERSION, LOCK, MANIFEST, current_files, index_kind
 from .reader import IndexReader, read_index
 from .safe_read import IndexFormatError, check_path
 from .writer import AtomicSave, IndexWriter
@@ -74,5 +75,6 @@ __all__ = [
     "atomic_index_dir",
     "check_path",
     "current_files",
+    "index_kind",
     "read_index",
 ]

@@ -20,7 +20,7 @@ from typing import IO, Any
 
 from .safe_read import IndexFormatError, _parse_json, _read_bytes, check_path
 
-__all__ = ["FORMAT_NAME", "LAYOUT_VERSION", "LOCK", "MANIFEST", "current_files"]
+__all__ = ["FORMAT_NAME", "LAYOUT_VERSION", "LOCK", "MANIFEST", "current_files", "index_kind"]
 
 FORMAT_NAME = "hybrid-retrievers"
 MANIFEST = "manifest.json"
@@ -50,6 +50,36 @@ def current_files(path: str | os.PathLike[str]) -> Path:
     ):
         return path / head["current"]
     return path
+
+
+def index_kind(path: str | os.PathLike[str]) -> str:
+    """The kind of index saved at ``path`` (``"bm25"``, ``"fusion"``, ...), read from its
+    pointer (format 2) or its manifest (format 1) alone, no data file opened; for code
+    that opens several kinds of index folder and must choose a loader before loading.
+
+    Raises:
+        IndexFormatError: no index at ``path``, or one not written by hybrid-retrievers
+            (no manifest, foreign or unparsable, no kind), naming it.
+    """
+    path = check_path(path)
+    pointer = _pointer_bytes(path)
+    assert pointer is not None
+    kind = pointer_head(pointer, path / MANIFEST).get("kind")
+    if not isinstance(kind, str) or not kind:
+        raise IndexFormatError(f"{path / MANIFEST} names no index kind (kind={kind!r:.60})")
+    return kind
+
+
+def pointer_head(pointer: bytes, where: Path) -> dict[str, Any]:
+    """The parsed pointer (or format-1 manifest) ``where`` holds: a JSON object of our
+    format, or an `IndexFormatError` naming ``where``."""
+    head = _parse_json(pointer, where)
+    if not isinstance(head, dict) or head.get("format") != FORMAT_NAME:
+        raise IndexFormatError(
+            f"{where} is not a hybrid-retrievers manifest (format="
+            f"{head.get('format') if isinstance(head, dict) else None!r})"
+        )
+    return head
 
 
 def _pointer_bytes(path: Path, missing_ok: bool = False) -> bytes | None:

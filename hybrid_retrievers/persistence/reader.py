@@ -32,6 +32,7 @@ from .manifest import (
     _check_version,
     _hash_stream,
     _pointer_bytes,
+    pointer_head,
 )
 from .safe_read import (
     IndexFormatError,
@@ -79,12 +80,7 @@ def read_index(
 def _reader_for(path: Path, pointer: bytes | None, *, kind: str, max_version: int) -> IndexReader:
     assert pointer is not None
     where = path / MANIFEST
-    head = _parse_json(pointer, where)
-    if not isinstance(head, dict) or head.get("format") != FORMAT_NAME:
-        raise IndexFormatError(
-            f"{where} is not a hybrid-retrievers manifest (format="
-            f"{head.get('format') if isinstance(head, dict) else None!r})"
-        )
+    head = pointer_head(pointer, where)
     if "current" not in head:  # format 1: the data files are in the path itself
         return IndexReader(
             path, kind=kind, max_version=max_version, manifest_bytes=pointer, top_level=True
