@@ -52,6 +52,11 @@ The package, one job a module:
 * `reader` -- `read_index` and `IndexReader`, the loading side;
 * `composite` -- what both frameworks' fusion adapters share when they save and load a
   fusion of indexes (settings, children by kind, the callable-weights check).
+
+What these modules share (the checks of `safe_read` and `manifest`, `atomic`'s
+`HashingFile`, `writer`'s `doc_json_line`) has a plain name in its module and is
+imported from there; a ``_name`` is its own module's alone. Only this face (``__all__``)
+is the package's public API.
 """
 
 from __future__ import annotations
