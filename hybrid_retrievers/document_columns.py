@@ -14,7 +14,10 @@ arrays instead:
   object, which only an index that is never saved may hold) keeps its mapping as it is,
   beside the column;
 * id -> row as a sorted array of 64-bit hashes of the ids (`IdRows`), built on first use:
-  a lookup is a binary search plus one comparison, with no per-document dict.
+  a lookup is a binary search plus one comparison, with no per-document dict;
+* per metadata key a filter asks about, each document's value read from the metadata
+  bytes without parsing them (`key_column`, `hybrid_retrievers.metadata_keys`), built on
+  first use.
 
 `Doc` objects are made on the way out (``table[i]``, iteration, `IdRows` lookups), so a
 table is a read-only ``Sequence[Doc]``. A table never changes once built: an edit makes a
@@ -38,6 +41,7 @@ from typing import Any, overload
 import numpy as np
 from numpy.typing import NDArray
 
+from .metadata_keys import KeyColumn, MetadataKeys
 from .types import Doc
 
 __all__ = ["DocColumns", "StrColumn", "IdRows", "json_exact"]
@@ -346,7 +350,8 @@ class DocColumns(Sequence[Doc]):
         (['x', 'y'], ['one', 'two'])
     """
 
-    __slots__ = ("_ids", "_texts", "_meta", "_extras", "_rows", "_lock", "masks", "source")
+    __slots__ = ("_ids", "_texts", "_meta", "_extras", "_rows", "_keys", "_lock", "masks",
+                 "source")
 
     def __init__(self, ids: StrColumn, texts: StrColumn, meta: StrColumn,
                  extras: dict[int, Mapping[str, Any]] | None = None) -> None:
@@ -358,6 +363,7 @@ class DocColumns(Sequence[Doc]):
         self._meta = meta
         self._extras = extras or {}
         self._rows: IdRows | None = None
+        self._keys: MetadataKeys | None = None
         self._lock = threading.Lock()
         self.masks: dict[Hashable, NDArray[np.bool_]] = {}
         # Where a loaded table was read from (its files' checksums), so that indexes
@@ -479,6 +485,19 @@ class DocColumns(Sequence[Doc]):
                 yield MappingProxyType(value)
             else:
                 yield extras.get(i, _NO_METADATA) if extras else _NO_METADATA
+
+    def key_column(self, key: Any) -> KeyColumn | None:
+        """One metadata key's value per document, read from the metadata bytes without
+        parsing them (`hybrid_retrievers.metadata_keys`), kept by this table (an edit
+        makes a new table, with none); None for a key the bytes cannot mark."""
+        keys = self._keys
+        if keys is None:
+            with self._lock:
+                if self._keys is None:
+                    buf, off = self._meta.buffers()
+                    self._keys = MetadataKeys(buf, off, self._extras)
+                keys = self._keys
+        return keys.column(key)
 
     @property
     def columns(self) -> tuple[StrColumn, StrColumn, StrColumn, Mapping[int, Mapping[str, Any]]]:

@@ -5,6 +5,9 @@ passes when every key is in its metadata with an equal value) or a predicate
 ``callable(Doc) -> bool``. `BM25Index` and `VectorIndex` turn a filter into a mask over
 one index version's documents and memoise equality masks per version, so repeating a
 filter costs one lookup; `combine_filters` joins a fixed filter with a per-call one.
+Over a `DocColumns` table an equality filter reads each key's values from the metadata
+bytes (`DocColumns.key_column`, kept per table): each distinct value is compared once
+and only the documents the bytes leave unsure are parsed, with the same ``==``.
 """
 
 from __future__ import annotations
@@ -95,13 +98,42 @@ def filter_key(filter: Mapping[Any, Any]) -> Hashable | None:
 def equality_mask(filter: Mapping[Any, Any], docs: Sequence[Doc]) -> NDArray[np.bool_]:
     """Which ``docs`` have every ``filter`` key in their metadata, with an equal value."""
     items = list(filter.items())
-    # A `DocColumns` table gives its metadata without making a `Doc` per document.
-    metadatas = docs.metadatas() if isinstance(docs, DocColumns) else (d.metadata for d in docs)
+    if isinstance(docs, DocColumns):
+        mask = _key_columns_mask(items, docs)
+        if mask is not None:
+            return mask
+        # A `DocColumns` table gives its metadata without making a `Doc` per document.
+        metadatas = docs.metadatas()
+    else:
+        metadatas = (d.metadata for d in docs)
     return np.fromiter(
         (all(m.get(f, _MISSING) == v for f, v in items) for m in metadatas),
         bool,
         len(docs),
     )
+
+
+def _key_columns_mask(items: list[tuple[Any, Any]],
+                      docs: DocColumns) -> NDArray[np.bool_] | None:
+    """`equality_mask` over a table through its key columns (`DocColumns.key_column`):
+    each distinct value of a key is compared once, and only the rows a column leaves
+    unsure are parsed; the same ``==`` as a document at a time, so the same answer.
+    None when a key has no column."""
+    columns = [docs.key_column(field) for field, _ in items]
+    if any(column is None for column in columns):
+        return None
+    mask = np.ones(len(docs), dtype=bool)
+    unsure = []
+    for (_, value), column in zip(items, columns):
+        assert column is not None
+        passed, rows = column.matching(lambda x, v=value: x == v, bool(_MISSING == value))
+        mask &= passed
+        unsure.append(rows)
+    if unsure:
+        for row in np.unique(np.concatenate(unsure)).tolist():
+            m = docs.metadata(row)
+            mask[row] = all(m.get(f, _MISSING) == v for f, v in items)
+    return mask
 
 
 def cached_equality_mask(

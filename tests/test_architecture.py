@@ -264,3 +264,16 @@ def test_models_import_no_index_fusion_evaluation_or_training() -> None:
               if any(_in(t, f"hybrid_retrievers.{p}") for p in above)}
     assert any(_in(m, "hybrid_retrievers.models") for m in graph)
     assert not upward, f"models imports from above it: {sorted(upward)}"
+
+
+def test_persistence_modules_share_no_private_names() -> None:
+    """The persistence package's modules (reader, writer, documents, manifest, atomic,
+    safe_read) import from one another only names without a leading underscore: what
+    two of them share is said to be shared, and a ``_x`` stays its module's own."""
+    package = "hybrid_retrievers.persistence"
+    files = [p for p in CORE_FILES if _in(_module_name(p), package)]
+    assert len(files) >= 6
+    bad = [f"{path.relative_to(ROOT)}:{line} from {module} import {name}"
+           for path in files for line, module, names in _imports(path)
+           if _in(module, package) for name in names if _is_private(name)]
+    assert not bad, "private names imported across modules:\n" + "\n".join(bad)

@@ -263,6 +263,7 @@ FACES = {
         "atomic_index_dir",
         "check_path",
         "current_files",
+        "index_kind",
         "read_index",
     ],
     "hybrid_retrievers.rerank": [

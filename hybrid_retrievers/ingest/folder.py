@@ -210,7 +210,7 @@ class FolderIndex:
                                            else "it holds no manifest.json")
                 + "; build one with FolderIndex.build (or hybrid-retrievers index)")
         try:
-            searcher, ingest = _load(folder, model, sparse_model, mmap)
+            searcher, ingest = _load(folder, name, model, sparse_model, mmap)
             images = open_clip_index(folder, ingest, clip_model)
             return cls(folder, searcher, ingest, images=images, reranker=reranker,
                        describer=describer, describe_timeout=describe_timeout, label=label)
@@ -572,24 +572,31 @@ def _routes(info: dict[str, Any], explanation: dict[str, Any]) -> dict[str, Any]
     return dict(inner or {})
 
 
-def _load(folder: Path, model: Any, sparse_model: Any, mmap: bool) -> tuple[Any, dict[str, Any]]:
-    """``(FusionSearcher, ingest settings)`` of an index folder, its manifest read once.
+def _load(folder: Path, name: str, model: Any, sparse_model: Any,
+          mmap: bool) -> tuple[Any, dict[str, Any]]:
+    """``(FusionSearcher, ingest settings)`` of an index folder (``name``: how errors
+    call it), its manifest read once.
 
-    A folder written by an older ``index`` (a bare `BM25Index`) loads as a one-leg
-    fusion. Nothing is loaded or imported for the models: each one loads at its leg's
-    first query (the saved manifests answer the dimension and model identity).
+    The manifest's kind chooses the loader: a folder written by an older ``index`` (a
+    bare `BM25Index`, kind ``"bm25"``) loads as a one-leg fusion; any kind but that and
+    ``"fusion"`` is refused, naming it. Nothing is loaded or imported for the models:
+    each one loads at its leg's first query (the saved manifests answer the dimension
+    and model identity).
     """
     from ..bm25 import BM25Index
     from ..fusion import FusionSearcher
     from ..fusion.saving import read_fusion
-    from ..persistence import IndexFormatError
+    from ..persistence import IndexFormatError, index_kind
 
-    try:
-        saved = read_fusion(folder)
-    except IndexFormatError as exc:
-        if "kind" not in str(exc) and "bm25" not in str(exc):
-            raise
+    kind = index_kind(folder)
+    if kind == "bm25":
         return FusionSearcher([BM25Index.load(folder, mmap=mmap)], names=["bm25"]), {}
+    if kind != "fusion":
+        raise IndexFormatError(
+            f"{name} holds a {kind!r} index, not a folder index (a fusion written by "
+            "FolderIndex.build or hybrid-retrievers index, or the bare BM25 index older "
+            "releases wrote); open it with its own class, or build a folder index")
+    saved = read_fusion(folder)
     ingest = saved[0].get("ingest") if isinstance(saved[0].get("ingest"), dict) else {}
     kinds = {kind for kind, _, _ in saved[1]}
     embedder = sparse = None

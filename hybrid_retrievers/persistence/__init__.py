@@ -44,19 +44,25 @@ The package, one job a module:
 * `safe_read` -- `IndexFormatError`, the check of an index path, and opening and parsing
   untrusted files (regular files only, no links, bounded reads, strict JSON, ``.npy``
   headers without pickle);
-* `manifest` -- the layout's names, the pointer, manifest fields and checksums;
+* `manifest` -- the layout's names, the pointer (`index_kind`: which kind of index a
+  folder holds), manifest fields and checksums;
 * `atomic` -- atomic, durable, locked saves (`atomic_index_dir`);
 * `writer` -- the saving side: `IndexWriter` (the files of one version) and `AtomicSave`
   (the ``save(path)`` of every core index);
 * `reader` -- `read_index` and `IndexReader`, the loading side;
 * `composite` -- what both frameworks' fusion adapters share when they save and load a
   fusion of indexes (settings, children by kind, the callable-weights check).
+
+What these modules share (the checks of `safe_read` and `manifest`, `atomic`'s
+`HashingFile`, `writer`'s `doc_json_line`) has a plain name in its module and is
+imported from there; a ``_name`` is its own module's alone. Only this face (``__all__``)
+is the package's public API.
 """
 
 from __future__ import annotations
 
 from .atomic import LOCK_TIMEOUT, atomic_index_dir
-from .manifest import FORMAT_NAME, LAYOUT_VERSION, LOCK, MANIFEST, current_files
+from .manifest import FORMAT_NAME, LAYOUT_VERSION, LOCK, MANIFEST, current_files, index_kind
 from .reader import IndexReader, read_index
 from .safe_read import IndexFormatError, check_path
 from .writer import AtomicSave, IndexWriter
@@ -74,5 +80,6 @@ __all__ = [
     "atomic_index_dir",
     "check_path",
     "current_files",
+    "index_kind",
     "read_index",
 ]

@@ -24,13 +24,13 @@ from pathlib import Path
 
 from .._version import __version__
 from .manifest import (
-    _VERSION_RE,
     FORMAT_NAME,
     LAYOUT_VERSION,
     LOCK,
     MANIFEST,
-    _current_versions,
-    _is_our_manifest,
+    VERSION_RE,
+    current_versions,
+    is_our_manifest,
 )
 from .safe_read import check_path
 
@@ -71,11 +71,11 @@ def atomic_index_dir(
     _check_saveable(path)
     with _save_lock(path, lock_timeout) as created:
         _check_saveable(path)
-        previous, before_previous = _current_versions(path)
+        previous, before_previous = current_versions(path)
         # Crash leftovers go first, so at most three versions ever exist: the current
         # one, the previous one (a loader may still read it) and the one being written.
         _remove_stale(path, keep={previous, before_previous}, data_files=False)
-        match = _VERSION_RE.match(previous) if previous else None
+        match = VERSION_RE.match(previous) if previous else None
         seq = int(match.group(1)) + 1 if match else 1
         version = path / f"v{seq:06d}-{secrets.token_hex(4)}"
         version.mkdir()
@@ -115,13 +115,13 @@ def _check_saveable(path: Path) -> None:
         return
     if stat.S_ISDIR(st.st_mode):
         names = os.listdir(path)
-        if not names or (MANIFEST in names and _is_our_manifest(path / MANIFEST)):
+        if not names or (MANIFEST in names and is_our_manifest(path / MANIFEST)):
             return
         # A first save that crashed before writing the pointer leaves only its lock,
         # version directories and temporary files: still ours (and so is a directory
         # of that shape whose pointer was damaged: a new save repairs it).
         if LOCK in names and all(
-            n in (LOCK, MANIFEST) or _VERSION_RE.match(n)
+            n in (LOCK, MANIFEST) or VERSION_RE.match(n)
             or (n.startswith(".") and _LEFTOVER_RE.match(n))
             for n in names
         ):
@@ -143,7 +143,7 @@ def _remove_stale(path: Path, keep: set[str | None], data_files: bool = True) ->
         if name in (MANIFEST, LOCK) or name in keep:
             continue
         if not (
-            _VERSION_RE.match(name)
+            VERSION_RE.match(name)
             or (_LEFTOVER_RE.match(name) and (data_files or name.startswith(".")))
         ):
             continue
@@ -154,7 +154,7 @@ def _remove_stale(path: Path, keep: set[str | None], data_files: bool = True) ->
                 os.unlink(entry.path)
 
 
-class _HashingFile:
+class HashingFile:
     """A new file that hashes and counts what is written, fsynced on close."""
 
     def __init__(self, path: Path) -> None:
@@ -170,7 +170,7 @@ class _HashingFile:
     def hexdigest(self) -> str:
         return self._digest.hexdigest()
 
-    def __enter__(self) -> _HashingFile:
+    def __enter__(self) -> HashingFile:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -185,7 +185,7 @@ class _HashingFile:
 def _replace_file(path: Path, data: bytes) -> None:
     tmp = path.with_name(f".{path.name}.tmp-{secrets.token_hex(4)}")
     try:
-        with _HashingFile(tmp) as out:
+        with HashingFile(tmp) as out:
             out.write(data)
         os.replace(tmp, path)
     except BaseException:

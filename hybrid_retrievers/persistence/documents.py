@@ -27,9 +27,9 @@ from numpy.typing import NDArray
 
 from .._integrity import check_offsets, check_unique_ids
 from ..document_columns import DocColumns, StrColumn
-from .reader import _SURROGATE_ESCAPE, IndexReader
-from .safe_read import IndexFormatError
-from .writer import IndexWriter, _doc_line
+from .reader import IndexReader
+from .safe_read import SURROGATE_ESCAPE, IndexFormatError
+from .writer import IndexWriter, doc_json_line
 
 __all__ = ["COLUMNS", "write_documents", "read_documents"]
 
@@ -48,7 +48,7 @@ def write_documents(w: IndexWriter, docs: DocColumns) -> dict[str, str]:
     """
     ids, texts, meta, extras = docs.columns
     for row in sorted(extras):
-        _doc_line(docs[row])  # raises the error naming the document and the problem
+        doc_json_line(docs[row])  # raises the error naming the document and the problem
     for (name, offsets_name, _), column in zip(_PARTS, (ids, texts, meta)):
         buf, off = column.buffers()
         w.array(name, np.asarray(buf, dtype=np.uint8))
@@ -132,7 +132,7 @@ def _check_metadata(meta: StrColumn, where: str) -> None:
             value = json.loads(blob, parse_constant=_refuse_constant)
             if type(value) is not dict or not value:
                 raise ValueError("expected a non-empty JSON object")
-            if _SURROGATE_ESCAPE.search(blob):
+            if SURROGATE_ESCAPE.search(blob):
                 check_unicode(None, "", value, f"document {row}")
         except (ValueError, RecursionError) as exc:
             problem = "nested too deeply" if isinstance(exc, RecursionError) else exc

@@ -18,9 +18,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import IO, Any
 
-from .safe_read import IndexFormatError, _parse_json, _read_bytes, check_path
+from .safe_read import IndexFormatError, check_path, parse_json, read_bytes
 
-__all__ = ["FORMAT_NAME", "LAYOUT_VERSION", "LOCK", "MANIFEST", "current_files"]
+__all__ = ["FORMAT_NAME", "LAYOUT_VERSION", "LOCK", "MANIFEST", "current_files", "index_kind"]
 
 FORMAT_NAME = "hybrid-retrievers"
 MANIFEST = "manifest.json"
@@ -28,11 +28,11 @@ LOCK = ".lock"
 LAYOUT_VERSION = 2
 """Version of the directory layout (pointer + versioned sub-directories)."""
 
-_VERSION_RE = re.compile(r"v(\d{6,})-[0-9a-f]{8}\Z")
-_HEX64_RE = re.compile(r"[0-9a-f]{64}\Z")
+VERSION_RE = re.compile(r"v(\d{6,})-[0-9a-f]{8}\Z")
+HEX64_RE = re.compile(r"[0-9a-f]{64}\Z")
 _MAX_POINTER_BYTES = 64 * 1024
-_MAX_MANIFEST_BYTES = 64 * 1024 * 1024
-_CHUNK = 1 << 24
+MAX_MANIFEST_BYTES = 64 * 1024 * 1024
+CHUNK_BYTES = 1 << 24
 """Bytes hashed or written per step for large arrays."""
 
 
@@ -43,16 +43,48 @@ def current_files(path: str | os.PathLike[str]) -> Path:
     itself. Meant for inspection and tests: a later save may remove it.
     """
     path = check_path(path)
-    pointer = _pointer_bytes(path)
-    head = _parse_json(pointer, path / MANIFEST) if pointer is not None else None
-    if isinstance(head, dict) and isinstance(head.get("current"), str) and _VERSION_RE.match(
+    pointer = pointer_bytes(path)
+    head = parse_json(pointer, path / MANIFEST) if pointer is not None else None
+    if isinstance(head, dict) and isinstance(head.get("current"), str) and VERSION_RE.match(
         head["current"]
     ):
         return path / head["current"]
     return path
 
 
-def _pointer_bytes(path: Path, missing_ok: bool = False) -> bytes | None:
+def index_kind(path: str | os.PathLike[str]) -> str:
+    """The kind of index saved at ``path`` (``"bm25"``, ``"fusion"``, ...), read from its
+    pointer (format 2) or its manifest (format 1) alone, no data file opened; for code
+    that opens several kinds of index folder and must choose a loader before loading.
+
+    Raises:
+        IndexFormatError: no index at ``path``, or one not written by hybrid-retrievers
+            (no manifest, foreign or unparsable, no kind), naming it.
+    """
+    path = check_path(path)
+    pointer = pointer_bytes(path)
+    assert pointer is not None
+    kind = pointer_head(pointer, path / MANIFEST).get("kind")
+    if not isinstance(kind, str) or not kind:
+        raise IndexFormatError(f"{path / MANIFEST} names no index kind (kind={kind!r:.60})")
+    return kind
+
+
+def pointer_head(pointer: bytes, where: Path) -> dict[str, Any]:
+    """The parsed pointer (or format-1 manifest) ``where`` holds: a JSON object of our
+    format, or an `IndexFormatError` naming ``where``."""
+    head = parse_json(pointer, where)
+    if not isinstance(head, dict) or head.get("format") != FORMAT_NAME:
+        raise IndexFormatError(
+            f"{where} is not a hybrid-retrievers manifest (format="
+            f"{head.get('format') if isinstance(head, dict) else None!r})"
+        )
+    return head
+
+
+def pointer_bytes(path: Path, missing_ok: bool = False) -> bytes | None:
+    """The bytes of ``path``'s pointer (or format-1 manifest); a missing or unreadable
+    one is an `IndexFormatError` naming what is wrong, or None with ``missing_ok``."""
     try:
         st = os.stat(path)
     except FileNotFoundError:
@@ -79,44 +111,49 @@ def _pointer_bytes(path: Path, missing_ok: bool = False) -> bytes | None:
             f"{str(path)!r} is not a hybrid-retrievers index: {MANIFEST} is missing"
         )
     try:
-        return _read_bytes(manifest, _MAX_MANIFEST_BYTES)
+        return read_bytes(manifest, MAX_MANIFEST_BYTES)
     except IndexFormatError:
         if missing_ok:
             return None
         raise
 
 
-def _is_our_manifest(path: Path) -> bool:
+def is_our_manifest(path: Path) -> bool:
+    """Whether ``path`` is a manifest hybrid-retrievers wrote (so a save may replace
+    what is there)."""
     try:
-        data = _read_bytes(path, _MAX_MANIFEST_BYTES)
+        data = read_bytes(path, MAX_MANIFEST_BYTES)
         return json.loads(data).get("format") == FORMAT_NAME
     except (IndexFormatError, ValueError, AttributeError, RecursionError):
         return False
 
 
-def _current_versions(path: Path) -> tuple[str | None, str | None]:
+def current_versions(path: Path) -> tuple[str | None, str | None]:
     """The current and previous versions the pointer names (None when unknown)."""
     try:
-        pointer = json.loads(_read_bytes(path / MANIFEST, _MAX_POINTER_BYTES))
+        pointer = json.loads(read_bytes(path / MANIFEST, _MAX_POINTER_BYTES))
     except (IndexFormatError, ValueError, RecursionError):
         return None, None
     if not isinstance(pointer, dict):
         return None, None
     names = [pointer.get("current"), pointer.get("previous")]
-    current, previous = (n if isinstance(n, str) and _VERSION_RE.match(n) else None for n in names)
+    current, previous = (n if isinstance(n, str) and VERSION_RE.match(n) else None for n in names)
     return current, previous if current else None
 
 
-def _check_kind(manifest: Mapping[str, Any], kind: str, where: Path) -> None:
+def check_kind(manifest: Mapping[str, Any], kind: str, where: Path) -> None:
+    """Refuse a manifest of another kind than ``kind``, naming ``where``."""
     if manifest.get("kind") != kind:
         raise IndexFormatError(
             f"{str(where)!r} holds a {manifest.get('kind')!r} index, not {kind!r}"
         )
 
 
-def _check_version(
+def check_version(
     version: Any, max_version: int, where: Path, manifest: Mapping[str, Any]
 ) -> None:
+    """Refuse a ``format_version`` that is not an int >= 1, or newer than this release
+    reads (saying to upgrade)."""
     if type(version) is not int or version < 1:
         raise IndexFormatError(f"{where}: invalid format_version {version!r}")
     if version > max_version:
@@ -127,21 +164,24 @@ def _check_version(
         )
 
 
-def _check_size(path: Path, size: int, entry: Mapping[str, Any]) -> None:
+def check_size(path: Path, size: int, entry: Mapping[str, Any]) -> None:
+    """Refuse a file whose size is not the one ``entry`` (its manifest entry) records."""
     if size != entry["bytes"]:
         raise IndexFormatError(
             f"{path} is truncated or altered: {size} bytes, manifest says {entry['bytes']}"
         )
 
 
-def _check_hash(path: Path, digest: str, entry: Mapping[str, Any]) -> None:
+def check_hash(path: Path, digest: str, entry: Mapping[str, Any]) -> None:
+    """Refuse a file whose SHA-256 is not the one ``entry`` records."""
     if digest != entry["sha256"]:
         raise IndexFormatError(f"{path} is corrupt: its checksum does not match the manifest")
 
 
-def _hash_stream(fh: IO[bytes]) -> str:
+def hash_stream(fh: IO[bytes]) -> str:
+    """The SHA-256 of the whole of ``fh``, read in `CHUNK_BYTES` blocks."""
     fh.seek(0)
     digest = hashlib.sha256()
-    for block in iter(lambda: fh.read(_CHUNK), b""):
+    for block in iter(lambda: fh.read(CHUNK_BYTES), b""):
         digest.update(block)
     return digest.hexdigest()

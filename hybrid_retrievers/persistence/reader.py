@@ -10,7 +10,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
@@ -20,32 +19,33 @@ from numpy.typing import NDArray
 
 from ..types import Doc
 from .manifest import (
-    _HEX64_RE,
-    _MAX_MANIFEST_BYTES,
-    _VERSION_RE,
     FORMAT_NAME,
+    HEX64_RE,
     LAYOUT_VERSION,
     MANIFEST,
-    _check_hash,
-    _check_kind,
-    _check_size,
-    _check_version,
-    _hash_stream,
-    _pointer_bytes,
+    MAX_MANIFEST_BYTES,
+    VERSION_RE,
+    check_hash,
+    check_kind,
+    check_size,
+    check_version,
+    hash_stream,
+    pointer_bytes,
+    pointer_head,
 )
 from .safe_read import (
+    SURROGATE_ESCAPE,
     IndexFormatError,
-    _check_directory,
-    _open_regular,
-    _parse_json,
-    _read_bytes,
-    _read_npy_header,
+    check_directory,
     check_path,
+    open_regular,
+    parse_json,
+    read_bytes,
+    read_npy_header,
 )
 
 __all__ = ["IndexReader", "read_index"]
 
-_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 _LOAD_ATTEMPTS = 8
 
 T = TypeVar("T")
@@ -66,11 +66,11 @@ def read_index(
     """
     path = check_path(path)
     for attempt in range(_LOAD_ATTEMPTS):
-        pointer = _pointer_bytes(path)
+        pointer = pointer_bytes(path)
         try:
             return read(_reader_for(path, pointer, kind=kind, max_version=max_version))
         except IndexFormatError:
-            if attempt + 1 < _LOAD_ATTEMPTS and _pointer_bytes(path, missing_ok=True) != pointer:
+            if attempt + 1 < _LOAD_ATTEMPTS and pointer_bytes(path, missing_ok=True) != pointer:
                 continue
             raise
     raise AssertionError("unreachable")  # pragma: no cover
@@ -79,23 +79,18 @@ def read_index(
 def _reader_for(path: Path, pointer: bytes | None, *, kind: str, max_version: int) -> IndexReader:
     assert pointer is not None
     where = path / MANIFEST
-    head = _parse_json(pointer, where)
-    if not isinstance(head, dict) or head.get("format") != FORMAT_NAME:
-        raise IndexFormatError(
-            f"{where} is not a hybrid-retrievers manifest (format="
-            f"{head.get('format') if isinstance(head, dict) else None!r})"
-        )
+    head = pointer_head(pointer, where)
     if "current" not in head:  # format 1: the data files are in the path itself
         return IndexReader(
             path, kind=kind, max_version=max_version, manifest_bytes=pointer, top_level=True
         )
-    _check_kind(head, kind, path)
+    check_kind(head, kind, path)
     version = head.get("format_version")
-    _check_version(version, LAYOUT_VERSION, where, head)
+    check_version(version, LAYOUT_VERSION, where, head)
     current, digest = head.get("current"), head.get("manifest_sha256")
-    if not isinstance(current, str) or not _VERSION_RE.match(current):
+    if not isinstance(current, str) or not VERSION_RE.match(current):
         raise IndexFormatError(f"{where}: invalid 'current' version {current!r}")
-    if not isinstance(digest, str) or not _HEX64_RE.match(digest):
+    if not isinstance(digest, str) or not HEX64_RE.match(digest):
         raise IndexFormatError(f"{where}: invalid 'manifest_sha256' {digest!r}")
     return IndexReader(
         path / current, kind=kind, max_version=max_version, manifest_sha256=digest,
@@ -124,7 +119,7 @@ class IndexReader:
         self.display = display if display is not None else self.directory
         self.bound = manifest_sha256 is not None
         """Whether the manifest itself is checksummed (format 2)."""
-        _check_directory(self.directory, may_be_link=top_level)
+        check_directory(self.directory, may_be_link=top_level)
         manifest_path = self.directory / MANIFEST
         if manifest_bytes is None:
             if not os.path.lexists(manifest_path):
@@ -132,7 +127,7 @@ class IndexReader:
                     f"{str(self.display)!r} is not a hybrid-retrievers index: "
                     f"{MANIFEST} is missing"
                 )
-            manifest_bytes = _read_bytes(manifest_path, _MAX_MANIFEST_BYTES)
+            manifest_bytes = read_bytes(manifest_path, MAX_MANIFEST_BYTES)
         if manifest_sha256 is not None and (
             hashlib.sha256(manifest_bytes).hexdigest() != manifest_sha256
         ):
@@ -140,14 +135,14 @@ class IndexReader:
                 f"{manifest_path} is corrupt or was edited: its checksum does not match "
                 f"the one recorded when it was saved"
             )
-        manifest = _parse_json(manifest_bytes, manifest_path)
+        manifest = parse_json(manifest_bytes, manifest_path)
         if not isinstance(manifest, dict) or manifest.get("format") != FORMAT_NAME:
             raise IndexFormatError(
                 f"{manifest_path} is not a hybrid-retrievers manifest (format="
                 f"{manifest.get('format') if isinstance(manifest, dict) else None!r})"
             )
-        _check_kind(manifest, kind, self.display)
-        _check_version(manifest.get("format_version"), max_version, manifest_path, manifest)
+        check_kind(manifest, kind, self.display)
+        check_version(manifest.get("format_version"), max_version, manifest_path, manifest)
         files = manifest.get("files")
         if not isinstance(files, dict):
             raise IndexFormatError(f"{manifest_path}: 'files' must be an object")
@@ -157,7 +152,7 @@ class IndexReader:
                 and type(entry.get("bytes")) is int
                 and entry["bytes"] >= 0
                 and isinstance(entry.get("sha256"), str)
-                and _HEX64_RE.match(entry["sha256"])
+                and HEX64_RE.match(entry["sha256"])
             ):
                 raise IndexFormatError(
                     f"{manifest_path}: the entry for {name!r} must hold an int 'bytes' >= 0 "
@@ -206,10 +201,10 @@ class IndexReader:
         filename = f"{name}.npy"
         entry = self._entry(filename)
         path = self.directory / filename
-        with _open_regular(path) as fh:
+        with open_regular(path) as fh:
             size = os.fstat(fh.fileno()).st_size
-            _check_size(path, size, entry)
-            dtype, shape, offset = _read_npy_header(fh, path)
+            check_size(path, size, entry)
+            dtype, shape, offset = read_npy_header(fh, path)
             if dtype.kind not in dtype_kind or len(shape) != ndim:
                 raise IndexFormatError(
                     f"{path}: expected a {ndim}-d array of kind {dtype_kind!r}, "
@@ -227,7 +222,7 @@ class IndexReader:
                 )
             if mmap:
                 if verify:
-                    _check_hash(path, _hash_stream(fh), entry)
+                    check_hash(path, hash_stream(fh), entry)
                 if nbytes == 0:
                     return np.zeros(shape, dtype=dtype)
                 try:
@@ -247,7 +242,7 @@ class IndexReader:
                         raise IndexFormatError(f"{path} is truncated while being read")
                     got += n
                 digest.update(flat)
-            _check_hash(path, digest.hexdigest(), entry)
+            check_hash(path, digest.hexdigest(), entry)
             return array
 
     def checksum(self, filename: str) -> str:
@@ -257,7 +252,7 @@ class IndexReader:
     def json(self, name: str) -> Any:
         """Load ``name.json`` (checksummed, then parsed)."""
         path = self.directory / f"{name}.json"
-        return _parse_json(self._checked_bytes(path.name), path)
+        return parse_json(self._checked_bytes(path.name), path)
 
     def docs(self, name: str) -> Iterator[Doc]:
         """Yield the documents of ``name.jsonl``; errors name the file and line."""
@@ -278,7 +273,7 @@ class IndexReader:
         # Only a \uD800-\uDFFF escape can decode to a lone surrogate (the writer never
         # writes one), so only lines holding such an escape need the full check.
         suspects = ("\\ud" in text or "\\uD" in text) and (
-            _SURROGATE_ESCAPE.search(text) is not None
+            SURROGATE_ESCAPE.search(text) is not None
         )
         for lineno, line in enumerate(lines, 1):
             try:
@@ -286,7 +281,7 @@ class IndexReader:
                 if type(row) is not dict:
                     raise TypeError(f"expected a JSON object, got {type(row).__name__}")
                 doc = Doc(row["id"], row["text"], row["metadata"])
-                if suspects and _SURROGATE_ESCAPE.search(line):
+                if suspects and SURROGATE_ESCAPE.search(line):
                     check_unicode(doc.id, doc.text, doc.metadata, f"document {doc.id!r}")
             except (ValueError, KeyError, TypeError, RecursionError) as exc:
                 problem = "nested too deeply" if isinstance(exc, RecursionError) else exc
@@ -301,9 +296,9 @@ class IndexReader:
             # Format 1 did not bind sub-directories; they load as they are.
             return IndexReader(directory, kind=kind, max_version=max_version)
         entry = self._entry(filename)
-        _check_directory(directory)
-        data = _read_bytes(directory / MANIFEST, _MAX_MANIFEST_BYTES)
-        _check_size(directory / MANIFEST, len(data), entry)
+        check_directory(directory)
+        data = read_bytes(directory / MANIFEST, MAX_MANIFEST_BYTES)
+        check_size(directory / MANIFEST, len(data), entry)
         return IndexReader(
             directory, kind=kind, max_version=max_version, manifest_sha256=entry["sha256"],
             manifest_bytes=data,
@@ -318,11 +313,11 @@ class IndexReader:
     def _checked_bytes(self, filename: str) -> bytes:
         entry = self._entry(filename)
         path = self.directory / filename
-        with _open_regular(path) as fh:
-            _check_size(path, os.fstat(fh.fileno()).st_size, entry)
+        with open_regular(path) as fh:
+            check_size(path, os.fstat(fh.fileno()).st_size, entry)
             data = fh.read()
-        _check_size(path, len(data), entry)
-        _check_hash(path, hashlib.sha256(data).hexdigest(), entry)
+        check_size(path, len(data), entry)
+        check_hash(path, hashlib.sha256(data).hexdigest(), entry)
         return data
 
 

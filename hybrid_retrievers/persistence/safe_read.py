@@ -8,6 +8,9 @@ naming the file.
 
 `IndexFormatError` is the one error a bad saved index raises, here with the first reads
 that raise it; `check_path` checks a user-given index path before anything is opened.
+The rest (`check_directory`, `open_regular`, `read_bytes`, `parse_json`,
+`read_npy_header`, `SURROGATE_ESCAPE`) is the package's own toolkit: `reader`,
+`manifest` and `documents` use it; it is not on the package's face.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from __future__ import annotations
 import errno
 import json
 import os
+import re
 import stat
 from pathlib import Path
 from typing import IO, Any
@@ -47,13 +51,18 @@ def check_path(path: Any, name: str = "path") -> Path:
     return Path(raw)
 
 
+SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+"""A JSON ``\\uD800``-``\\uDFFF`` escape: the only way a JSON text can decode to a lone
+surrogate (which our writers never write), so only a text where this matches needs the
+full Unicode check on load."""
+
 _MAX_NPY_HEADER = 64 * 1024
 _O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _O_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
 _O_BINARY = getattr(os, "O_BINARY", 0)
 
 
-def _check_directory(path: Path, may_be_link: bool = False) -> None:
+def check_directory(path: Path, may_be_link: bool = False) -> None:
     """``path`` is a real directory (a link only if ``may_be_link``) holding no links."""
     try:
         st = os.stat(path) if may_be_link else os.lstat(path)
@@ -70,7 +79,7 @@ def _check_directory(path: Path, may_be_link: bool = False) -> None:
             )
 
 
-def _open_regular(path: Path) -> IO[bytes]:
+def open_regular(path: Path) -> IO[bytes]:
     """Open an index file for reading: a regular file, never a link, FIFO or device."""
     try:
         _require_regular(path, os.lstat(path))
@@ -104,15 +113,17 @@ def _require_regular(path: Path, st: os.stat_result) -> None:
     raise IndexFormatError(f"{path} is {what}, not a regular file")
 
 
-def _read_bytes(path: Path, limit: int) -> bytes:
-    with _open_regular(path) as fh:
+def read_bytes(path: Path, limit: int) -> bytes:
+    """The bytes of index file ``path`` (`open_regular`), refused above ``limit``."""
+    with open_regular(path) as fh:
         size = os.fstat(fh.fileno()).st_size
         if size > limit:
             raise IndexFormatError(f"{path} is {size} bytes; more than {limit} is not plausible")
         return fh.read(limit + 1)
 
 
-def _parse_json(data: bytes, path: Path) -> Any:
+def parse_json(data: bytes, path: Path) -> Any:
+    """``data`` (from ``path``) parsed as UTF-8 JSON; any failure an `IndexFormatError`."""
     try:
         return json.loads(data.decode("utf-8"))
     except UnicodeDecodeError as exc:
@@ -123,7 +134,7 @@ def _parse_json(data: bytes, path: Path) -> Any:
         raise IndexFormatError(f"{path} is not valid here: its JSON is nested too deeply") from None
 
 
-def _read_npy_header(fh: IO[bytes], path: Path) -> tuple[np.dtype[Any], tuple[int, ...], int]:
+def read_npy_header(fh: IO[bytes], path: Path) -> tuple[np.dtype[Any], tuple[int, ...], int]:
     """Parse a ``.npy`` header without reading data; refuse what we never write."""
     try:
         major, _ = npy_format.read_magic(fh)

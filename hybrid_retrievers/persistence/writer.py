@@ -27,8 +27,8 @@ from numpy.typing import NDArray
 
 from ..types import Doc
 from .._version import __version__
-from .atomic import _HashingFile, atomic_index_dir
-from .manifest import _CHUNK, FORMAT_NAME, MANIFEST
+from .atomic import HashingFile, atomic_index_dir
+from .manifest import CHUNK_BYTES, FORMAT_NAME, MANIFEST
 
 __all__ = ["AtomicSave", "IndexWriter"]
 
@@ -50,12 +50,12 @@ class IndexWriter:
             raise TypeError(f"array {name!r} has dtype {array.dtype}, which cannot be saved safely")
         array = np.ascontiguousarray(array)
         filename = f"{name}.npy"
-        with _HashingFile(self.directory / filename) as out:
+        with HashingFile(self.directory / filename) as out:
             npy_format.write_array_header_1_0(out, npy_format.header_data_from_array_1_0(array))
             if array.size:
                 flat = array.reshape(-1).view(np.uint8)
-                for lo in range(0, flat.size, _CHUNK):
-                    out.write(memoryview(flat[lo : lo + _CHUNK]))
+                for lo in range(0, flat.size, CHUNK_BYTES):
+                    out.write(memoryview(flat[lo : lo + CHUNK_BYTES]))
         self._record(filename, out, {"dtype": array.dtype.str, "shape": list(array.shape)})
 
     def json(self, name: str, value: Any) -> None:
@@ -65,7 +65,7 @@ class IndexWriter:
             data = json.dumps(value, ensure_ascii=False, allow_nan=False).encode("utf-8")
         except (TypeError, ValueError) as exc:
             raise TypeError(f"{filename} cannot be saved as JSON: {exc}") from None
-        with _HashingFile(self.directory / filename) as out:
+        with HashingFile(self.directory / filename) as out:
             out.write(data)
         self._record(filename, out, {})
 
@@ -79,10 +79,10 @@ class IndexWriter:
         coerced.
         """
         filename = f"{name}.jsonl"
-        with _HashingFile(self.directory / filename) as out:
+        with HashingFile(self.directory / filename) as out:
             lines: list[str] = []
             for doc in docs:
-                lines.append(_doc_line(doc))
+                lines.append(doc_json_line(doc))
                 if len(lines) >= 4096:
                     out.write(_encode_lines(lines))
                     lines = []
@@ -113,14 +113,21 @@ class IndexWriter:
             "files": self._files,
         }
         data = json.dumps(manifest, indent=2, ensure_ascii=False, allow_nan=False)
-        with _HashingFile(self.directory / MANIFEST) as out:
+        with HashingFile(self.directory / MANIFEST) as out:
             out.write(data.encode("utf-8"))
 
-    def _record(self, filename: str, out: _HashingFile, extra: dict[str, Any]) -> None:
+    def _record(self, filename: str, out: HashingFile, extra: dict[str, Any]) -> None:
         self._files[filename] = {"bytes": out.size, "sha256": out.hexdigest(), **extra}
 
 
-def _doc_line(doc: Doc) -> str:
+def doc_json_line(doc: Doc) -> str:
+    """``doc`` as one JSON line (``id``, ``text``, ``metadata``), as `IndexWriter.docs`
+    writes it; also the check that its metadata can be saved.
+
+    Raises:
+        TypeError: the metadata is not JSON data, or would not load back equal (a tuple,
+            a non-str key, NaN...), naming the document and the key.
+    """
     metadata = dict(doc.metadata)
     try:
         line = json.dumps(

@@ -8,9 +8,12 @@ fusion manifest twice per ``search`` and computed each BM25 explanation twice pe
 
 from __future__ import annotations
 
+import re
+import shutil
 import threading
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from hybrid_retrievers import BM25Index
@@ -18,7 +21,8 @@ from hybrid_retrievers.cli import main
 from hybrid_retrievers.fusion import FusionSearcher
 from hybrid_retrievers.ingest import FolderIndex, FolderResult, IndexReport
 from hybrid_retrievers.models import HashingEmbedder, HashingSparseEmbedder
-from hybrid_retrievers.persistence import IndexFormatError
+from hybrid_retrievers.persistence import IndexFormatError, current_files
+from hybrid_retrievers.vector import VectorIndex
 
 
 NOTES = {
@@ -28,6 +32,8 @@ NOTES = {
                      "Flaps add lift during landing.\n",
     "bread.txt": "Yeast makes bread rise. Steam gives a crust.\n",
 }
+
+DATA = Path(__file__).parent / "data"
 
 
 def _notes(root: Path) -> Path:
@@ -128,6 +134,36 @@ def test_an_index_in_the_format_the_old_cli_wrote_opens_and_updates(tmp_path: Pa
     # A bare BM25Index folder (the oldest format) opens as a one-leg index.
     BM25Index.from_texts(["yeast bread"], ["b"], [{"file": "b.txt"}]).save(tmp_path / "bare")
     assert FolderIndex.open(tmp_path / "bare").search("bread", k=1)[0].file == "b.txt"
+    # ... and so does one in the first layout (format 1: no version directories).
+    shutil.copytree(DATA / "bm25_analyzer_v1", tmp_path / "bare_v1")
+    assert FolderIndex.open(tmp_path / "bare_v1").search("wing lift", k=1)[0].id == "wing"
+
+
+def test_a_folder_holding_another_kind_of_index_is_refused_naming_it(tmp_path: Path) -> None:
+    """Which loader opens a folder is read from its manifest's kind, never guessed from
+    an error's words: a vector index (in a folder whose name says bm25) is refused as
+    such, not loaded as BM25; a broken fusion in such a folder reports its own fault."""
+    vectors = tmp_path / "bm25-vectors"
+    VectorIndex.from_vectors(np.eye(2, dtype=np.float32), ids=["a", "b"]).save(vectors)
+    with pytest.raises(IndexFormatError, match=rf"^{re.escape(str(vectors))} holds a 'vector' "
+                                                r"index, not a folder index \(a fusion"):
+        FolderIndex.open(vectors)
+    with pytest.raises(IndexFormatError, match=r"^shelf holds a 'vector' index"):
+        FolderIndex.open(vectors, label="shelf")
+    foreign = tmp_path / "bm25-foreign"
+    foreign.mkdir()
+    (foreign / "manifest.json").write_text('{"format": "someone-else", "kind": "bm25"}')
+    with pytest.raises(IndexFormatError, match="bm25-foreign.*is not a hybrid-retrievers "
+                                               "manifest"):
+        FolderIndex.open(foreign)
+    _, built = _build(tmp_path)
+    fusion = tmp_path / "bm25-fusion"
+    built.fused.save(fusion, extra_settings={"ingest": built.ingest})
+    child = current_files(fusion) / "child_0" / "manifest.json"
+    child.write_text(child.read_text() + "\n")  # swapped: its checksum differs
+    with pytest.raises(IndexFormatError, match="child_0.*is not the child saved with this "
+                                               "fusion"):
+        FolderIndex.open(fusion)
 
 
 def test_search_reads_the_manifest_once_and_explains_each_hit_once(
