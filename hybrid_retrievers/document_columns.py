@@ -70,18 +70,55 @@ class StrColumn(Sequence[str]):
         self._view = None if buf is None else memoryview(np.ascontiguousarray(buf)).cast("B")
 
     @classmethod
-    def encoded(cls, strings: Sequence[str]) -> StrColumn:
-        """``strings`` as one UTF-8 buffer plus offsets (raises on a lone surrogate)."""
+    def encoded(cls, strings: Sequence[str], *, name: str = "strings", start: int = 0
+                ) -> StrColumn:
+        """``strings`` as one UTF-8 buffer plus offsets.
+
+        Raises:
+            ValueError: a string UTF-8 cannot encode (a lone surrogate), named as
+                ``name[start + i]``.
+        """
         if isinstance(strings, StrColumn):
             return strings if strings._list is None else cls.encoded(strings._list)
         joined = "".join(strings)
-        data = joined.encode("utf-8")
+        try:
+            data = joined.encode("utf-8")
+        except UnicodeEncodeError as e:
+            bad = next(i for i, s in enumerate(strings) if not s.isascii() and _unencodable(s))
+            raise ValueError(f"{name}[{start + bad}] cannot be encoded as UTF-8 ({e.reason}: "
+                             f"{strings[bad][max(0, e.start - 20):e.start + 20]!r}); "
+                             "lone surrogates are not valid Unicode text") from None
         if len(data) == len(joined):  # all ASCII: one byte per character
             lengths = np.fromiter(map(len, strings), np.int64, len(strings))
         else:
             lengths = np.fromiter((len(s) if s.isascii() else len(s.encode("utf-8"))
                                    for s in strings), np.int64, len(strings))
         return cls(buf=np.frombuffer(data, dtype=_U8), off=_offsets(lengths))
+
+    @classmethod
+    def joined(cls, columns: list[StrColumn]) -> StrColumn:
+        """The strings of ``columns`` in order, as one buffer; empties ``columns``.
+
+        Each part is dropped from the list as soon as it is copied, so joining the
+        batches of a streamed build needs the result plus one batch, not twice the
+        corpus (the parts must not be held elsewhere for that).
+        """
+        parts = [StrColumn.encoded(c) for c in columns]
+        columns.clear()
+        total = sum(int(p._off[-1]) for p in parts if p._off is not None)
+        buf = np.empty(total, dtype=_U8)
+        off = np.zeros(sum(len(p) for p in parts) + 1, dtype=np.int64)
+        at = row = 0
+        parts.reverse()
+        while parts:
+            part = parts.pop()
+            assert part._buf is not None and part._off is not None
+            size, n = int(part._off[-1]), part._off.size - 1
+            buf[at:at + size] = part._buf[:size]
+            off[row + 1:row + n + 1] = part._off[1:] + at
+            at, row = at + size, row + n
+            del part
+        return cls(buf=buf, off=off)
 
     @property
     def is_buffer(self) -> bool:
@@ -106,7 +143,12 @@ class StrColumn(Sequence[str]):
 
     def __getitem__(self, i: int | slice) -> str | list[str]:
         if isinstance(i, slice):
-            return [self[j] for j in range(*i.indices(len(self)))]
+            start, stop, step = i.indices(len(self))
+            if self._list is not None:
+                return self._list[i]
+            if step == 1:  # (the tokeniser's chunks: one offsets read for the range)
+                return list(self._decoded(start, max(start, stop)))
+            return [self[j] for j in range(start, stop, step)]
         if self._list is not None:
             return self._list[i]
         assert self._off is not None and self._view is not None
@@ -123,10 +165,10 @@ class StrColumn(Sequence[str]):
             return iter(self._list)
         return self._decoded()
 
-    def _decoded(self) -> Iterator[str]:
+    def _decoded(self, start: int = 0, stop: int | None = None) -> Iterator[str]:
         assert self._off is not None and self._view is not None
         view = self._view
-        bounds = self._off.tolist()
+        bounds = self._off[start:None if stop is None else stop + 1].tolist()
         for a, b in zip(bounds, bounds[1:]):
             yield str(view[a:b], "utf-8")
 
@@ -167,6 +209,14 @@ class StrColumn(Sequence[str]):
             return 0
         assert self._buf is not None and self._off is not None
         return int(self._buf.nbytes + self._off.nbytes)
+
+
+def _unencodable(s: str) -> bool:
+    try:
+        s.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
 
 
 # ------------------------------------------------------------------ id -> row
@@ -378,6 +428,25 @@ class DocColumns(Sequence[Doc]):
         else:
             meta, extras = _metadata_column(metadatas)
         return cls(StrColumn.encoded(ids), texts, meta, extras)
+
+    @classmethod
+    def joined(cls, tables: list[DocColumns]) -> DocColumns:
+        """The documents of ``tables`` in order, each column as one buffer; empties ``tables``.
+
+        For a build that arrives in batches (`hybrid_retrievers.documents.make_docs` over
+        an iterator): each batch's buffers are freed once copied (`StrColumn.joined`).
+        """
+        ids, texts, meta = [], [], []
+        extras: dict[int, Mapping[str, Any]] = {}
+        n = 0
+        for t in tables:
+            ids.append(t._ids)
+            texts.append(t._texts)
+            meta.append(t._meta)
+            extras.update((n + r, m) for r, m in t._extras.items())
+            n += len(t)
+        tables.clear()
+        return cls(StrColumn.joined(ids), StrColumn.joined(texts), StrColumn.joined(meta), extras)
 
     @classmethod
     def from_docs(cls, docs: Iterable[Doc]) -> DocColumns:
