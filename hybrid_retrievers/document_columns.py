@@ -6,9 +6,10 @@ documents, once per leg of a hybrid. `DocColumns` keeps the same documents as a 
 arrays instead:
 
 * ids as one UTF-8 buffer plus offsets (`StrColumn`);
-* texts as a `StrColumn` too: a list of the caller's own strings when built in memory
-  (no copy of the corpus), one UTF-8 buffer plus offsets once saved or loaded (so a
-  loaded index can memory-map it);
+* texts as a `StrColumn` too: a list of the caller's own strings when built from a
+  list (no copy of the corpus), one UTF-8 buffer plus offsets once saved or loaded (so a
+  loaded index can memory-map it) or when streamed from an iterator (each batch encoded
+  as it arrives, the batches joined: `DocColumns.joined`);
 * metadata as one compact JSON text per document (empty: none), in a `StrColumn`. A
   document whose metadata JSON would not give back exactly (a tuple, a NaN, a custom
   object, which only an index that is never saved may hold) keeps its mapping as it is,

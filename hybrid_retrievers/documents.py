@@ -359,10 +359,7 @@ def _streamed_docs(
                 raise TypeError(f"texts[{n + j}] must be a str, got {type(t).__name__}: {t!r:.80}")
         metas: list[Any] = [None] * len(batch)
         if meta_it is not None:
-            metas = list(islice(meta_it, len(batch)))
-            if len(metas) < len(batch):
-                raise ValueError(f"got {n + len(batch) + _count(texts)} texts but "
-                                 f"{n + len(metas)} metadatas; pass one per text")
+            metas = _in_step(meta_it, "metadatas", batch, n, texts)
             for j, m in enumerate(metas):
                 if m is not None and not isinstance(m, Mapping):
                     raise TypeError(f"metadatas[{n + j}] must be a mapping or None, got "
@@ -372,10 +369,7 @@ def _streamed_docs(
                 check_content(None, t, m, f"texts[{n + j}] / metadatas[{n + j}]")
         given: list[Any] = [None] * len(batch)
         if id_it is not None:
-            given = list(islice(id_it, len(batch)))
-            if len(given) < len(batch):
-                raise ValueError(f"got {n + len(batch) + _count(texts)} texts but "
-                                 f"{n + len(given)} ids; pass one id per text")
+            given = _in_step(id_it, "ids", batch, n, texts)
             for j, i in enumerate(given):
                 if i is not None and not isinstance(i, str):
                     raise TypeError(f"ids[{n + j}] must be a str or None, got "
@@ -399,6 +393,16 @@ def _streamed_docs(
     docs = DocColumns.joined(tables)
     rows = np.concatenate(pending) if pending else np.zeros(0, bool)
     return _content_ids_settled(docs, rows, taken) if rows.any() else docs
+
+
+def _in_step(items: Iterator[Any], what: str, batch: list[str], n: int,
+             texts: Iterator[Any]) -> list[Any]:
+    """The ``what`` (ids or metadatas) of the ``batch`` of texts after the first ``n``."""
+    out = list(islice(items, len(batch)))
+    if len(out) < len(batch):
+        raise ValueError(f"got {n + len(batch) + _count(texts)} texts but {n + len(out)} "
+                         f"{what}; pass one per text")
+    return out
 
 
 def _count(items: Iterator[Any]) -> int:
