@@ -45,6 +45,7 @@ __all__ = ["DocColumns", "StrColumn", "IdRows", "json_exact"]
 
 _NO_METADATA: Mapping[str, Any] = MappingProxyType({})
 _U8 = np.uint8
+_ENCODE_BATCH = 65_536  # strings encoded at a time into a buffer
 
 
 def _offsets(lengths: NDArray[np.integer]) -> NDArray[np.int64]:
@@ -81,11 +82,16 @@ class StrColumn(Sequence[str]):
         """
         if isinstance(strings, StrColumn):
             return strings if strings._list is None else cls.encoded(strings._list)
+        step = _ENCODE_BATCH
+        if len(strings) > step:  # (saving 10M texts: not one str of them all and its
+            # bytes at once, twice the corpus, but the buffer plus one batch)
+            return cls.joined([cls.encoded(strings[i:i + step], name=name, start=start + i)
+                               for i in range(0, len(strings), step)])
         joined = "".join(strings)
         try:
             data = joined.encode("utf-8")
-        except UnicodeEncodeError as e:
-            bad = next(i for i, s in enumerate(strings) if not s.isascii() and _unencodable(s))
+        except UnicodeEncodeError:
+            bad, e = next((i, e) for i, s in enumerate(strings) if (e := _encoding_error(s)))
             raise ValueError(f"{name}[{start + bad}] cannot be encoded as UTF-8 ({e.reason}: "
                              f"{strings[bad][max(0, e.start - 20):e.start + 20]!r}); "
                              "lone surrogates are not valid Unicode text") from None
@@ -212,12 +218,12 @@ class StrColumn(Sequence[str]):
         return int(self._buf.nbytes + self._off.nbytes)
 
 
-def _unencodable(s: str) -> bool:
+def _encoding_error(s: str) -> UnicodeEncodeError | None:
     try:
         s.encode("utf-8")
-    except UnicodeEncodeError:
-        return True
-    return False
+    except UnicodeEncodeError as e:
+        return e
+    return None
 
 
 # ------------------------------------------------------------------ id -> row

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from hybrid_retrievers import BM25Index, FusionSearcher, SparseIndex, VectorIndex
-from hybrid_retrievers import documents
+from hybrid_retrievers import document_columns, documents
 from hybrid_retrievers.document_columns import DocColumns, StrColumn
 from hybrid_retrievers.documents import make_docs
 from hybrid_retrievers.ids import content_id
@@ -169,8 +169,21 @@ def test_lone_surrogates_are_refused_naming_the_argument_and_position() -> None:
     with pytest.raises(ValueError, match=r"metadatas\[9\].*lone surrogate"):
         BM25Index.from_texts(iter(texts), metadatas=iter(metas))
     # The encoder names what it encodes too (a safety net behind the checks above).
-    with pytest.raises(ValueError, match=r"texts\[23\] cannot be encoded as UTF-8"):
+    with pytest.raises(ValueError, match=r"texts\[23\] cannot be encoded as UTF-8.*'\\ud800c'"):
         StrColumn.encoded(["a", "b", "\ud800c", "é"], name="texts", start=21)
+
+
+def test_long_lists_are_encoded_in_batches_to_the_same_buffer(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    texts, _, _ = _corpus()
+    whole = StrColumn.encoded(texts)
+    monkeypatch.setattr(document_columns, "_ENCODE_BATCH", 4)
+    parts = StrColumn.encoded(texts)
+    for a, b in zip(parts.buffers(), whole.buffers()):
+        assert a.dtype == b.dtype and np.array_equal(a, b)
+    assert parts.tolist() == texts
+    with pytest.raises(ValueError, match=r"ids\[15\] cannot be encoded"):
+        StrColumn.encoded(texts[:15] + ["\udc80"] + texts[16:], name="ids")
 
 
 def test_items_of_the_wrong_type_are_named_at_their_global_position() -> None:
