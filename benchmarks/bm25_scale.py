@@ -11,9 +11,10 @@ list of the corpus's texts exists beside the index. Each engine runs in its own 
 watched by this one: past ``--limit-gib`` of resident memory (or with less than 1 GiB
 left on the machine) it is stopped and the next smaller size of ``--fallback`` is tried.
 
-* ours: ``BM25Index.from_texts`` over the stream (the texts are kept by the index as its
-  documents), the score cache and kernel metadata built, ``save``; then, in a fresh
-  process, ``load(mmap=True)`` and the queries.
+* ours: ``BM25Index.from_texts`` over the stream (texts and ids generators: the index
+  keeps them as its documents, encoded batch by batch into UTF-8 buffers, no Python
+  string per document), the score cache and kernel metadata built, ``save``; then, in a
+  fresh process, ``load(mmap=True)`` and the queries.
 * bm25s (numba backend) and tantivy (one indexing thread, in RAM): built from the same
   stream (bm25s tokenises a list of all texts), queried in the building process.
 

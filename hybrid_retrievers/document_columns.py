@@ -6,9 +6,10 @@ documents, once per leg of a hybrid. `DocColumns` keeps the same documents as a 
 arrays instead:
 
 * ids as one UTF-8 buffer plus offsets (`StrColumn`);
-* texts as a `StrColumn` too: a list of the caller's own strings when built in memory
-  (no copy of the corpus), one UTF-8 buffer plus offsets once saved or loaded (so a
-  loaded index can memory-map it);
+* texts as a `StrColumn` too: a list of the caller's own strings when built from a
+  list (no copy of the corpus), one UTF-8 buffer plus offsets once saved or loaded (so a
+  loaded index can memory-map it) or when streamed from an iterator (each batch encoded
+  as it arrives, the batches joined: `DocColumns.joined`);
 * metadata as one compact JSON text per document (empty: none), in a `StrColumn`. A
   document whose metadata JSON would not give back exactly (a tuple, a NaN, a custom
   object, which only an index that is never saved may hold) keeps its mapping as it is,
@@ -48,6 +49,7 @@ __all__ = ["DocColumns", "StrColumn", "IdRows", "json_exact"]
 
 _NO_METADATA: Mapping[str, Any] = MappingProxyType({})
 _U8 = np.uint8
+_ENCODE_BATCH = 65_536  # strings encoded at a time into a buffer
 
 
 def _offsets(lengths: NDArray[np.integer]) -> NDArray[np.int64]:
@@ -74,18 +76,60 @@ class StrColumn(Sequence[str]):
         self._view = None if buf is None else memoryview(np.ascontiguousarray(buf)).cast("B")
 
     @classmethod
-    def encoded(cls, strings: Sequence[str]) -> StrColumn:
-        """``strings`` as one UTF-8 buffer plus offsets (raises on a lone surrogate)."""
+    def encoded(cls, strings: Sequence[str], *, name: str = "strings", start: int = 0
+                ) -> StrColumn:
+        """``strings`` as one UTF-8 buffer plus offsets.
+
+        Raises:
+            ValueError: a string UTF-8 cannot encode (a lone surrogate), named as
+                ``name[start + i]``.
+        """
         if isinstance(strings, StrColumn):
             return strings if strings._list is None else cls.encoded(strings._list)
+        step = _ENCODE_BATCH
+        if len(strings) > step:  # (saving 10M texts: not one str of them all and its
+            # bytes at once, twice the corpus, but the buffer plus one batch)
+            return cls.joined([cls.encoded(strings[i:i + step], name=name, start=start + i)
+                               for i in range(0, len(strings), step)])
         joined = "".join(strings)
-        data = joined.encode("utf-8")
+        try:
+            data = joined.encode("utf-8")
+        except UnicodeEncodeError:
+            bad, e = next((i, e) for i, s in enumerate(strings) if (e := _encoding_error(s)))
+            raise ValueError(f"{name}[{start + bad}] cannot be encoded as UTF-8 ({e.reason}: "
+                             f"{strings[bad][max(0, e.start - 20):e.start + 20]!r}); "
+                             "lone surrogates are not valid Unicode text") from None
         if len(data) == len(joined):  # all ASCII: one byte per character
             lengths = np.fromiter(map(len, strings), np.int64, len(strings))
         else:
             lengths = np.fromiter((len(s) if s.isascii() else len(s.encode("utf-8"))
                                    for s in strings), np.int64, len(strings))
         return cls(buf=np.frombuffer(data, dtype=_U8), off=_offsets(lengths))
+
+    @classmethod
+    def joined(cls, columns: list[StrColumn]) -> StrColumn:
+        """The strings of ``columns`` in order, as one buffer; empties ``columns``.
+
+        Each part is dropped from the list as soon as it is copied, so joining the
+        batches of a streamed build needs the result plus one batch, not twice the
+        corpus (the parts must not be held elsewhere for that).
+        """
+        parts = [StrColumn.encoded(c) for c in columns]
+        columns.clear()
+        total = sum(int(p._off[-1]) for p in parts if p._off is not None)
+        buf = np.empty(total, dtype=_U8)
+        off = np.zeros(sum(len(p) for p in parts) + 1, dtype=np.int64)
+        at = row = 0
+        parts.reverse()
+        while parts:
+            part = parts.pop()
+            assert part._buf is not None and part._off is not None
+            size, n = int(part._off[-1]), part._off.size - 1
+            buf[at:at + size] = part._buf[:size]
+            off[row + 1:row + n + 1] = part._off[1:] + at
+            at, row = at + size, row + n
+            del part
+        return cls(buf=buf, off=off)
 
     @property
     def is_buffer(self) -> bool:
@@ -110,7 +154,12 @@ class StrColumn(Sequence[str]):
 
     def __getitem__(self, i: int | slice) -> str | list[str]:
         if isinstance(i, slice):
-            return [self[j] for j in range(*i.indices(len(self)))]
+            start, stop, step = i.indices(len(self))
+            if self._list is not None:
+                return self._list[i]
+            if step == 1:  # (the tokeniser's chunks: one offsets read for the range)
+                return list(self._decoded(start, max(start, stop)))
+            return [self[j] for j in range(start, stop, step)]
         if self._list is not None:
             return self._list[i]
         assert self._off is not None and self._view is not None
@@ -127,10 +176,10 @@ class StrColumn(Sequence[str]):
             return iter(self._list)
         return self._decoded()
 
-    def _decoded(self) -> Iterator[str]:
+    def _decoded(self, start: int = 0, stop: int | None = None) -> Iterator[str]:
         assert self._off is not None and self._view is not None
         view = self._view
-        bounds = self._off.tolist()
+        bounds = self._off[start:None if stop is None else stop + 1].tolist()
         for a, b in zip(bounds, bounds[1:]):
             yield str(view[a:b], "utf-8")
 
@@ -171,6 +220,14 @@ class StrColumn(Sequence[str]):
             return 0
         assert self._buf is not None and self._off is not None
         return int(self._buf.nbytes + self._off.nbytes)
+
+
+def _encoding_error(s: str) -> UnicodeEncodeError | None:
+    try:
+        s.encode("utf-8")
+    except UnicodeEncodeError as e:
+        return e
+    return None
 
 
 # ------------------------------------------------------------------ id -> row
@@ -384,6 +441,25 @@ class DocColumns(Sequence[Doc]):
         else:
             meta, extras = _metadata_column(metadatas)
         return cls(StrColumn.encoded(ids), texts, meta, extras)
+
+    @classmethod
+    def joined(cls, tables: list[DocColumns]) -> DocColumns:
+        """The documents of ``tables`` in order, each column as one buffer; empties ``tables``.
+
+        For a build that arrives in batches (`hybrid_retrievers.documents.make_docs` over
+        an iterator): each batch's buffers are freed once copied (`StrColumn.joined`).
+        """
+        ids, texts, meta = [], [], []
+        extras: dict[int, Mapping[str, Any]] = {}
+        n = 0
+        for t in tables:
+            ids.append(t._ids)
+            texts.append(t._texts)
+            meta.append(t._meta)
+            extras.update((n + r, m) for r, m in t._extras.items())
+            n += len(t)
+        tables.clear()
+        return cls(StrColumn.joined(ids), StrColumn.joined(texts), StrColumn.joined(meta), extras)
 
     @classmethod
     def from_docs(cls, docs: Iterable[Doc]) -> DocColumns:

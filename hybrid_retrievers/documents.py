@@ -13,13 +13,14 @@ snapshot, and `DocumentAccess` gives an index over such a snapshot its read-only
 from __future__ import annotations
 
 import threading
-from collections.abc import Hashable, Iterable, Mapping, Set
+from collections.abc import Hashable, Iterable, Iterator, Mapping, Set, Sized
+from itertools import islice
 from typing import Any, ClassVar
 
 import numpy as np
 from numpy.typing import NDArray
 
-from .document_columns import DocColumns, IdRows
+from .document_columns import DocColumns, IdRows, StrColumn
 from .filters import cached_equality_mask, filter_mask
 from .ids import content_id
 from .types import Doc, MetadataFilter
@@ -287,7 +288,15 @@ def make_docs(
     Identical texts get the same content id, so the second and later copies (in
     input order, or of a text already in ``taken``) get ``#2``, ``#3``... suffixes:
     still deterministic, and no document is lost as a duplicate.
+
+    ``texts`` given as an iterator (a generator: anything iterable without a length) is
+    read `STREAM_BATCH` at a time, and each batch's texts and ids are encoded into the
+    table's UTF-8 buffers at once (the layout a loaded table has), so a corpus streamed
+    into a build is never held as Python strings. ``ids`` and ``metadatas`` may then be
+    iterators too, read in step. The table is the same as from lists.
     """
+    if isinstance(texts, Iterable) and not isinstance(texts, (Sized, str)):
+        return _streamed_docs(iter(texts), ids, metadatas, taken)
     texts = check_texts_argument(texts, paired=ids is not None or metadatas is not None)
     metas = [None] * len(texts) if metadatas is None else list(metadatas)
     if len(metas) != len(texts):
@@ -325,6 +334,109 @@ def make_docs(
     return DocColumns.from_columns(id_list, texts, None if metadatas is None else metas)
 
 
+STREAM_BATCH = 65_536
+"""Documents that `make_docs` reads, checks and encodes at a time from an iterator."""
+
+
+def _streamed_docs(
+    texts: Iterator[Any],
+    ids: Iterable[str | None] | None,
+    metadatas: Iterable[Mapping[str, Any] | None] | None,
+    taken: Mapping[str, Any] | None,
+) -> DocColumns:
+    """`make_docs` over an iterator of texts: batch after batch checked as `make_docs`
+    checks lists, encoded, and the batches' buffers joined (`DocColumns.joined`)."""
+    if ids is not None:
+        _refuse_bad_ids_argument(ids)
+    id_it = None if ids is None else iter(ids)
+    meta_it = None if metadatas is None else iter(metadatas)
+    tables: list[DocColumns] = []
+    pending: list[NDArray[np.bool_]] = []  # rows whose id is a content id, per batch
+    n = 0
+    while batch := list(islice(texts, STREAM_BATCH)):
+        for j, t in enumerate(batch):
+            if not isinstance(t, str):
+                raise TypeError(f"texts[{n + j}] must be a str, got {type(t).__name__}: {t!r:.80}")
+        metas: list[Any] = [None] * len(batch)
+        if meta_it is not None:
+            metas = _in_step(meta_it, "metadatas", batch, n, texts)
+            for j, m in enumerate(metas):
+                if m is not None and not isinstance(m, Mapping):
+                    raise TypeError(f"metadatas[{n + j}] must be a mapping or None, got "
+                                    f"{type(m).__name__}")
+        for j, (t, m) in enumerate(zip(batch, metas)):
+            if m or not t.isascii():
+                check_content(None, t, m, f"texts[{n + j}] / metadatas[{n + j}]")
+        given: list[Any] = [None] * len(batch)
+        if id_it is not None:
+            given = _in_step(id_it, "ids", batch, n, texts)
+            for j, i in enumerate(given):
+                if i is not None and not isinstance(i, str):
+                    raise TypeError(f"ids[{n + j}] must be a str or None, got "
+                                    f"{type(i).__name__}: {i!r:.80}")
+                if i is not None and not i.isascii():
+                    check_unicode(i, "", None, f"ids[{n + j}]")
+        missing = np.fromiter((i is None for i in given), bool, len(given))
+        if missing.any():  # the base content id now; suffixes once every given id is known
+            given = [content_id(t, m) if i is None else i
+                     for i, t, m in zip(given, batch, metas)]
+        pending.append(missing)
+        tables.append(DocColumns.from_columns(
+            StrColumn.encoded(given, name="ids", start=n),
+            StrColumn.encoded(batch, name="texts", start=n),
+            None if meta_it is None else metas))
+        n += len(batch)
+        del batch, given, metas
+    for it, what in ((meta_it, "metadatas"), (id_it, "ids")):
+        if it is not None and (rest := _count(it)):
+            raise ValueError(f"got {n} texts but {n + rest} {what}; pass one per text")
+    docs = DocColumns.joined(tables)
+    rows = np.concatenate(pending) if pending else np.zeros(0, bool)
+    return _content_ids_settled(docs, rows, taken) if rows.any() else docs
+
+
+def _in_step(items: Iterator[Any], what: str, batch: list[str], n: int,
+             texts: Iterator[Any]) -> list[Any]:
+    """The ``what`` (ids or metadatas) of the ``batch`` of texts after the first ``n``."""
+    out = list(islice(items, len(batch)))
+    if len(out) < len(batch):
+        raise ValueError(f"got {n + len(batch) + _count(texts)} texts but {n + len(out)} "
+                         f"{what}; pass one per text")
+    return out
+
+
+def _count(items: Iterator[Any]) -> int:
+    return sum(1 for _ in items)
+
+
+def _content_ids_settled(docs: DocColumns, content: NDArray[np.bool_],
+                         taken: Mapping[str, Any] | None) -> DocColumns:
+    """``docs`` whose ``content`` rows hold base content ids, with the ``#2``, ``#3``...
+    suffixes `make_docs` gives (after every given id and ``taken``): the same ids as
+    from lists."""
+    ids = docs.columns[0]
+    flags = content.tolist()
+    used = {i for i, generated in zip(ids, flags) if not generated}
+    renamed: dict[int, str] = {}
+    for row, (base, generated) in enumerate(zip(ids, flags)):
+        if not generated:
+            continue
+        i, k = base, 1
+        while i in used or (taken is not None and i in taken):
+            k += 1
+            i = f"{base}#{k}"
+        used.add(i)
+        if i != base:
+            renamed[row] = i
+    if not renamed:
+        return docs
+    id_list = ids.tolist()
+    for row, i in renamed.items():
+        id_list[row] = i
+    _, texts, meta, extras = docs.columns
+    return DocColumns(StrColumn.encoded(id_list), texts, meta, dict(extras))
+
+
 def check_texts_argument(texts: Any, *, paired: bool = False, name: str = "texts") -> list[str]:
     """``texts`` as a list of str, or a TypeError naming ``name`` and the fix.
 
@@ -352,14 +464,18 @@ def check_texts_argument(texts: Any, *, paired: bool = False, name: str = "texts
     return check_str_items(texts, name)
 
 
-def _ids_column(ids: Any) -> list[str | None]:
-    """Given ids as a list of str-or-None (None: content id), or a TypeError naming ``ids``."""
+def _refuse_bad_ids_argument(ids: Any) -> None:
     if isinstance(ids, (str, bytes, Mapping)) or not isinstance(ids, Iterable):
         raise TypeError(
             f"ids must be a list of str (None for a content id), got "
             f"{type(ids).__name__}: {ids!r:.80}"
             + ("; wrap a single id in a list" if isinstance(ids, str) else "")
         )
+
+
+def _ids_column(ids: Any) -> list[str | None]:
+    """Given ids as a list of str-or-None (None: content id), or a TypeError naming ``ids``."""
+    _refuse_bad_ids_argument(ids)
     given = list(ids)
     for i, item in enumerate(given):
         if item is not None and not isinstance(item, str):

@@ -173,6 +173,10 @@ class BM25Index(AtomicSave, EditableIndex):
     ) -> BM25Index:
         """Index ``texts``; missing ids become deterministic content ids.
 
+        ``texts`` (and ``ids``, ``metadatas``) may be generators: the documents are then
+        read and stored batch by batch as UTF-8 buffers (`make_docs`), so a streamed corpus
+        costs the build its bytes, not a Python string per text; a list is kept as is.
+
         Raises:
             ValueError: for an empty corpus, duplicate ids, or mismatched lengths.
         """
@@ -253,7 +257,8 @@ class BM25Index(AtomicSave, EditableIndex):
         """
         show_progress, n_jobs = payload
         vocab = dict(state.vocab)
-        chunks = token_chunks(self._analyzer, docs.texts(),
+        # The text column itself (a buffer column is decoded chunk by chunk, never whole).
+        chunks = token_chunks(self._analyzer, docs.columns[1],
                               n_jobs=n_jobs, show_progress=show_progress, vocab=vocab)
         new = written(state, docs, chunks, rows, vocab)
         if state.fields is not None:
