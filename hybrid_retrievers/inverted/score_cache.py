@@ -25,7 +25,8 @@ from typing import NamedTuple, Protocol, TypeVar
 import numpy as np
 from numpy.typing import NDArray
 
-from .postings import Snapshot
+from .heap import release_free_heap
+from .postings import TRIM_POSTINGS, Snapshot
 from .scorer import Scorer, Variant, length_norm
 
 __all__ = ["ScoreCache", "CorpusStatistics", "PostingBounds"]
@@ -102,7 +103,7 @@ class ScoreCache:
     """
 
     __slots__ = ("norm", "idf", "upper", "absent", "absent_weight", "nonnegative", "positive",
-                 "least", "bounds", "stats", "avgdl", "_kept", "_seeds", "_lock")
+                 "least", "bounds", "stats", "avgdl", "_kept", "_seeds", "_lock", "_trims")
 
     def __init__(
         self,
@@ -137,6 +138,9 @@ class ScoreCache:
         self._kept: dict[type, object] = {}
         self._seeds: dict[type, Callable[[], object]] = {}
         self._lock = threading.Lock()
+        # Whether building from the postings frees enough temporaries to give the C heap's
+        # free pages back after it (`heap`): set by `build` for `TRIM_POSTINGS` or more.
+        self._trims = False
 
     @classmethod
     def of(cls, state: Snapshot, params: Scorer, stats: CorpusStatistics | None) -> ScoreCache:
@@ -168,13 +172,18 @@ class ScoreCache:
         if v.absent is not None:
             absent_weight = float(v.absent(k1, delta))
             absent = (idf * np.float32(absent_weight)).astype(np.float32)
+        trims = state.post_docs.size >= TRIM_POSTINGS
         if bounds is None:
             bounds = PostingBounds.of(state, params, norm, absent_weight)
+            if trims:
+                release_free_heap()  # the slabs' freed weights: see `heap`
         if state.post_docs.size:
             upper = bounds.top * idf
         else:
             upper = np.zeros(len(df), dtype=np.float32)
-        return cls(norm, idf, upper, absent, absent_weight, bounds, stats, avgdl)
+        cache = cls(norm, idf, upper, absent, absent_weight, bounds, stats, avgdl)
+        cache._trims = trims
+        return cache
 
     def signs(self, ids: list[tuple[int, float]]) -> tuple[bool, bool]:
         """Whether every contribution of a query is >= 0, and whether every one is > 0.
@@ -209,6 +218,8 @@ class ScoreCache:
                 if held is None:
                     make = self._seeds.pop(kind, build)
                     held = self._kept[kind] = make()
+                    if self._trims:
+                        release_free_heap()  # the build's freed temporaries: see `heap`
         return held  # type: ignore[return-value]
 
     def seed(self, kind: type[T], build: Callable[[], T]) -> None:

@@ -296,3 +296,23 @@ def test_release_free_heap_trims_on_glibc():
 
     glibc = platform.system() == "Linux" and platform.libc_ver()[0] == "glibc"
     assert release_free_heap() is glibc
+
+
+def test_building_a_large_score_cache_gives_the_heaps_free_pages_back(monkeypatch):
+    """The first query of a large snapshot reads every posting for its score cache (the
+    terms' bounds) and the kernels' metadata, freeing temporaries as large: each build
+    trims the C heap once after it; a small snapshot's, and a second query, do not."""
+    from hybrid_retrievers.inverted import score_cache
+
+    calls = []
+    monkeypatch.setattr(score_cache, "release_free_heap", lambda: calls.append(1) or True)
+    monkeypatch.setattr(score_cache, "TRIM_POSTINGS", 120)
+    texts = [f"a{i % 7} b{i % 3} x{i}" for i in range(40)]  # 40 documents of 3 postings
+    index = BM25Index.from_texts(texts, backend="numba")
+    first = index.search("a1 b2", k=3)
+    built = len(calls)
+    assert built >= 2  # the bounds, then at least one kind of kernel metadata
+    assert index.search("a1 b2", k=3) == first
+    assert len(calls) == built
+    BM25Index.from_texts(texts[:39], backend="numba").search("a1 b2", k=3)  # 117 postings
+    assert len(calls) == built
