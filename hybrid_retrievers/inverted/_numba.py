@@ -34,10 +34,10 @@ from ._numba_weights import (
     BLOCK,
     CODE_TF,
     NO_CODE,
-    _coded,
+    _shifted,
+    _slot,
     _span,
     _u,
-    _weight,
     build_blocks,
     build_table,
     build_weights,
@@ -207,8 +207,9 @@ def search_top_k(indptr, post_docs, post_tf, norm, block_ptr, block_max, block_l
         part = const64
         for j in range(p, n):
             if cur[j] < end[j] and post_docs[cur[j]] == d:
-                w = _weight(cur[j], post_docs, post_tf, norm, variant, k1, k1p1, delta, aw,
-                            has_aw, s32[j])
+                c = cur[j]
+                w = _shifted(post_tf[c], norm[_u(post_docs[c])], variant, k1, k1p1, delta, aw,
+                             has_aw, s32[j])
                 contrib[qpos[j]] = w
                 part += np.float64(w)
                 cur[j] += 1
@@ -222,8 +223,9 @@ def search_top_k(indptr, post_docs, post_tf, norm, block_ptr, block_max, block_l
                 continue
             _seek(j, d, cur, end, blk, blk_end, blk_first, first, post_docs, block_last)
             if cur[j] < end[j] and post_docs[cur[j]] == d:
-                w = _weight(cur[j], post_docs, post_tf, norm, variant, k1, k1p1, delta, aw,
-                            has_aw, s32[j])
+                c = cur[j]
+                w = _shifted(post_tf[c], norm[_u(post_docs[c])], variant, k1, k1p1, delta, aw,
+                             has_aw, s32[j])
                 contrib[qpos[j]] = w
                 part += np.float64(w)
         if alive and part + rest > thr:
@@ -264,8 +266,12 @@ def _scatter_below(stop, q, t, s, indptr, post_docs, post_tf, norm, doc_codes, t
         d = post_docs[_u(q)]
         if d >= stop:
             break
-        acc[_u(d)] += _coded(_u(q), _u(d), post_docs, post_tf, norm, doc_codes, table, variant,
-                             k1, k1p1, delta, aw, has_aw, s)
+        tf = post_tf[_u(q)]
+        slot = _slot(doc_codes[_u(d)], tf)
+        if slot >= 0:
+            acc[_u(d)] += table[_u(slot)] * s
+        else:
+            acc[_u(d)] += _shifted(tf, norm[_u(d)], variant, k1, k1p1, delta, aw, has_aw, s)
         q += 1
     return q
 
@@ -388,8 +394,12 @@ def _taat_tracked(indptr, post_docs, post_tf, norm, doc_codes, table, terms, sca
                 seen[d] = True
                 touched[m] = d
                 m += 1
-            acc[d] += _coded(q, d, post_docs, post_tf, norm, doc_codes, table, variant, k1, k1p1,
-                             delta, aw, has_aw, s)
+            tf = post_tf[q]
+            slot = _slot(doc_codes[d], tf)
+            if slot >= 0:
+                acc[d] += table[_u(slot)] * s
+            else:
+                acc[d] += _shifted(tf, norm[d], variant, k1, k1p1, delta, aw, has_aw, s)
     k = min(k, m)
     heap_s = np.empty(k, np.float32)
     heap_d = np.empty(k, np.int32)
