@@ -34,10 +34,10 @@ from ._numba_weights import (
     BLOCK,
     CODE_TF,
     NO_CODE,
-    _coded,
+    _shifted,
+    _slot,
     _span,
     _u,
-    _weight,
     build_blocks,
     build_table,
     build_weights,
@@ -207,8 +207,9 @@ def search_top_k(indptr, post_docs, post_tf, norm, block_ptr, block_max, block_l
         part = const64
         for j in range(p, n):
             if cur[j] < end[j] and post_docs[cur[j]] == d:
-                w = _weight(cur[j], post_docs, post_tf, norm, variant, k1, k1p1, delta, aw,
-                            has_aw, s32[j])
+                c = cur[j]
+                w = _shifted(post_tf[c], norm[_u(post_docs[c])], variant, k1, k1p1, delta, aw,
+                             has_aw, s32[j])
                 contrib[qpos[j]] = w
                 part += np.float64(w)
                 cur[j] += 1
@@ -222,8 +223,9 @@ def search_top_k(indptr, post_docs, post_tf, norm, block_ptr, block_max, block_l
                 continue
             _seek(j, d, cur, end, blk, blk_end, blk_first, first, post_docs, block_last)
             if cur[j] < end[j] and post_docs[cur[j]] == d:
-                w = _weight(cur[j], post_docs, post_tf, norm, variant, k1, k1p1, delta, aw,
-                            has_aw, s32[j])
+                c = cur[j]
+                w = _shifted(post_tf[c], norm[_u(post_docs[c])], variant, k1, k1p1, delta, aw,
+                             has_aw, s32[j])
                 contrib[qpos[j]] = w
                 part += np.float64(w)
         if alive and part + rest > thr:
@@ -244,10 +246,10 @@ def search_top_k(indptr, post_docs, post_tf, norm, block_ptr, block_max, block_l
 
 
 @njit(cache=True, inline="always")
-def _scatter_below(stop, q, t, s, indptr, post_docs, post_tf, norm, doc_codes, table, weight_ptr,
-                   weights, variant, k1, k1p1, delta, aw, has_aw, acc):  # pragma: no cover
+def _scatter_below(stop, base, q, t, s, indptr, post_docs, post_tf, norm, doc_codes, table,
+                   weight_ptr, weights, variant, k1, k1p1, delta, aw, has_aw, acc):  # pragma: no cover
     """Add term t's postings from ``q`` on, up to the first of a document >= ``stop``,
-    times ``s``, to ``acc``; returns where it stopped."""
+    times ``s``, to ``acc`` (document d's slot: ``d - base``); returns where it stopped."""
     end = indptr[t + 1]
     w0 = weight_ptr[t]
     if w0 >= 0:
@@ -257,15 +259,19 @@ def _scatter_below(stop, q, t, s, indptr, post_docs, post_tf, norm, doc_codes, t
             d = post_docs[_u(q)]
             if d >= stop:
                 break
-            acc[_u(d)] += weights[_u(off + q)] * s
+            acc[_u(d - base)] += weights[_u(off + q)] * s
             q += 1
         return q
     while q < end:
         d = post_docs[_u(q)]
         if d >= stop:
             break
-        acc[_u(d)] += _coded(_u(q), _u(d), post_docs, post_tf, norm, doc_codes, table, variant,
-                             k1, k1p1, delta, aw, has_aw, s)
+        tf = post_tf[_u(q)]
+        slot = _slot(doc_codes[_u(d)], tf)
+        if slot >= 0:
+            acc[_u(d - base)] += table[_u(slot)] * s
+        else:
+            acc[_u(d - base)] += _shifted(tf, norm[_u(d)], variant, k1, k1p1, delta, aw, has_aw, s)
         q += 1
     return q
 
@@ -309,9 +315,13 @@ def search_taat(indptr, post_docs, post_tf, norm, doc_codes, table, weight_ptr, 
     if dense_ratio * n_post >= acc.size:
         # Many postings: the documents are taken in chunks of ``chunk_docs``, and each
         # chunk gets every term's postings, in query order, then one sequential pass
-        # that keeps the top k and zeroes it while it is still in cache. The sums are
-        # those of one pass over all documents; documents are visited in ascending
-        # order, so a later one enters a full heap only by beating its minimum strictly.
+        # that keeps the top k and zeroes it while it is still in cache. Every chunk
+        # accumulates in the same first ``chunk_docs`` slots of ``acc`` (document d in
+        # slot d - c0), which stay in cache from chunk to chunk and query to query
+        # instead of streaming the whole buffer (4 MiB at 1M documents) through it:
+        # -11% on the kernel's median at 1M. The sums are those of one pass over all
+        # documents; documents are visited in ascending order, so a later one enters
+        # a full heap only by beating its minimum strictly.
         cur = np.empty(terms.size, np.int64)
         for i in range(terms.size):
             cur[i] = indptr[terms[i]]
@@ -320,41 +330,42 @@ def search_taat(indptr, post_docs, post_tf, norm, doc_codes, table, weight_ptr, 
         while c0 < n:
             c1 = min(c0 + chunk_docs, n)
             for i in range(terms.size):
-                cur[i] = _scatter_below(c1, cur[i], terms[i], scales[i], indptr, post_docs,
+                cur[i] = _scatter_below(c1, c0, cur[i], terms[i], scales[i], indptr, post_docs,
                                         post_tf, norm, doc_codes, table, weight_ptr, weights,
                                         variant, k1, k1p1, delta, aw, has_aw, acc)
-            d = c0
-            while size < k and d < c1:
-                if acc[d] != 0.0:
-                    heap_push(heap_s, heap_d, size, acc[d] + constant, d)
+            m = c1 - c0  # slots in use
+            x = 0
+            while size < k and x < m:
+                if acc[x] != 0.0:
+                    heap_push(heap_s, heap_d, size, acc[x] + constant, x + c0)
                     size += 1
-                    acc[d] = 0.0
-                d += 1
-            while d < c1:
+                    acc[x] = 0.0
+                x += 1
+            while x < m:
                 # Unmatched documents total ``constant``, never strictly above a matched
                 # minimum. A run of SCAN documents is read element by element only when
                 # one of its totals beats the heap's minimum: a count of those, which over
                 # unsigned indices compiles to vector compares (a running max does not).
-                hi = min(d + SCAN, c1)
+                hi = min(x + SCAN, m)
                 floor = heap_s[0]
                 above = 0
-                for x in _span(d, hi):
-                    above += (acc[x] + constant) > floor
+                for y in _span(x, hi):
+                    above += (acc[y] + constant) > floor
                 if above:
-                    for x in range(d, hi):
-                        total = acc[x] + constant
+                    for y in range(x, hi):
+                        total = acc[y] + constant
                         if total > heap_s[0]:
-                            heap_replace(heap_s, heap_d, size, total, x)
-                for x in _span(d, hi):
-                    acc[x] = 0.0
-                d = hi
+                            heap_replace(heap_s, heap_d, size, total, y + c0)
+                for y in _span(x, hi):
+                    acc[y] = 0.0
+                x = hi
             c0 = c1
         return heap_d[:size], heap_s[:size]
     # Few postings: add them all, then read back through them; zeroing on first read
     # skips repeats.
     for i in range(terms.size):
         t = terms[i]
-        _scatter_below(acc.size, indptr[t], t, scales[i], indptr, post_docs, post_tf, norm,
+        _scatter_below(acc.size, 0, indptr[t], t, scales[i], indptr, post_docs, post_tf, norm,
                        doc_codes, table, weight_ptr, weights, variant, k1, k1p1, delta, aw,
                        has_aw, acc)
     for i in range(terms.size):
@@ -388,8 +399,12 @@ def _taat_tracked(indptr, post_docs, post_tf, norm, doc_codes, table, terms, sca
                 seen[d] = True
                 touched[m] = d
                 m += 1
-            acc[d] += _coded(q, d, post_docs, post_tf, norm, doc_codes, table, variant, k1, k1p1,
-                             delta, aw, has_aw, s)
+            tf = post_tf[q]
+            slot = _slot(doc_codes[d], tf)
+            if slot >= 0:
+                acc[d] += table[_u(slot)] * s
+            else:
+                acc[d] += _shifted(tf, norm[d], variant, k1, k1p1, delta, aw, has_aw, s)
     k = min(k, m)
     heap_s = np.empty(k, np.float32)
     heap_d = np.empty(k, np.int32)

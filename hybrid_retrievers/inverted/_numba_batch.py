@@ -8,6 +8,11 @@ it would alone, so it returns bit for bit what a loop of single searches returns
 the batch saves is the per-query Python work around the kernel (argument conversion,
 dispatch, buffer lookup), about 100 µs a query, which at 100k documents is as much as
 the kernel itself.
+
+numba's on-disk cache (``cache=True``) checks only the file that defines a function:
+these entry points compile `_numba`'s kernels into themselves, so after an edit there a
+checkout's ``__pycache__/*.nbi, *.nbc`` of this module keep running the old kernels
+(still exact, as every version is) until this file changes too or they are deleted.
 """
 
 from __future__ import annotations

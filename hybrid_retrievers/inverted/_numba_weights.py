@@ -3,7 +3,7 @@
 Imported only through `hybrid_retrievers.inverted._numba` (and so only when numba is
 installed). Every weight here is computed with the same float32 operations, in the
 same order, as `hybrid_retrievers.scoring` (``tfw_*``) and `matching._weigh`:
-`_weight` directly, `build_table`'s rows and `build_weights`'s stored values through
+`_shifted` directly, `build_table`'s rows and `build_weights`'s stored values through
 it, so any of them times the query scale is bit for bit the same number.
 
 `_u` and `_span` index with unsigned integers: numba gives a signed index Python's
@@ -60,11 +60,19 @@ def _span(lo, hi):  # pragma: no cover - compiled
 
 
 @njit(cache=True, inline="always")
-def _weight(q, post_docs, post_tf, norm, variant, k1, k1p1, delta, aw, has_aw, scale):  # pragma: no cover
-    """``scale · (tfw(tf, norm) - tfw(0))`` of posting ``q``, as `matching._weigh`."""
-    if variant == IMPACT:  # the stored value is the weight: no norm to read
-        return np.float32(post_tf[q]) * scale
-    w = _tfw(variant, np.float32(post_tf[q]), norm[_u(post_docs[q])], k1, k1p1, delta)
+def _shifted(tf, norm_d, variant, k1, k1p1, delta, aw, has_aw, scale):  # pragma: no cover
+    """``scale · (tfw(tf, norm_d) - tfw(0))`` of a posting of frequency ``tf`` in a document
+    of length norm ``norm_d`` (ignored by impacts), as `matching._weigh`.
+
+    Scalars only, like every helper a hot loop calls: a helper taking arrays left
+    numba's reference counting in the loop (incref/decref calls on each array, every
+    posting), which made a norm-coded posting cost ~60 ns instead of ~1 ns at 1M
+    documents. So callers read the arrays themselves: ``_shifted(post_tf[q],
+    norm[post_docs[q]], ...)``.
+    """
+    if variant == IMPACT:  # the stored value is the weight: no norm
+        return np.float32(tf) * scale
+    w = _tfw(variant, np.float32(tf), norm_d, k1, k1p1, delta)
     if has_aw:
         w = w - aw
     return w * scale
@@ -98,7 +106,8 @@ def build_blocks(indptr, post_docs, post_tf, norm, variant, k1, k1p1, delta, aw,
             e = min(p + BLOCK, hi)
             m = np.float32(-np.inf)
             for q in range(p, e):
-                w = _weight(q, post_docs, post_tf, norm, variant, k1, k1p1, delta, aw, has_aw, one)
+                w = _shifted(post_tf[q], norm[_u(post_docs[q])], variant, k1, k1p1, delta, aw,
+                             has_aw, one)
                 if w > m:
                     m = w
             block_max[b] = m
@@ -116,7 +125,7 @@ def build_table(norms, variant, k1, k1p1, delta, aw, has_aw):  # pragma: no cove
     """The shifted tf-weight table of the coded length norms ``norms`` (row = code).
 
     ``table[row·CODE_TF + tf]`` is ``tfw(tf, norms[row]) - tfw(0)`` computed with
-    exactly `_weight`'s float32 operations, so a table read times the query scale is
+    exactly `_shifted`'s float32 operations, so a table read times the query scale is
     bit for bit the computed weight: TAAT reads a byte code per document (one L2
     read beside its accumulator slot) and an L1 table entry instead of a float32 norm
     and a division.
@@ -134,14 +143,17 @@ def build_table(norms, variant, k1, k1p1, delta, aw, has_aw):  # pragma: no cove
 
 
 @njit(cache=True, inline="always")
-def _coded(q, d, post_docs, post_tf, norm, doc_codes, table, variant, k1, k1p1, delta, aw, has_aw, scale):  # pragma: no cover
-    """`_weight` of posting ``q`` (of document ``d``), from the table when it has a row."""
-    c = doc_codes[d]
-    tf = post_tf[q]
-    # Impact postings (float32) never have a code (`kernels.NormCodes`): no table read.
-    if c != NO_CODE and tf < CODE_TF:
-        return table[_u(c) * _u(CODE_TF) + _u(tf)] * scale
-    return _weight(q, post_docs, post_tf, norm, variant, k1, k1p1, delta, aw, has_aw, scale)
+def _slot(code, tf):  # pragma: no cover - compiled
+    """The weight table's index for a posting of norm code ``code`` and frequency ``tf``,
+    or -1 when its weight is computed (`_shifted`): no row, or tf >= `CODE_TF`.
+
+    Impact postings (float32) never have a code (`kernels.NormCodes`): no table read.
+    A caller reads the table itself (``table[_u(slot)] * scale``), for the reason
+    `_shifted` gives.
+    """
+    if code != NO_CODE and tf < CODE_TF:
+        return np.int64(code) * CODE_TF + np.int64(tf)
+    return np.int64(-1)
 
 
 @njit(cache=True)
@@ -151,7 +163,7 @@ def build_weights(indptr, post_docs, post_tf, norm, doc_codes, table, min_df, va
 
     Returns ``(weight_ptr, weights)``: term t's weights are ``weights[weight_ptr[t]:]``
     for its ``df`` postings, or ``weight_ptr[t] == -1`` when it has fewer. Each is
-    `_coded` at scale 1, so ``weight · scale`` is bit for bit what TAAT computes.
+    TAAT's weight at scale 1 (`_slot`, `_shifted`), so ``weight · scale`` is bit for bit what TAAT computes.
     """
     n_terms = indptr.size - 1
     weight_ptr = np.full(n_terms, -1, np.int64)
@@ -169,7 +181,12 @@ def build_weights(indptr, post_docs, post_tf, norm, doc_codes, table, min_df, va
             continue
         lo = indptr[t]
         for q in _span(lo, indptr[t + 1]):
-            d = _u(post_docs[q])
-            weights[_u(w0) + q - _u(lo)] = _coded(q, d, post_docs, post_tf, norm, doc_codes, table,
-                                                  variant, k1, k1p1, delta, aw, has_aw, one)
+            d = post_docs[q]
+            tf = post_tf[q]
+            slot = _slot(doc_codes[_u(d)], tf)
+            if slot >= 0:
+                w = table[_u(slot)] * one
+            else:
+                w = _shifted(tf, norm[_u(d)], variant, k1, k1p1, delta, aw, has_aw, one)
+            weights[_u(w0) + q - _u(lo)] = w
     return weight_ptr, weights
