@@ -64,18 +64,20 @@ class Backend:
         stored_weights_df: posting lists this long or longer keep each posting's float32
             weight, which TAAT streams beside the document instead of looking it up (at
             1M documents these lists hold 31% of the postings, 54 MiB, and 96% of those
-            Cranfield queries touch; a posting costs ~0.8 ns instead of ~1.2 ns). Set it
-            above the corpus size to store none.
+            Cranfield queries touch; streaming a weight saves the norm-code lookup a
+            shorter list's posting pays). Set it above the corpus size to store none.
         taat_chunk_docs: documents per chunk of TAAT's dense accumulation, so the
             accumulator being written (256 KiB by default) stays in a core's L2 cache; at
             1M documents the kernel took 0.56 / 0.86 ms median / p95 in chunks against
             1.04 / 1.54 in one pass. Set it above the corpus size for one pass.
         taat_dense_ratio: a TAAT query with at least one posting per ``taat_dense_ratio``
-            documents takes that dense path (its cost: a scan of every document, ~0.9 ms
-            at 1M, plus ~0.65 ns a posting); a sparser one reads its postings back, two
-            random accesses each, which cost 5-10 ns apiece on a busy machine. At 1M
-            documents (bm25_speed's corpus and queries, load ~15 on 2 cores) 16 instead
-            of 4 took the kernel's median from 2.11 to 1.78 ms; results are the same.
+            documents takes that dense path (its cost: a scan of every document plus
+            each posting; the whole median query of bm25_speed's corpus took 0.89 ms
+            at 1M, ``benchmarks/bm25_query_compare.py``); a sparser one reads its
+            postings back, two random accesses each, which cost 5-10 ns apiece on a busy
+            machine. At 1M documents (bm25_speed's corpus and queries, load ~15 on 2
+            cores) 16 instead of 4 took the kernel's median from 2.11 to 1.78 ms;
+            results are the same.
         batch_cells: result slots (queries x k) one batched kernel call fills at most; a
             larger `search_many` batch is cut into several calls.
         batched_postings: on the numpy path, queries touching fewer postings are scored
