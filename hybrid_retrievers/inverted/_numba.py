@@ -247,7 +247,8 @@ def search_top_k(indptr, post_docs, post_tf, norm, block_ptr, block_max, block_l
 
 @njit(cache=True, inline="always")
 def _scatter_below(stop, base, q, t, s, indptr, post_docs, post_tf, norm, doc_codes, table,
-                   weight_ptr, weights, variant, k1, k1p1, delta, aw, has_aw, acc):  # pragma: no cover
+                   weight_ptr, weights, variant, k1, k1p1, delta, aw,
+                   has_aw, acc):  # pragma: no cover - compiled
     """Add term t's postings from ``q`` on, up to the first of a document >= ``stop``,
     times ``s``, to ``acc`` (document d's slot: ``d - base``); returns where it stopped."""
     end = indptr[t + 1]

@@ -163,7 +163,8 @@ def build_weights(indptr, post_docs, post_tf, norm, doc_codes, table, min_df, va
 
     Returns ``(weight_ptr, weights)``: term t's weights are ``weights[weight_ptr[t]:]``
     for its ``df`` postings, or ``weight_ptr[t] == -1`` when it has fewer. Each is
-    TAAT's weight at scale 1 (`_slot`, `_shifted`), so ``weight · scale`` is bit for bit what TAAT computes.
+    TAAT's weight at scale 1 (`_slot`, `_shifted`), so ``weight · scale`` is bit for bit
+    what TAAT computes.
     """
     n_terms = indptr.size - 1
     weight_ptr = np.full(n_terms, -1, np.int64)
