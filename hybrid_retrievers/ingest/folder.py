@@ -575,7 +575,7 @@ def _routes(info: dict[str, Any], explanation: dict[str, Any]) -> dict[str, Any]
 def _load(folder: Path, name: str, model: Any, sparse_model: Any,
           mmap: bool) -> tuple[Any, dict[str, Any]]:
     """``(FusionSearcher, ingest settings)`` of an index folder (``name``: how errors
-    call it), its manifest read once.
+    call it).
 
     The manifest's kind chooses the loader: a folder written by an older ``index`` (a
     bare `BM25Index`, kind ``"bm25"``) loads as a one-leg fusion; any kind but that and
