@@ -302,23 +302,15 @@ def make_docs(
     if len(metas) != len(texts):
         raise ValueError(f"got {len(texts)} texts but {len(metas)} metadatas; pass one per text")
     if metadatas is not None:
-        for i, m in enumerate(metas):
-            if m is not None and not isinstance(m, Mapping):
-                raise TypeError(f"metadatas[{i}] must be a mapping or None, got "
-                                f"{type(m).__name__}")
-    for i, (t, m) in enumerate(zip(texts, metas)):
-        # Before content ids are hashed: they encode the text and metadata as UTF-8.
-        if m or not t.isascii():  # (an ASCII text alone has nothing to check)
-            check_content(None, t, m, f"texts[{i}] / metadatas[{i}]")
+        _check_metadatas(metas)
+    _check_contents(texts, metas)
     if ids is None:
         given: list[str | None] = [None] * len(texts)
     else:
         given = _ids_column(ids)
         if len(given) != len(texts):
             raise ValueError(f"got {len(texts)} texts but {len(given)} ids; pass one id per text")
-        for j, i in enumerate(given):
-            if isinstance(i, str) and not i.isascii():
-                check_unicode(i, "", None, f"ids[{j}]")
+        _check_ids_unicode(given)
     # A None id means "content id for this one"; given ids are never rewritten.
     used = {i for i in given if i is not None}
     id_list = []
@@ -353,29 +345,17 @@ def _streamed_docs(
     tables: list[DocColumns] = []
     pending: list[NDArray[np.bool_]] = []  # rows whose id is a content id, per batch
     n = 0
-    while batch := list(islice(texts, STREAM_BATCH)):
-        for j, t in enumerate(batch):
-            if not isinstance(t, str):
-                raise TypeError(f"texts[{n + j}] must be a str, got {type(t).__name__}: {t!r:.80}")
+    while batch := check_str_items(islice(texts, STREAM_BATCH), "texts", start=n):
         metas: list[Any] = [None] * len(batch)
         if meta_it is not None:
             metas = _in_step(meta_it, "metadatas", batch, n, texts)
-            for j, m in enumerate(metas):
-                if m is not None and not isinstance(m, Mapping):
-                    raise TypeError(f"metadatas[{n + j}] must be a mapping or None, got "
-                                    f"{type(m).__name__}")
-        for j, (t, m) in enumerate(zip(batch, metas)):
-            if m or not t.isascii():
-                check_content(None, t, m, f"texts[{n + j}] / metadatas[{n + j}]")
+            _check_metadatas(metas, n)
+        _check_contents(batch, metas, n)
         given: list[Any] = [None] * len(batch)
         if id_it is not None:
             given = _in_step(id_it, "ids", batch, n, texts)
-            for j, i in enumerate(given):
-                if i is not None and not isinstance(i, str):
-                    raise TypeError(f"ids[{n + j}] must be a str or None, got "
-                                    f"{type(i).__name__}: {i!r:.80}")
-                if i is not None and not i.isascii():
-                    check_unicode(i, "", None, f"ids[{n + j}]")
+            _check_id_types(given, n)
+            _check_ids_unicode(given, n)
         missing = np.fromiter((i is None for i in given), bool, len(given))
         if missing.any():  # the base content id now; suffixes once every given id is known
             given = [content_id(t, m) if i is None else i
@@ -477,11 +457,38 @@ def _ids_column(ids: Any) -> list[str | None]:
     """Given ids as a list of str-or-None (None: content id), or a TypeError naming ``ids``."""
     _refuse_bad_ids_argument(ids)
     given = list(ids)
+    _check_id_types(given)
+    return given
+
+
+# `make_docs`' per-document checks, over the whole lists or one streamed batch (``start``:
+# the batch's first row, so that errors name the row in the whole argument).
+
+def _check_metadatas(metas: list[Any], start: int = 0) -> None:
+    for i, m in enumerate(metas):
+        if m is not None and not isinstance(m, Mapping):
+            raise TypeError(f"metadatas[{start + i}] must be a mapping or None, got "
+                            f"{type(m).__name__}")
+
+
+def _check_contents(texts: list[str], metas: list[Any], start: int = 0) -> None:
+    for i, (t, m) in enumerate(zip(texts, metas)):
+        # Before content ids are hashed: they encode the text and metadata as UTF-8.
+        if m or not t.isascii():  # (an ASCII text alone has nothing to check)
+            check_content(None, t, m, f"texts[{start + i}] / metadatas[{start + i}]")
+
+
+def _check_id_types(given: list[Any], start: int = 0) -> None:
     for i, item in enumerate(given):
         if item is not None and not isinstance(item, str):
-            raise TypeError(f"ids[{i}] must be a str or None, got {type(item).__name__}: "
-                            f"{item!r:.80}")
-    return given
+            raise TypeError(f"ids[{start + i}] must be a str or None, got "
+                            f"{type(item).__name__}: {item!r:.80}")
+
+
+def _check_ids_unicode(given: list[Any], start: int = 0) -> None:
+    for i, item in enumerate(given):
+        if isinstance(item, str) and not item.isascii():
+            check_unicode(item, "", None, f"ids[{start + i}]")
 
 
 def check_docs(docs: Iterable[Doc]) -> DocColumns:

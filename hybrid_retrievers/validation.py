@@ -186,8 +186,11 @@ def check_id_list(ids: Any, name: str = "ids") -> list[str]:
     return check_str_items(ids, name, noun="str id")
 
 
-def check_str_items(items: Iterable[Any], name: str, noun: str = "str") -> list[str]:
+def check_str_items(items: Iterable[Any], name: str, noun: str = "str",
+                    start: int = 0) -> list[str]:
     """``items`` as a list in which every item is a str (texts, ids...).
+
+    ``start``: the position of the first item in the whole argument (a batch of a stream).
 
     Raises:
         TypeError: ``"{name}[i] must be a {noun}, got ..."`` for the first item that is not.
@@ -196,7 +199,7 @@ def check_str_items(items: Iterable[Any], name: str, noun: str = "str") -> list[
     for i, item in enumerate(out):
         if not isinstance(item, str):
             raise TypeError(
-                f"{name}[{i}] must be a {noun}, got {type(item).__name__}: {item!r:.80}"
+                f"{name}[{start + i}] must be a {noun}, got {type(item).__name__}: {item!r:.80}"
             )
     return out
 
