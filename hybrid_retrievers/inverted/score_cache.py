@@ -115,6 +115,7 @@ class ScoreCache:
         bounds: PostingBounds,
         stats: CorpusStatistics | None = None,
         avgdl: float = 0.0,
+        trims: bool = False,
     ) -> None:
         self.norm = norm
         self.idf = idf
@@ -139,8 +140,8 @@ class ScoreCache:
         self._seeds: dict[type, Callable[[], object]] = {}
         self._lock = threading.Lock()
         # Whether building from the postings frees enough temporaries to give the C heap's
-        # free pages back after it (`heap`): set by `build` for `TRIM_POSTINGS` or more.
-        self._trims = False
+        # free pages back after it (`heap`): `build` says so for `TRIM_POSTINGS` or more.
+        self._trims = trims
 
     @classmethod
     def of(cls, state: Snapshot, params: Scorer, stats: CorpusStatistics | None) -> ScoreCache:
@@ -181,9 +182,7 @@ class ScoreCache:
             upper = bounds.top * idf
         else:
             upper = np.zeros(len(df), dtype=np.float32)
-        cache = cls(norm, idf, upper, absent, absent_weight, bounds, stats, avgdl)
-        cache._trims = trims
-        return cache
+        return cls(norm, idf, upper, absent, absent_weight, bounds, stats, avgdl, trims)
 
     def signs(self, ids: list[tuple[int, float]]) -> tuple[bool, bool]:
         """Whether every contribution of a query is >= 0, and whether every one is > 0.
@@ -216,9 +215,9 @@ class ScoreCache:
             with self._lock:
                 held = self._kept.get(kind)
                 if held is None:
-                    make = self._seeds.pop(kind, build)
-                    held = self._kept[kind] = make()
-                    if self._trims:
+                    seeded = self._seeds.pop(kind, None)
+                    held = self._kept[kind] = (seeded or build)()
+                    if seeded is None and self._trims:  # a seed reads no postings
                         release_free_heap()  # the build's freed temporaries: see `heap`
         return held  # type: ignore[return-value]
 

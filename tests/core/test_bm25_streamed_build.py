@@ -298,7 +298,7 @@ def test_release_free_heap_trims_on_glibc():
     assert release_free_heap() is glibc
 
 
-def test_building_a_large_score_cache_gives_the_heaps_free_pages_back(monkeypatch):
+def test_building_a_large_score_cache_gives_the_heaps_free_pages_back(monkeypatch, tmp_path):
     """The first query of a large snapshot reads every posting for its score cache (the
     terms' bounds) and the kernels' metadata, freeing temporaries as large: each build
     trims the C heap once after it; a small snapshot's, and a second query, do not."""
@@ -315,4 +315,11 @@ def test_building_a_large_score_cache_gives_the_heaps_free_pages_back(monkeypatc
     assert index.search("a1 b2", k=3) == first
     assert len(calls) == built
     BM25Index.from_texts(texts[:39], backend="numba").search("a1 b2", k=3)  # 117 postings
+    assert len(calls) == built
+    # A loaded index gets its bounds and kernel metadata from the saved arrays, reading
+    # no postings: nothing freed, no heap walk.
+    index.save(tmp_path / "saved")
+    built = len(calls)
+    loaded = BM25Index.load(tmp_path / "saved", mmap=True, backend="numba")
+    assert loaded.search("a1 b2", k=3) == first
     assert len(calls) == built
