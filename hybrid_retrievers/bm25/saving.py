@@ -63,7 +63,7 @@ def write(directory: Path, st: Snapshot, params: BM25Params, analyzer: Analyzer,
     extra: dict[str, object] = {}
     if fields is None:
         extra.update(write_score_cache(w, st, params, stats, backend or Backend()))
-    if fields is not None:
+    else:
         assert st.fields is not None
         extra["fields"] = dict(fields)
         for i, name in enumerate(_extra_fields(fields)):

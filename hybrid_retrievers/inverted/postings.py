@@ -135,9 +135,9 @@ def written(
     whole corpus and no COO copy of it is ever held. A write of `TRIM_POSTINGS` or more
     new postings then gives the C heap's freed pages back (`heap.release_free_heap`).
     At 1M documents of bm25_speed's corpus a build (score cache and kernel metadata
-    included) grew the process by 372 MiB (400 without the trim; 819 with runs held
-    one by one) and peaked 527 MiB above its start (1,253 before the slabs),
-    ``benchmarks/bm25_memory.py``.
+    included) grew the process by 339 MiB with the score cache's builds trimmed too
+    (372 with this trim alone, 400 without; 819 with runs held one by one) and peaked
+    525 MiB above its start (1,253 before the slabs), ``benchmarks/bm25_memory.py``.
     """
     offset = len(state.docs)
     rows_given = rows
