@@ -315,14 +315,7 @@ def make_docs(
     used = {i for i in given if i is not None}
     id_list = []
     for i, t, m in zip(given, texts, metas):
-        if i is None:
-            base = i = content_id(t, m)
-            n = 1
-            while i in used or (taken is not None and i in taken):
-                n += 1
-                i = f"{base}#{n}"
-            used.add(i)
-        id_list.append(i)
+        id_list.append(_unused_id(content_id(t, m), used, taken) if i is None else i)
     return DocColumns.from_columns(id_list, texts, None if metadatas is None else metas)
 
 
@@ -375,6 +368,17 @@ def _streamed_docs(
     return _content_ids_settled(docs, rows, taken) if rows.any() else docs
 
 
+def _unused_id(base: str, used: set[str], taken: Mapping[str, Any] | None) -> str:
+    """``base``, else ``base#2``, ``base#3``...: the first in neither ``used`` nor
+    ``taken`` (a content id of a repeated text), added to ``used``."""
+    i, n = base, 1
+    while i in used or (taken is not None and i in taken):
+        n += 1
+        i = f"{base}#{n}"
+    used.add(i)
+    return i
+
+
 def _in_step(items: Iterator[Any], what: str, batch: list[str], n: int,
              texts: Iterator[Any]) -> list[Any]:
     """The ``what`` (ids or metadatas) of the ``batch`` of texts after the first ``n``."""
@@ -399,14 +403,7 @@ def _content_ids_settled(docs: DocColumns, content: NDArray[np.bool_],
     used = {i for i, generated in zip(ids, flags) if not generated}
     renamed: dict[int, str] = {}
     for row, (base, generated) in enumerate(zip(ids, flags)):
-        if not generated:
-            continue
-        i, k = base, 1
-        while i in used or (taken is not None and i in taken):
-            k += 1
-            i = f"{base}#{k}"
-        used.add(i)
-        if i != base:
+        if generated and (i := _unused_id(base, used, taken)) != base:
             renamed[row] = i
     if not renamed:
         return docs
